@@ -1,0 +1,36 @@
+"""Per-chain parameters from ``data/chains.json``.
+
+The file has two halves per chain: ``protocol`` (public facts of the real chain,
+each with its source) and ``devnet`` (the embedded devnet's scaled-down
+simulation settings).  Both the analysis layer and the devnet read it, so the
+parameters cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+
+@cache
+def load_chains() -> tuple[dict[str, Any], ...]:
+    """Every chain entry of ``data/chains.json``, in file order."""
+    text = resources.files("feeslab._data").joinpath("chains.json").read_text("utf-8")
+    return tuple(json.loads(text)["chains"])
+
+
+def chain_entry(chain_id: int) -> dict[str, Any]:
+    """The entry of one chain, by chain id.
+
+    Raises
+    ------
+    KeyError
+        If ``data/chains.json`` does not describe ``chain_id``.
+    """
+    for entry in load_chains():
+        if entry["chain_id"] == chain_id:
+            return entry
+    known = ", ".join(str(e["chain_id"]) for e in load_chains())
+    raise KeyError(f"chain id {chain_id} is not in data/chains.json (known: {known})")

@@ -1,0 +1,1057 @@
+"""The devnet's seeded chain simulator.
+
+Each chain is a pure function of ``(seed, chain_id, number)``: blocks are
+generated in fixed chunks of :data:`CHUNK` blocks, strictly in order, from a
+random stream seeded by ``(seed, chain_id)``, so two devnets with the same seed
+answer with identical bytes whenever and in whatever order they are asked.
+
+What is simulated, and how:
+
+* **Demand.**  A latent log-demand level made of a regime Markov chain (calm,
+  normal, busy, frenzy), an AR(1) wander, a daily and weekly cycle and a slow
+  trend.  After London users buy gas with constant elasticity against the base
+  fee, so blocks run full while demand outruns the fee and empty out when it
+  overshoots; before London utilisation follows demand directly.  Rare outages
+  produce runs of empty blocks.
+* **Base fee.**  EIP-1559's integer update rule, exactly, with each chain's
+  elasticity and change denominator (which may change at a fork height).
+* **Proof of work.**  Pools with unequal, drifting hash shares; exponential
+  block times scaled by difficulty over hashrate; Homestead (EIP-2) and
+  Byzantium (EIP-100) difficulty adjustment (the difficulty bomb is left out).
+* **Uncles.**  A competing block at the same height is found when another pool
+  mines within the winning block's propagation delay, which grows with the
+  block's gas and falls as the network improves (Decker & Wattenhofer 2013).
+  The fork is won by the first block unless the rival pool also mines the next
+  block.  The stale sibling reaches later miners after a short, random delay and
+  is included by the first block whose miner includes uncles, within the
+  protocol's rules: depth 1 to 6, at most two per block, each once, only
+  siblings of ancestors.  Stale blocks not included by depth 6 are lost.
+* **Proof of stake / sequencers.**  Fixed slots with occasional missed slots,
+  difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
+
+Headers carry every field real clients return; ``hash`` is keccak256 of the
+header's RLP.  Fields the simulator has no model for (state and receipt roots,
+blooms, mix hashes, nonces) are seeded pseudo-random bytes.  The synthetic
+history serves headers, not transaction bodies.
+
+References
+----------
+.. [1] V. Buterin et al., "EIP-1559: Fee market change for ETH 1.0 chain", 2019.
+.. [2] V. Buterin, "EIP-100: Change difficulty adjustment to target mean block
+   time including uncles", 2016.
+.. [3] C. Decker and R. Wattenhofer, "Information propagation in the Bitcoin
+   network", IEEE P2P 2013.
+.. [4] G. Wood, "Ethereum: a secure decentralised generalised transaction
+   ledger" (Yellow Paper), sections 4.3 and 11.1 (uncle validity).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+try:  # the C keccak from safe-pysha3 is ~2.5x faster than pycryptodome's
+    from eth_hash.backends.pysha3 import keccak256 as keccak
+except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
+    from eth_hash.auto import keccak
+
+from feeslab._chaindata import load_chains
+
+CHUNK = 4096
+EMPTY_UNCLES_HASH = bytes.fromhex(
+    "1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"
+)
+EMPTY_TRIE_ROOT = bytes.fromhex(
+    "56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"
+)
+ZERO_HASH = bytes(32)
+MIN_DIFFICULTY = 131072
+GAS_LIMIT_FLOOR = 5000
+MAX_UNCLES = 2
+MAX_UNCLE_DEPTH = 6
+_OP_FEE_VAULT = bytes.fromhex("4200000000000000000000000000000000000011")
+
+
+# -- RLP ---------------------------------------------------------------------
+# A flat-list encoder: the header chain is hashed block by block, and the
+# general ``rlp`` package is several times slower.  Tests check this encoder
+# against ``rlp.encode``.
+
+
+def _rlp_length_prefix(length: int, offset: int) -> bytes:
+    if length < 56:
+        return bytes((offset + length,))
+    raw = length.to_bytes((length.bit_length() + 7) // 8, "big")
+    return bytes((offset + 55 + len(raw),)) + raw
+
+
+def _rlp_item(value: bytes | int) -> bytes:
+    if isinstance(value, int):
+        value = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    if len(value) == 1 and value[0] < 0x80:
+        return value
+    return _rlp_length_prefix(len(value), 0x80) + value
+
+
+def _rlp_int(value: int) -> bytes:
+    if value < 0x80:
+        return b"\x80" if value == 0 else bytes((value,))
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes((0x80 + len(raw),)) + raw
+
+
+def rlp_list(items: Sequence[bytes | int]) -> bytes:
+    """RLP of a list of byte strings and non-negative integers."""
+    payload = b"".join(map(_rlp_item, items))
+    return _rlp_length_prefix(len(payload), 0xC0) + payload
+
+
+def rlp_list_of_encoded(encoded: Sequence[bytes]) -> bytes:
+    """RLP of a list whose items are already RLP-encoded."""
+    payload = b"".join(encoded)
+    return _rlp_length_prefix(len(payload), 0xC0) + payload
+
+
+# -- headers and blocks -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """A block header, in the Yellow Paper's field order."""
+
+    parent_hash: bytes
+    uncles_hash: bytes
+    coinbase: bytes
+    state_root: bytes
+    transactions_root: bytes
+    receipts_root: bytes
+    logs_bloom: bytes
+    difficulty: int
+    number: int
+    gas_limit: int
+    gas_used: int
+    timestamp: int
+    extra_data: bytes
+    mix_hash: bytes
+    nonce: bytes
+    base_fee_per_gas: int | None = None
+
+    def fields(self) -> list[bytes | int]:
+        items: list[bytes | int] = [
+            self.parent_hash, self.uncles_hash, self.coinbase, self.state_root,
+            self.transactions_root, self.receipts_root, self.logs_bloom,
+            self.difficulty, self.number, self.gas_limit, self.gas_used,
+            self.timestamp, self.extra_data, self.mix_hash, self.nonce,
+        ]  # fmt: skip
+        if self.base_fee_per_gas is not None:
+            items.append(self.base_fee_per_gas)
+        return items
+
+    def encode(self) -> bytes:
+        """The header's RLP encoding."""
+        # the fixed-width fields get their one-byte prefixes directly; this is
+        # the hot path of chain generation (tests compare with ``rlp.encode``)
+        payload = b"".join(
+            (
+                b"\xa0", self.parent_hash, b"\xa0", self.uncles_hash,
+                b"\x94", self.coinbase, b"\xa0", self.state_root,
+                b"\xa0", self.transactions_root, b"\xa0", self.receipts_root,
+                b"\xb9\x01\x00", self.logs_bloom,
+                _rlp_int(self.difficulty), _rlp_int(self.number),
+                _rlp_int(self.gas_limit), _rlp_int(self.gas_used),
+                _rlp_int(self.timestamp), _rlp_item(self.extra_data),
+                b"\xa0", self.mix_hash, b"\x88", self.nonce,
+                b"" if self.base_fee_per_gas is None else _rlp_int(self.base_fee_per_gas),
+            )
+        )  # fmt: skip
+        return _rlp_length_prefix(len(payload), 0xC0) + payload
+
+    def check(self) -> None:
+        """Raise ValueError unless every fixed-width field has its width."""
+        widths = {
+            "parent_hash": 32, "uncles_hash": 32, "coinbase": 20, "state_root": 32,
+            "transactions_root": 32, "receipts_root": 32, "logs_bloom": 256,
+            "mix_hash": 32, "nonce": 8,
+        }  # fmt: skip
+        for name, width in widths.items():
+            if len(getattr(self, name)) != width:
+                raise ValueError(f"header field {name} must be {width} bytes")
+
+    @property
+    def hash(self) -> bytes:
+        """keccak256 of the header's RLP: the block hash."""
+        return keccak(self.encode())
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A canonical block: its header, hash, uncles and derived totals.
+
+    ``size`` is the length of ``rlp([header, transactions, uncles])`` with the
+    (empty) transaction list the synthetic history serves.
+    """
+
+    header: Header
+    hash: bytes
+    uncles: tuple[Header, ...]
+    total_difficulty: int
+    size: int
+
+    @property
+    def number(self) -> int:
+        return self.header.number
+
+    @property
+    def uncle_hashes(self) -> list[bytes]:
+        return [u.hash for u in self.uncles]
+
+
+def uncles_hash(uncles: Sequence[Header]) -> bytes:
+    """``sha3Uncles``: keccak256 of the RLP list of uncle headers."""
+    if not uncles:
+        return EMPTY_UNCLES_HASH
+    return keccak(rlp_list_of_encoded([u.encode() for u in uncles]))
+
+
+def block_size(header: Header, uncles: Sequence[Header]) -> int:
+    """Length of ``rlp([header, [], uncles])`` [bytes]."""
+    return len(
+        rlp_list_of_encoded(
+            [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
+        )
+    )
+
+
+def next_base_fee(
+    parent_base_fee: int,
+    parent_gas_used: int,
+    parent_gas_limit: int,
+    elasticity_multiplier: int,
+    max_change_denominator: int,
+) -> int:
+    """EIP-1559's base fee of a child block, in exact integer arithmetic [wei]."""
+    target = parent_gas_limit // elasticity_multiplier
+    if parent_gas_used == target:
+        return parent_base_fee
+    if parent_gas_used > target:
+        delta = parent_base_fee * (parent_gas_used - target) // target // max_change_denominator
+        return parent_base_fee + max(1, delta)
+    delta = parent_base_fee * (target - parent_gas_used) // target // max_change_denominator
+    return parent_base_fee - delta
+
+
+# -- parameters ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainParams:
+    """The devnet's settings for one chain (``devnet`` half of chains.json)."""
+
+    chain_id: int
+    network: str
+    name: str
+    height: int
+    genesis_timestamp: int
+    consensus: tuple[tuple[int, str], ...]
+    forks: dict[str, int]
+    eip1559: tuple[tuple[int, int, int], ...]
+    initial_base_fee: int
+    block_rewards: tuple[tuple[int, int], ...]
+    gas_limit_targets: tuple[tuple[int, int], ...]
+    slot_time_s: int
+    pow_target_block_time_s: int = 13
+    genesis_difficulty: int = MIN_DIFFICULTY
+    missed_slot_probability: float = 0.0
+    safe_depth: int = 32
+    finalized_depth: int = 64
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any]) -> ChainParams:
+        dev = entry["devnet"]
+        return cls(
+            chain_id=int(entry["chain_id"]),
+            network=entry["network"],
+            name=entry["name"],
+            height=int(dev["height"]),
+            genesis_timestamp=int(dev["genesis_timestamp"]),
+            consensus=tuple((int(c["from_block"]), c["kind"]) for c in dev["consensus"]),
+            forks={k: int(v) for k, v in dev["forks"].items()},
+            eip1559=tuple(
+                (
+                    int(e["from_block"]),
+                    int(e["elasticity_multiplier"]),
+                    int(e["base_fee_max_change_denominator"]),
+                )
+                for e in dev["eip1559"]
+            ),
+            initial_base_fee=int(dev["initial_base_fee_wei"]),
+            block_rewards=tuple(
+                (int(r["from_block"]), int(r["value"])) for r in dev["block_rewards_wei"]
+            ),
+            gas_limit_targets=tuple((int(a), int(b)) for a, b in dev["gas_limit_targets"]),
+            slot_time_s=int(dev["slot_time_s"]),
+            pow_target_block_time_s=int(dev.get("pow_target_block_time_s", 13)),
+            genesis_difficulty=int(dev.get("genesis_difficulty", MIN_DIFFICULTY)),
+            missed_slot_probability=float(dev.get("missed_slot_probability", 0.0)),
+            safe_depth=int(dev.get("safe_depth", 32)),
+            finalized_depth=int(dev.get("finalized_depth", 64)),
+        )
+
+    @property
+    def london_block(self) -> int | None:
+        return self.forks.get("london")
+
+    @property
+    def merge_block(self) -> int | None:
+        """First proof-of-stake block, or None for chains without a merge."""
+        for start, kind in self.consensus:
+            if kind == "proof-of-stake" and start > 0:
+                return start
+        return None
+
+    def consensus_at(self, number: int) -> str:
+        kind = self.consensus[0][1]
+        for start, k in self.consensus:
+            if number >= start:
+                kind = k
+        return kind
+
+    def eip1559_at(self, number: int) -> tuple[int, int]:
+        """(elasticity multiplier, max change denominator) in force at ``number``."""
+        rule = self.eip1559[0]
+        for entry in self.eip1559:
+            if number >= entry[0]:
+                rule = entry
+        return rule[1], rule[2]
+
+    def is_london(self, number: int) -> bool:
+        return self.london_block is not None and number >= self.london_block
+
+    def block_reward(self, number: int) -> int:
+        """Static block reward of a block at ``number`` [wei]."""
+        reward = 0
+        for start, value in self.block_rewards:
+            if number >= start:
+                reward = value
+        return reward
+
+    def gas_limit_target(self, number: int) -> int:
+        target = self.gas_limit_targets[0][1]
+        for start, value in self.gas_limit_targets:
+            if number >= start:
+                target = value
+        return target
+
+
+def devnet_params() -> dict[int, ChainParams]:
+    """The devnet's chains from ``data/chains.json``, by chain id."""
+    return {int(e["chain_id"]): ChainParams.from_entry(e) for e in load_chains()}
+
+
+# -- the simulation -------------------------------------------------------------
+
+_REGIME_LEVEL = np.array([-0.6, 0.0, 0.55, 1.3])  # calm, normal, busy, frenzy [log]
+_REGIME_MEAN_BLOCKS = np.array([2500.0, 4000.0, 900.0, 120.0])
+_TIP_SIGMA = 0.8
+_NORMAL = NormalDist()
+
+
+def _pick(cumulative: list[float], x: float) -> int:
+    """Index drawn by ``x`` in [0, total) from cumulative weights."""
+    return min(bisect.bisect_right(cumulative, x), len(cumulative) - 1)
+
+
+@dataclass
+class _Pool:
+    address: bytes
+    tag: bytes
+    includes_uncles: bool
+    empty_rate: float
+
+
+@dataclass
+class _Stale:
+    header: Header
+    seen_from: int  # first canonical block whose miner has received it
+
+
+@dataclass
+class _State:
+    """What generation carries from one block to the next."""
+
+    number: int = -1
+    timestamp: int = 0
+    difficulty: int = 0
+    total_difficulty: int = 0
+    gas_limit: int = 0
+    gas_used: int = 0
+    base_fee: int | None = None
+    hash: bytes = ZERO_HASH
+    had_uncles: bool = False
+    regime: int = 1
+    wander: float = 0.0
+    outage_left: int = 0
+    pending: list[_Stale] = field(default_factory=list)
+
+
+class History:
+    """The generated blocks of one chain for one seed: shared, lazily extended.
+
+    Generation runs chunk by chunk under a lock; reads of what is already
+    generated take no lock.  One ``History`` per (chain, seed) is kept for the
+    life of the process (see :func:`history`), so every devnet with that seed
+    shares it.
+    """
+
+    def __init__(self, params: ChainParams, seed: int) -> None:
+        self.params = params
+        self.chain_id = params.chain_id
+        self.seed = seed
+        self._salt = keccak(b"feeslab-devnet" + seed.to_bytes(16, "big", signed=True)
+                            + params.chain_id.to_bytes(8, "big"))  # fmt: skip
+        self._rng = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, params.chain_id, 1559])
+        self._lock = threading.RLock()
+        self._state = _State()
+        self._pools, self._shares = self._make_pools()
+        # columns, one entry per generated canonical block
+        self._hashes: list[bytes] = []
+        self._by_hash: dict[bytes, int] = {}
+        self._timestamp = np.zeros(0, dtype=np.int64)
+        self._gas_limit = np.zeros(0, dtype=np.int64)
+        self._gas_used = np.zeros(0, dtype=np.int64)
+        self._base_fee: list[int | None] = []
+        self._difficulty: list[int] = []
+        self._total_difficulty: list[int] = []
+        self._miner = np.zeros(0, dtype=np.int16)
+        self._demand = np.zeros(0, dtype=np.float32)
+        self._uncles: dict[int, tuple[Header, ...]] = {}
+
+    def number_of(self, block_hash: bytes) -> int | None:
+        """Number of the generated canonical block with this hash."""
+        return self._by_hash.get(block_hash)
+
+    def block(self, number: int) -> Block:
+        """Canonical block ``number`` (generated on demand)."""
+        return self._block(number)
+
+    def ensure(self, number: int) -> None:
+        """Generate at least up to block ``number``."""
+        self._ensure(number)
+
+    def generated(self) -> int:
+        """How many blocks have been generated so far."""
+        return len(self._hashes)
+
+    def base_fee(self, number: int) -> int | None:
+        self._ensure(number)
+        return self._base_fee[number]
+
+    def gas_used(self, number: int) -> int:
+        self._ensure(number)
+        return int(self._gas_used[number])
+
+    def gas_limit(self, number: int) -> int:
+        self._ensure(number)
+        return int(self._gas_limit[number])
+
+    def timestamp(self, number: int) -> int:
+        self._ensure(number)
+        return int(self._timestamp[number])
+
+    def base_fees(self, start: int, stop: int) -> list[int | None]:
+        """Base fees of blocks ``start..stop-1`` [wei]; None before London."""
+        self._ensure(stop - 1)
+        return self._base_fee[start:stop]
+
+    def gas_used_range(self, start: int, stop: int) -> list[int]:
+        self._ensure(stop - 1)
+        return self._gas_used[start:stop].tolist()
+
+    def gas_limit_range(self, start: int, stop: int) -> list[int]:
+        self._ensure(stop - 1)
+        return self._gas_limit[start:stop].tolist()
+
+    def timestamp_range(self, start: int, stop: int) -> list[int]:
+        self._ensure(stop - 1)
+        return self._timestamp[start:stop].tolist()
+
+    def next_base_fee(self, number: int) -> int:
+        """Base fee of block ``number + 1``, computed from block ``number`` [wei]."""
+        self._ensure(number)
+        child = number + 1
+        if not self.params.is_london(child):
+            return 0
+        parent_fee = self._base_fee[number]
+        if parent_fee is None:  # the fork block itself
+            return self.params.initial_base_fee
+        elasticity, denominator = self.params.eip1559_at(child)
+        return next_base_fee(
+            parent_fee, int(self._gas_used[number]), int(self._gas_limit[number]),
+            elasticity, denominator,
+        )  # fmt: skip
+
+    def priority_fee_percentiles(self, number: int, percentiles: Sequence[float]) -> list[int]:
+        """Effective priority fees paid in block ``number`` at ``percentiles`` [wei].
+
+        The devnet's tip model: tips are log-normal around a median that rises
+        with the block's utilisation (and, before London, with the demand level,
+        since the whole gas price was then the tip).  Empty blocks pay none.
+        """
+        self._ensure(number)
+        used = int(self._gas_used[number])
+        if used == 0:
+            return [0 for _ in percentiles]
+        utilisation = used / int(self._gas_limit[number])
+        if self.params.is_london(number):
+            median = 1.2e9 * (1.0 + 4.0 * max(0.0, utilisation - 0.9) / 0.1)
+        else:
+            median = 20e9 * math.exp(float(self._demand[number]))
+        noise = int.from_bytes(self._random(number, b"tip", 4), "big") / 2**32
+        median *= math.exp(0.3 * (noise - 0.5))
+        out = []
+        for p in percentiles:
+            q = min(max(p / 100.0, 0.005), 0.995)
+            out.append(int(median * math.exp(_TIP_SIGMA * _NORMAL.inv_cdf(q))))
+        return out
+
+    def demand_level(self, start: int, stop: int) -> np.ndarray:
+        """The latent log-demand level of blocks ``start..stop-1`` (ground truth)."""
+        self._ensure(stop - 1)
+        return self._demand[start:stop].copy()
+
+    def miner_index(self, start: int, stop: int) -> np.ndarray:
+        """Index of each block's producer in the chain's pool list (ground truth)."""
+        self._ensure(stop - 1)
+        return self._miner[start:stop].copy()
+
+    # -- internals -----------------------------------------------------------
+
+    def _random(self, number: int, tag: bytes, size: int) -> bytes:
+        return hashlib.shake_256(self._salt + number.to_bytes(8, "big") + tag).digest(size)
+
+    def _block(self, number: int) -> Block:
+        self._ensure(number)
+        header = self._header(number)
+        uncles = self._uncles.get(number, ())
+        return Block(
+            header=header,
+            hash=self._hashes[number],
+            uncles=uncles,
+            total_difficulty=self._total_difficulty[number],
+            size=block_size(header, uncles),
+        )
+
+    def _header(self, number: int) -> Header:
+        uncles = self._uncles.get(number, ())
+        return self._make_header(
+            number=number,
+            parent_hash=self._hashes[number - 1] if number else ZERO_HASH,
+            uncles=uncles,
+            miner=int(self._miner[number]),
+            difficulty=self._difficulty[number],
+            gas_limit=int(self._gas_limit[number]),
+            gas_used=int(self._gas_used[number]),
+            timestamp=int(self._timestamp[number]),
+            base_fee=self._base_fee[number],
+        )
+
+    def _make_header(
+        self, *, number: int, parent_hash: bytes, uncles: Sequence[Header], miner: int,
+        difficulty: int, gas_limit: int, gas_used: int, timestamp: int,
+        base_fee: int | None, tag: bytes = b"block",
+    ) -> Header:  # fmt: skip
+        rnd = self._random(number, tag + miner.to_bytes(2, "big"), 32 * 4 + 8 + 256 * 3)
+        kind = self.params.consensus_at(number)
+        empty = gas_used == 0
+        pool = self._pools[miner]
+        if kind == "ethash":
+            coinbase, extra, mix, nonce = pool.address, pool.tag, rnd[96:128], rnd[128:136]
+        elif kind == "proof-of-stake":
+            coinbase, extra, mix, nonce = pool.address, pool.tag, rnd[96:128], bytes(8)
+        elif kind == "bor":
+            # Bor: coinbase zero, signer's vanity + 65-byte seal in extraData
+            coinbase, extra, mix, nonce = bytes(20), rnd[136:233], ZERO_HASH, bytes(8)
+        else:  # optimism: fees go to the sequencer fee vault
+            coinbase, extra, mix, nonce = _OP_FEE_VAULT, b"", rnd[96:128], bytes(8)
+        if empty:
+            tx_root = receipts_root = EMPTY_TRIE_ROOT
+            bloom = bytes(256)
+        else:
+            tx_root, receipts_root = rnd[32:64], rnd[64:96]
+            a = int.from_bytes(rnd[136:392], "big")
+            b = int.from_bytes(rnd[392:648], "big")
+            c = int.from_bytes(rnd[648:904], "big")
+            dense = gas_used * 2 > gas_limit  # busier blocks emit more logs
+            bloom = ((a & b) | (c if dense else 0) & a).to_bytes(256, "big")
+        return Header(
+            parent_hash=parent_hash,
+            uncles_hash=uncles_hash(uncles),
+            coinbase=coinbase,
+            state_root=rnd[0:32],
+            transactions_root=tx_root,
+            receipts_root=receipts_root,
+            logs_bloom=bloom,
+            difficulty=difficulty,
+            number=number,
+            gas_limit=gas_limit,
+            gas_used=gas_used,
+            timestamp=timestamp,
+            extra_data=extra,
+            mix_hash=mix,
+            nonce=nonce,
+            base_fee_per_gas=base_fee,
+        )
+
+    def _make_pools(self) -> tuple[list[_Pool], np.ndarray]:
+        """Block producers: PoW pools (or PoS builders) with unequal shares."""
+        count = 14
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFFFFFFFFFF, self.chain_id, 7])
+        pools = []
+        for i in range(count):
+            address = keccak(self._salt + b"pool" + bytes([i]))[12:]
+            pools.append(
+                _Pool(
+                    address=address,
+                    tag=b"feeslab pool %02d" % i,
+                    # one mid-sized pool never includes uncles, as some real pools did
+                    includes_uncles=i != 4,
+                    empty_rate=float(rng.uniform(0.0, 0.02)) if i % 3 == 0 else 0.002,
+                )
+            )
+        ranks = np.arange(1, count + 1, dtype=float)
+        shares = ranks**-1.1
+        return pools, shares / shares.sum()
+
+    def _pool_shares(self, number: int) -> list[float]:
+        # shares drift: the second and third pools trade places over the chain
+        phase = 0.5 - 0.5 * math.cos(2 * math.pi * number / max(self.params.height, 1))
+        shares = self._shares.tolist()
+        shares[1], shares[2] = (
+            shares[1] * (1 - phase) + shares[2] * phase,
+            shares[2] * (1 - phase) + shares[1] * phase,
+        )
+        return shares
+
+    def _ensure(self, number: int) -> None:
+        if number < len(self._hashes):
+            return
+        with self._lock:
+            while len(self._hashes) <= number:
+                self._generate_chunk()
+
+    def _propagation_delay(self, number: int, gas_used: int) -> float:
+        """Seconds for a block to reach most hash power [s].
+
+        A base network latency that improves over the proof-of-work era plus a
+        per-gas term: bigger blocks take longer to send and to verify.
+        """
+        end = self.params.merge_block or self.params.height
+        progress = min(1.0, number / max(end, 1))
+        return 1.1 - 0.7 * progress + 0.055 * gas_used / 1e6
+
+    def _generate_chunk(self) -> None:
+        p = self.params
+        rng = self._rng
+        n0 = len(self._hashes)
+        size = CHUNK
+        # python lists: indexing numpy scalars one by one is several times slower
+        u = rng.random((size, 8)).tolist()
+        z = rng.standard_normal((size, 3)).tolist()
+        expo = rng.standard_exponential((size, 2)).tolist()
+        # hash shares drift slowly: one share vector per chunk is fine-grained enough
+        shares = self._pool_shares(n0 + size // 2)
+        cumulative = list(itertools.accumulate(shares))
+        s = self._state
+        ts_col = np.empty(size, dtype=np.int64)
+        gl_col = np.empty(size, dtype=np.int64)
+        gu_col = np.empty(size, dtype=np.int64)
+        miner_col = np.empty(size, dtype=np.int16)
+        demand_col = np.empty(size, dtype=np.float32)
+        stay = 1.0 - 1.0 / _REGIME_MEAN_BLOCKS
+        reference_fee = 25e9 if p.chain_id == 1 else 8e9 if p.chain_id == 11155111 else 40e9
+        if p.chain_id == 8453:
+            reference_fee = 0.05e9
+        for i in range(size):
+            n = n0 + i
+            kind = p.consensus_at(n)
+            london = p.is_london(n)
+            # ---- who produces the block and when
+            if n == 0:
+                timestamp = p.genesis_timestamp
+                difficulty = p.genesis_difficulty if kind == "ethash" else 0
+                miner = 0
+                fork = None
+            elif kind == "ethash":
+                miner, fork, timestamp, difficulty = self._pow_step(
+                    n, s, u[i], expo[i], shares, cumulative
+                )
+            else:
+                miner = _pick(cumulative, u[i][0])
+                fork = None
+                slots = 1
+                if p.missed_slot_probability > 0:
+                    while u[i][1] < p.missed_slot_probability ** slots and slots < 8:
+                        slots += 1
+                timestamp = s.timestamp + p.slot_time_s * slots
+                # Bor's difficulty is the signer's in-turn score
+                difficulty = 1 + int(u[i][2] * 20) if kind == "bor" else 0
+            # ---- gas limit: producers vote towards the era's target
+            gas_limit = self._next_gas_limit(n, s.gas_limit)
+            # ---- demand and gas used
+            if n > 0:
+                if u[i][3] > stay[s.regime]:
+                    s.regime = int(min(3, max(0, s.regime + (1 if u[i][4] < 0.5 else -1))))
+                s.wander = 0.996 * s.wander + 0.045 * z[i][0]
+            hour = (timestamp % 86400) / 86400.0
+            weekday = (timestamp // 86400 + 4) % 7  # 1970-01-01 was a Thursday
+            level = (
+                _REGIME_LEVEL[s.regime]
+                + s.wander
+                + 0.28 * math.sin(2 * math.pi * (hour - 0.42))
+                - (0.12 if weekday >= 5 else 0.0)
+                + 0.35 * math.sin(2 * math.pi * n / 60000.0)
+            )
+            if s.outage_left == 0 and u[i][5] < 0.0004:
+                s.outage_left = 2 + int(u[i][6] * 10)  # a producer outage: empty run
+            base_fee = None
+            if london:
+                base_fee = (
+                    p.initial_base_fee if s.base_fee is None or n == 0 else self._child_fee(n, s)
+                )
+            if n == 0:
+                gas_used = 0
+            elif s.outage_left > 0:
+                s.outage_left -= 1
+                gas_used = 0
+            elif u[i][7] < self._pools[miner].empty_rate:
+                gas_used = 0
+            elif london:
+                elasticity, _ = p.eip1559_at(n)
+                target = gas_limit // elasticity
+                wanted = reference_fee * math.exp(level)
+                demand = target * (wanted / base_fee) ** 1.5 * math.exp(0.12 * z[i][1])
+                gas_used = min(gas_limit, int(demand))
+            else:
+                utilisation = 0.62 * math.exp(0.5 * level + 0.1 * z[i][1])
+                gas_used = min(gas_limit, int(gas_limit * utilisation))
+            # ---- uncles included by this block
+            included: list[Header] = []
+            if kind == "ethash" and n > 0:
+                included = self._take_uncles(n, miner)
+            header = self._make_header(
+                number=n, parent_hash=s.hash, uncles=included, miner=miner,
+                difficulty=difficulty, gas_limit=gas_limit, gas_used=gas_used,
+                timestamp=timestamp, base_fee=base_fee,
+            )  # fmt: skip
+            block_hash = keccak(header.encode())
+            # ---- the stale sibling of this height, if a fork happened
+            if fork is not None:
+                self._record_stale(n, s, fork, gas_limit, gas_used, base_fee, u[i])
+            # ---- commit
+            s.number, s.timestamp, s.difficulty = n, timestamp, difficulty
+            s.total_difficulty += difficulty
+            s.gas_limit, s.gas_used, s.base_fee = gas_limit, gas_used, base_fee
+            s.hash, s.had_uncles = block_hash, bool(included)
+            self._hashes.append(block_hash)
+            self._by_hash[block_hash] = n
+            self._base_fee.append(base_fee)
+            self._difficulty.append(difficulty)
+            self._total_difficulty.append(s.total_difficulty)
+            if included:
+                self._uncles[n] = tuple(included)
+            ts_col[i], gl_col[i], gu_col[i] = timestamp, gas_limit, gas_used
+            miner_col[i], demand_col[i] = miner, level
+        self._timestamp = np.concatenate([self._timestamp, ts_col])
+        self._gas_limit = np.concatenate([self._gas_limit, gl_col])
+        self._gas_used = np.concatenate([self._gas_used, gu_col])
+        self._miner = np.concatenate([self._miner, miner_col])
+        self._demand = np.concatenate([self._demand, demand_col])
+
+    def _child_fee(self, n: int, s: _State) -> int:
+        elasticity, denominator = self.params.eip1559_at(n)
+        return next_base_fee(s.base_fee, s.gas_used, s.gas_limit, elasticity, denominator)
+
+    def _next_gas_limit(self, n: int, parent: int) -> int:
+        p = self.params
+        if n == 0:
+            target = p.gas_limit_target(0)
+            return target * (p.eip1559_at(0)[0] if p.is_london(0) else 1)
+        london_fork = p.london_block is not None and n == p.london_block and n > 0
+        if london_fork:
+            # EIP-1559: the fork block's gas target is the parent's gas limit
+            return parent * p.eip1559_at(n)[0]
+        target = p.gas_limit_target(n)
+        if p.is_london(n) and (p.london_block or 0) > 0:
+            target *= p.eip1559_at(n)[0]
+        step = max(0, parent // 1024 - 1)
+        if target > parent:
+            return parent + min(step, target - parent)
+        return max(GAS_LIMIT_FLOOR, parent - min(step, parent - target))
+
+    def _next_difficulty(self, n: int, s: _State, timestamp: int) -> int:
+        """Homestead (EIP-2) or Byzantium (EIP-100) difficulty; no bomb."""
+        parent = s.difficulty
+        byzantium = self.params.forks.get("byzantium", 0)
+        elapsed = timestamp - s.timestamp
+        if n >= byzantium:
+            factor = max((2 if s.had_uncles else 1) - elapsed // 9, -99)
+        else:
+            factor = max(1 - elapsed // 10, -99)
+        return max(MIN_DIFFICULTY, parent + parent // 2048 * factor)
+
+    def _hashrate(self, n: int) -> float:
+        """Network hash power [hash/s]: grows threefold over the PoW era."""
+        p = self.params
+        end = p.merge_block or p.height
+        base = p.genesis_difficulty / p.pow_target_block_time_s
+        return base * (1.0 + 2.0 * min(1.0, n / max(end, 1)))
+
+    def _pow_step(
+        self, n: int, s: _State, u: list[float], expo: list[float], shares: list[float],
+        cumulative: list[float],
+    ) -> tuple[int, tuple[int, int] | None, int, int]:  # fmt: skip
+        """Mine height ``n``: (winner, (loser, loser timestamp) or None, ts, difficulty)."""
+        first = _pick(cumulative, u[0])
+        # time to the first block: exponential with mean difficulty / hashrate
+        mean = max(s.difficulty, MIN_DIFFICULTY) / self._hashrate(n)
+        elapsed = max(1, round(expo[0] * mean))
+        timestamp = s.timestamp + elapsed
+        difficulty = self._next_difficulty(n, s, timestamp)
+        # a rival finds a block before the first one has propagated
+        delay = self._propagation_delay(n, s.gas_used)
+        if u[1] >= 1.0 - math.exp(-delay / mean):
+            return first, None, timestamp, difficulty
+        others = list(shares)
+        others[first] = 0.0
+        rival = _pick(list(itertools.accumulate(others)), u[2] * (1.0 - shares[first]))
+        rival_ts = timestamp + int(u[6] * delay + 0.5)
+        # the rival wins when it also mines the next block (it builds on its own)
+        if u[4] * 0.999999 < shares[rival] and u[4] >= 0:
+            winner, loser, loser_ts = rival, first, timestamp
+            timestamp = rival_ts if rival_ts > s.timestamp else timestamp
+            difficulty = self._next_difficulty(n, s, timestamp)
+        else:
+            winner, loser, loser_ts = first, rival, rival_ts
+        return winner, (loser, loser_ts), timestamp, difficulty
+
+    def _record_stale(
+        self, n: int, s: _State, fork: tuple[int, int], gas_limit: int, gas_used: int,
+        base_fee: int | None, u: list[float],
+    ) -> None:  # fmt: skip
+        loser, loser_ts = fork
+        uncle_gas = min(gas_limit, int(gas_used * (0.85 + 0.3 * u[7])))
+        header = self._make_header(
+            number=n, parent_hash=s.hash, uncles=(), miner=loser,
+            difficulty=self._next_difficulty(n, s, loser_ts), gas_limit=gas_limit,
+            gas_used=uncle_gas, timestamp=loser_ts, base_fee=base_fee, tag=b"stale",
+        )  # fmt: skip
+        # most miners hear of it before the next block; some only later
+        lag = 0
+        while lag < 6 and u[5] < 0.2 ** (lag + 1) * 1.2:
+            lag += 1
+        s.pending.append(_Stale(header=header, seen_from=n + 1 + lag))
+
+    def _take_uncles(self, n: int, miner: int) -> list[Header]:
+        s = self._state
+        s.pending = [st for st in s.pending if n - st.header.number <= MAX_UNCLE_DEPTH]
+        if not self._pools[miner].includes_uncles:
+            return []
+        chosen: list[Header] = []
+        for stale in list(s.pending):
+            if len(chosen) == MAX_UNCLES:
+                break
+            if stale.seen_from <= n and stale.header.number < n:
+                chosen.append(stale.header)
+                s.pending.remove(stale)
+        return chosen
+
+
+class Chain:
+    """One simulated chain as a node sees it: a history and a head.
+
+    Parameters
+    ----------
+    params : ChainParams
+        The chain's devnet settings.
+    seed : int
+        Seed of the random stream; same seed, same chain.
+    block_time : float, optional
+        Live mode: the head grows by one block every ``block_time`` [s] of wall
+        time after the chain is created.  ``None`` keeps the head fixed at
+        ``params.height``.
+    clock : callable, optional
+        Monotonic clock [s] used for live mode (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        params: ChainParams,
+        seed: int,
+        *,
+        block_time: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if block_time is not None and not block_time > 0:
+            raise ValueError(f"block_time must be positive, got {block_time!r}")
+        self.params = params
+        self.chain_id = params.chain_id
+        self.network = params.network
+        self.seed = seed
+        self.block_time = block_time
+        self._clock = clock
+        self._t0 = clock()
+        self._h = history(params, seed)
+
+    def __repr__(self) -> str:
+        return f"<Chain {self.chain_id} ({self.network}) head={self.head()}>"
+
+    def head(self) -> int:
+        """Number of the current head block."""
+        if self.block_time is None:
+            return self.params.height
+        grown = int((self._clock() - self._t0) / self.block_time)
+        return self.params.height + max(0, grown)
+
+    def block(self, number: int) -> Block | None:
+        """Canonical block ``number``, or None outside ``0..head``."""
+        if number < 0 or number > self.head():
+            return None
+        return self._h.block(number)
+
+    def pending(self) -> Block:
+        """The block that will follow the current head."""
+        return self._h.block(self.head() + 1)
+
+    def number_of(self, block_hash: bytes) -> int | None:
+        """Number of the canonical block with this hash, if it is at or below head."""
+        head = self.head()
+        number = self._h.number_of(block_hash)
+        if number is None:
+            self._h.ensure(head)
+            number = self._h.number_of(block_hash)
+        if number is None or number > head:
+            return None
+        return number
+
+    def safe(self) -> int | None:
+        """The latest safe block, or None while the chain is not proof of stake."""
+        return self._settled(self.params.safe_depth)
+
+    def finalized(self) -> int | None:
+        """The latest finalized block, or None while the chain is not proof of stake."""
+        return self._settled(self.params.finalized_depth)
+
+    def warm(self) -> None:
+        """Generate everything up to the head now."""
+        self._h.ensure(self.head())
+
+    def generated(self) -> int:
+        """How many blocks of this chain have been generated so far."""
+        return self._h.generated()
+
+    # numeric columns: the history's, unchanged (they ignore the head)
+    def base_fee(self, number: int) -> int | None:
+        return self._h.base_fee(number)
+
+    def gas_used(self, number: int) -> int:
+        return self._h.gas_used(number)
+
+    def gas_limit(self, number: int) -> int:
+        return self._h.gas_limit(number)
+
+    def timestamp(self, number: int) -> int:
+        return self._h.timestamp(number)
+
+    def base_fees(self, start: int, stop: int) -> list[int | None]:
+        return self._h.base_fees(start, stop)
+
+    def gas_used_range(self, start: int, stop: int) -> list[int]:
+        return self._h.gas_used_range(start, stop)
+
+    def gas_limit_range(self, start: int, stop: int) -> list[int]:
+        return self._h.gas_limit_range(start, stop)
+
+    def timestamp_range(self, start: int, stop: int) -> list[int]:
+        return self._h.timestamp_range(start, stop)
+
+    def next_base_fee(self, number: int) -> int:
+        return self._h.next_base_fee(number)
+
+    def priority_fee_percentiles(self, number: int, percentiles: Sequence[float]) -> list[int]:
+        return self._h.priority_fee_percentiles(number, percentiles)
+
+    def demand_level(self, start: int, stop: int) -> np.ndarray:
+        return self._h.demand_level(start, stop)
+
+    def miner_index(self, start: int, stop: int) -> np.ndarray:
+        return self._h.miner_index(start, stop)
+
+    def _settled(self, depth: int) -> int | None:
+        head = self.head()
+        if self.params.consensus_at(head) == "ethash":
+            return None
+        if self.params.consensus_at(head) == "proof-of-stake":
+            # epochs of 32 slots: safe/finalized sit on epoch boundaries
+            number = (head - depth) // 32 * 32
+        else:
+            number = head - depth
+        start = self.params.merge_block or 0
+        return max(number, start) if number >= 0 else None
+
+
+
+_HISTORIES: dict[tuple[str, int], History] = {}
+_HISTORIES_LOCK = threading.Lock()
+
+
+def history(params: ChainParams, seed: int) -> History:
+    """The process-wide shared history of ``params``' chain for ``seed``."""
+    with _HISTORIES_LOCK:
+        key = (repr(params), seed)  # params hold a dict: not hashable
+        if key not in _HISTORIES:
+            _HISTORIES[key] = History(params, seed)
+        return _HISTORIES[key]
+
+
+@dataclass
+class ChainSet:
+    """The devnet's chains, by chain id and by network name."""
+
+    chains: tuple[Chain, ...]
+    by_id: dict[int, Chain] = field(init=False)
+    by_network: dict[str, Chain] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {c.chain_id: c for c in self.chains}
+        self.by_network = {c.network: c for c in self.chains}
+
+    def __iter__(self) -> Iterator[Chain]:
+        return iter(self.chains)
+
+    def __len__(self) -> int:
+        return len(self.chains)
+
+
+def build_chains(
+    seed: int,
+    *,
+    block_time: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ChainSet:
+    """Every devnet chain of ``data/chains.json`` for ``seed``."""
+    params = devnet_params()
+    return ChainSet(
+        tuple(
+            Chain(p, seed, block_time=block_time, clock=clock) for p in params.values()
+        )
+    )
