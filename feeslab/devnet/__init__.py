@@ -1,0 +1,11 @@
+"""The devnet: a local stand-in for the node JSON-RPC and Gas API service.
+
+It serves deterministic simulated chains (mainnet, sepolia, polygon-mainnet, base-mainnet) on
+loopback, with the real service's paths, authentication, credit costs and limits, so that
+notebooks and tests run without a key or a network. Start one with ``start()``; the returned
+``DevnetHandle`` gives its URLs, key and secret, and stops it.
+"""
+
+from feeslab.devnet.server import DevnetHandle, start
+
+__all__ = ["DevnetHandle", "start"]

@@ -71,9 +71,7 @@ CHUNK = 4096
 EMPTY_UNCLES_HASH = bytes.fromhex(
     "1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"
 )
-EMPTY_TRIE_ROOT = bytes.fromhex(
-    "56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"
-)
+EMPTY_TRIE_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 ZERO_HASH = bytes(32)
 MIN_DIFFICULTY = 131072
 GAS_LIMIT_FLOOR = 5000
@@ -700,7 +698,7 @@ class History:
                 fork = None
                 slots = 1
                 if p.missed_slot_probability > 0:
-                    while u[i][1] < p.missed_slot_probability ** slots and slots < 8:
+                    while u[i][1] < p.missed_slot_probability**slots and slots < 8:
                         slots += 1
                 timestamp = s.timestamp + p.slot_time_s * slots
                 # Bor's difficulty is the signer's in-turn score
@@ -1009,7 +1007,6 @@ class Chain:
         return max(number, start) if number >= 0 else None
 
 
-
 _HISTORIES: dict[tuple[str, int], History] = {}
 _HISTORIES_LOCK = threading.Lock()
 
@@ -1051,7 +1048,5 @@ def build_chains(
     """Every devnet chain of ``data/chains.json`` for ``seed``."""
     params = devnet_params()
     return ChainSet(
-        tuple(
-            Chain(p, seed, block_time=block_time, clock=clock) for p in params.values()
-        )
+        tuple(Chain(p, seed, block_time=block_time, clock=clock) for p in params.values())
     )
