@@ -399,6 +399,8 @@ class _State:
     regime: int = 1
     wander: float = 0.0
     outage_left: int = 0
+    burst_left: int = 0
+    burst_level: float = 0.0
     pending: list[_Stale] = field(default_factory=list)
 
 
@@ -663,7 +665,7 @@ class History:
         n0 = len(self._hashes)
         size = CHUNK
         # python lists: indexing numpy scalars one by one is several times slower
-        u = rng.random((size, 8)).tolist()
+        u = rng.random((size, 10)).tolist()
         z = rng.standard_normal((size, 3)).tolist()
         expo = rng.standard_exponential((size, 2)).tolist()
         # hash shares drift slowly: one share vector per chunk is fine-grained enough
@@ -719,6 +721,13 @@ class History:
                 - (0.12 if weekday >= 5 else 0.0)
                 + 0.35 * math.sin(2 * math.pi * n / 60000.0)
             )
+            if s.burst_left == 0 and u[i][8] < 0.0006:
+                # a short rush (a mint, an airdrop, a liquidation cascade)
+                s.burst_left = 5 + int(u[i][9] * 60)
+                s.burst_level = 1.4 + 2.0 * u[i][9]
+            if s.burst_left > 0:
+                s.burst_left -= 1
+                level += s.burst_level
             if s.outage_left == 0 and u[i][5] < 0.0004:
                 s.outage_left = 2 + int(u[i][6] * 10)  # a producer outage: empty run
             base_fee = None

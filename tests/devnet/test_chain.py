@@ -1,0 +1,314 @@
+"""The chain simulator, checked against the protocol's rules computed independently."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import rlp
+from eth_hash.auto import keccak
+
+from feeslab._chaindata import load_chains
+from feeslab.devnet.chain import (
+    EMPTY_UNCLES_HASH,
+    Chain,
+    Header,
+    build_chains,
+    devnet_params,
+)
+
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def chains():
+    return build_chains(SEED)
+
+
+@pytest.fixture(scope="module")
+def mainnet(chains):
+    chain = chains.by_id[1]
+    chain.warm()
+    return chain
+
+
+def reference_base_fee(parent_fee, parent_used, parent_limit, elasticity, denominator):
+    """EIP-1559's reference implementation, transcribed from the EIP's text."""
+    parent_gas_target = parent_limit // elasticity
+    if parent_used == parent_gas_target:
+        return parent_fee
+    if parent_used > parent_gas_target:
+        gas_used_delta = parent_used - parent_gas_target
+        base_fee_delta = max(parent_fee * gas_used_delta // parent_gas_target // denominator, 1)
+        return parent_fee + base_fee_delta
+    gas_used_delta = parent_gas_target - parent_used
+    base_fee_delta = parent_fee * gas_used_delta // parent_gas_target // denominator
+    return parent_fee - base_fee_delta
+
+
+def header_fields(h: Header) -> list:
+    items = [
+        h.parent_hash, h.uncles_hash, h.coinbase, h.state_root, h.transactions_root,
+        h.receipts_root, h.logs_bloom, h.difficulty, h.number, h.gas_limit, h.gas_used,
+        h.timestamp, h.extra_data, h.mix_hash, h.nonce,
+    ]  # fmt: skip
+    if h.base_fee_per_gas is not None:
+        items.append(h.base_fee_per_gas)
+    return items
+
+
+def test_chains_json_describes_the_devnet_chains():
+    ids = [entry["chain_id"] for entry in load_chains()]
+    assert ids[:2] == [1, 11155111]
+    assert len(ids) >= 4
+    for entry in load_chains():
+        for rule in entry["devnet"]["eip1559"]:
+            assert rule["elasticity_multiplier"] >= 1
+            assert rule["base_fee_max_change_denominator"] >= 1
+        # every real value names where it comes from
+        assert "source" in entry["protocol"]["initial_base_fee_wei"]
+
+
+def test_header_encoding_matches_the_rlp_package():
+    rng = random.Random(5)
+    for _ in range(300):
+        fields = dict(
+            parent_hash=rng.randbytes(32), uncles_hash=rng.randbytes(32),
+            coinbase=rng.randbytes(20), state_root=rng.randbytes(32),
+            transactions_root=rng.randbytes(32), receipts_root=rng.randbytes(32),
+            logs_bloom=rng.randbytes(256), difficulty=rng.choice([0, 1, 127, 128, 2**70]),
+            number=rng.randrange(0, 2**40), gas_limit=rng.randrange(0, 2**30),
+            gas_used=rng.choice([0, 1, 0x7F, 0x80, 30_000_000]),
+            timestamp=rng.randrange(0, 2**33), extra_data=rng.randbytes(rng.choice([0, 1, 32, 97])),
+            mix_hash=rng.randbytes(32), nonce=rng.randbytes(8),
+            base_fee_per_gas=rng.choice([None, 0, 7, 10**9, 2**64]),
+        )  # fmt: skip
+        header = Header(**fields)
+        assert header.encode() == rlp.encode(header_fields(header))
+        assert header.hash == keccak(rlp.encode(header_fields(header)))
+
+
+def test_every_hash_is_keccak_of_the_rlp_header_and_links_to_its_parent(mainnet):
+    london, merge = mainnet.params.london_block, mainnet.params.merge_block
+    numbers = [0, 1, 2, london - 1, london, london + 1, merge - 1, merge, mainnet.head()]
+    numbers += random.Random(1).sample(range(1, mainnet.head()), 200)
+    for n in numbers:
+        block = mainnet.block(n)
+        block.header.check()
+        assert block.hash == keccak(rlp.encode(header_fields(block.header)))
+        if n:
+            assert block.header.parent_hash == mainnet.block(n - 1).hash
+        assert mainnet.number_of(block.hash) == n
+
+
+def test_base_fee_follows_eip1559_exactly_on_every_chain(chains):
+    for chain in chains:
+        p = chain.params
+        head = chain.head()
+        fees = chain.base_fees(0, head + 1)
+        used = chain.gas_used_range(0, head + 1)
+        limits = chain.gas_limit_range(0, head + 1)
+        london = p.london_block
+        assert fees[london] == 1_000_000_000
+        assert all(f is None for f in fees[:london])
+        for n in range(london + 1, head + 1):
+            elasticity, denominator = p.eip1559_at(n)
+            expected = reference_base_fee(
+                fees[n - 1], used[n - 1], limits[n - 1], elasticity, denominator
+            )
+            assert fees[n] == expected, (chain.chain_id, n)
+        # the next block's fee is the same rule applied to the head
+        e, d = p.eip1559_at(head + 1)
+        assert chain.next_base_fee(head) == reference_base_fee(
+            fees[head], used[head], limits[head], e, d
+        )
+
+
+def test_london_doubles_the_gas_limit_and_gas_limits_move_within_the_bound(mainnet):
+    london = mainnet.params.london_block
+    limits = mainnet.gas_limit_range(0, mainnet.head() + 1)
+    assert limits[london] == 2 * limits[london - 1]
+    for n in range(1, len(limits)):
+        if n == london:
+            continue
+        assert abs(limits[n] - limits[n - 1]) < limits[n - 1] // 1024
+
+
+def test_gas_used_never_exceeds_the_limit_and_has_full_and_empty_runs(chains):
+    for chain in chains:
+        head = chain.head()
+        used = np.array(chain.gas_used_range(1, head + 1))
+        limits = np.array(chain.gas_limit_range(1, head + 1))
+        assert (used <= limits).all()
+        london = chain.params.london_block or 0
+        post = slice(max(london - 1, 0), None)
+        full = used[post] == limits[post]
+        empty = used[post] == 0
+
+        def longest_run(flags):
+            best = run = 0
+            for flag in flags:
+                run = run + 1 if flag else 0
+                best = max(best, run)
+            return best
+
+        assert longest_run(full) >= 5, chain.chain_id
+        assert longest_run(empty) >= 2, chain.chain_id
+        # calm and busy regimes: after London the fee absorbs demand (blocks
+        # average half full), so regimes show as base fee levels
+        fees = np.array(chain.base_fees(london + 1, head + 1), dtype=float)
+        hourly = [np.median(fees[i : i + 300]) for i in range(0, len(fees) - 300, 300)]
+        assert max(hourly) / min(hourly) > 3, chain.chain_id
+        # on average blocks sit at the target, limit / elasticity
+        elasticity, _ = chain.params.eip1559_at(head)
+        ratio = used[post] / limits[post]
+        assert abs(ratio.mean() * elasticity - 1) < 0.25, chain.chain_id
+
+
+def test_pre_london_utilisation_follows_demand(mainnet):
+    london = mainnet.params.london_block
+    used = np.array(mainnet.gas_used_range(1, london), dtype=float)
+    ratio = used / np.array(mainnet.gas_limit_range(1, london))
+    hourly = [ratio[i : i + 270].mean() for i in range(0, len(ratio) - 270, 270)]
+    assert max(hourly) - min(hourly) > 0.3
+
+
+def test_pow_difficulty_follows_the_homestead_and_byzantium_rules(mainnet):
+    byzantium = mainnet.params.forks["byzantium"]
+    for n in list(range(1, 3000)) + list(range(byzantium - 50, byzantium + 3000)):
+        parent, block = mainnet.block(n - 1), mainnet.block(n)
+        elapsed = block.header.timestamp - parent.header.timestamp
+        pd = parent.header.difficulty
+        if n >= byzantium:
+            factor = max((2 if parent.uncles else 1) - elapsed // 9, -99)
+        else:
+            factor = max(1 - elapsed // 10, -99)
+        assert block.header.difficulty == max(131072, pd + pd // 2048 * factor)
+        assert block.total_difficulty == parent.total_difficulty + block.header.difficulty
+
+
+def test_uncles_obey_the_protocol_rules(mainnet):
+    merge = mainnet.params.merge_block
+    seen = set()
+    canonical = set()
+    count = 0
+    for n in [*range(0, 40_000), *range(merge - 5000, merge + 5000)]:
+        block = mainnet.block(n)
+        canonical.add(block.hash)
+        uncles = block.uncles
+        if n >= merge:
+            assert uncles == ()
+            assert block.header.uncles_hash == EMPTY_UNCLES_HASH
+            assert block.header.difficulty == 0
+            assert block.header.nonce == bytes(8)
+            continue
+        assert len(uncles) <= 2
+        expected = keccak(rlp.encode([header_fields(u) for u in uncles]))
+        assert block.header.uncles_hash == expected
+        for uncle in uncles:
+            depth = n - uncle.number
+            assert 1 <= depth <= 6
+            # a sibling of an ancestor: its parent is canonical, it is not
+            assert uncle.parent_hash == mainnet.block(uncle.number - 1).hash
+            assert uncle.hash != mainnet.block(uncle.number).hash
+            assert uncle.hash not in seen
+            seen.add(uncle.hash)
+            assert uncle.base_fee_per_gas == block_base_fee(mainnet, uncle.number)
+            count += 1
+    assert not seen & canonical
+    assert count > 1000
+
+
+def block_base_fee(chain: Chain, number: int):
+    return chain.base_fee(number)
+
+
+def test_uncle_rate_has_structure_over_time(mainnet):
+    merge = mainnet.params.merge_block
+    window = 10_000
+    rates = []
+    for start in range(1, merge - window, window):
+        n_uncles = sum(len(mainnet.block(n).uncles) for n in range(start, start + window))
+        rates.append(n_uncles / window)
+    assert 0.02 < min(rates) and max(rates) < 0.2
+    # the rate moves by more than sampling noise (~0.003 per window) allows
+    assert max(rates) - min(rates) > 0.02
+    depths = [n - u.number for n in range(1, merge) for u in mainnet.block(n).uncles]
+    counts = np.bincount(depths, minlength=7)
+    assert counts[1] > counts[2] > 0 and counts[1] > len(depths) / 2
+    assert counts[3:].sum() > 0
+
+
+def test_bigger_blocks_are_orphaned_more_often(mainnet):
+    # the propagation delay grows with the block's gas, so a fork follows a
+    # heavy parent more often than a light one
+    merge = mainnet.params.merge_block
+    stale_heights = {u.number for n in range(1, merge) for u in mainnet.block(n).uncles}
+    used = np.array(mainnet.gas_used_range(0, merge))
+    limits = np.array(mainnet.gas_limit_range(0, merge))
+    heights = np.arange(1, merge)
+    heavy = used[heights - 1] > 0.9 * limits[heights - 1]
+    light = used[heights - 1] < 0.3 * limits[heights - 1]
+    forked = np.isin(heights, list(stale_heights))
+    assert forked[heavy].mean() > forked[light].mean()
+
+
+def test_timestamps_increase_and_slots_are_whole(chains):
+    for chain in chains:
+        ts = np.array(chain.timestamp_range(0, chain.head() + 1))
+        assert (np.diff(ts) > 0).all()
+        start = chain.params.merge_block or 0
+        post = np.diff(ts[start:])
+        if chain.params.consensus_at(chain.head()) != "ethash":
+            assert (post % chain.params.slot_time_s == 0).all()
+
+
+def test_same_seed_same_chain_other_seed_other_chain():
+    a = devnet_params()[11155111]
+    one = Chain(a, 123).block(20_000)
+    again = Chain(a, 123).block(20_000)
+    other = Chain(a, 124).block(20_000)
+    assert one == again
+    assert one.hash != other.hash
+
+
+def test_live_mode_grows_one_block_per_block_time():
+    now = [1000.0]
+    params = devnet_params()[137]
+    chain = Chain(params, SEED, block_time=2.0, clock=lambda: now[0])
+    assert chain.head() == params.height
+    now[0] += 5.0
+    assert chain.head() == params.height + 2
+    block = chain.block(params.height + 2)
+    assert block is not None and block.header.number == params.height + 2
+    assert chain.block(params.height + 3) is None
+    # growth does not change history: a static chain agrees block by block
+    static = Chain(params, SEED)
+    assert static.pending().hash == chain.block(params.height + 1).hash
+    with pytest.raises(ValueError, match="block_time"):
+        Chain(params, SEED, block_time=0)
+
+
+def test_safe_and_finalized_trail_the_head_only_under_proof_of_stake(chains):
+    mainnet = chains.by_id[1]
+    assert mainnet.finalized() < mainnet.safe() < mainnet.head()
+    assert mainnet.safe() % 32 == 0
+    pow_only = Chain(devnet_params()[1], SEED)
+    object.__setattr__(pow_only, "params", _with_height(pow_only.params, 1000))
+    assert pow_only.safe() is None and pow_only.finalized() is None
+
+
+def _with_height(params, height):
+    from dataclasses import replace
+
+    return replace(params, height=height)
+
+
+def test_block_size_is_the_rlp_length_of_the_block(mainnet):
+    for n in (5, 100_000, 150_000, 200_000):
+        block = mainnet.block(n)
+        encoded = rlp.encode(
+            [header_fields(block.header), [], [header_fields(u) for u in block.uncles]]
+        )
+        assert block.size == len(encoded)
