@@ -1,0 +1,35 @@
+# Two commands do all set-up on a fresh machine: `make lab` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: lab test lint bench serve install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# JupyterLab on notebooks/; with no INFURA_API_KEY the notebooks run on the embedded devnet
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check feeslab tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+serve: $(STAMP)
+	$(BIN)/feeslab serve
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
