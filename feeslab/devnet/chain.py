@@ -435,10 +435,13 @@ class History:
         self._miner = np.zeros(0, dtype=np.int16)
         self._demand = np.zeros(0, dtype=np.float32)
         self._uncles: dict[int, tuple[Header, ...]] = {}
+        # blocks below this are complete in every column; readers take no lock
+        self._ready = 0
 
     def number_of(self, block_hash: bytes) -> int | None:
         """Number of the generated canonical block with this hash."""
-        return self._by_hash.get(block_hash)
+        number = self._by_hash.get(block_hash)
+        return number if number is not None and number < self._ready else None
 
     def block(self, number: int) -> Block:
         """Canonical block ``number`` (generated on demand)."""
@@ -450,7 +453,7 @@ class History:
 
     def generated(self) -> int:
         """How many blocks have been generated so far."""
-        return len(self._hashes)
+        return self._ready
 
     def base_fee(self, number: int) -> int | None:
         self._ensure(number)
@@ -643,11 +646,12 @@ class History:
         return shares
 
     def _ensure(self, number: int) -> None:
-        if number < len(self._hashes):
-            return
-        with self._lock:
-            while len(self._hashes) <= number:
-                self._generate_chunk()
+        # one chunk per lock hold, so concurrent callers take turns and each
+        # returns as soon as its own block exists
+        while self._ready <= number:
+            with self._lock:
+                if self._ready <= number:
+                    self._generate_chunk()
 
     def _propagation_delay(self, number: int, gas_used: int) -> float:
         """Seconds for a block to reach most hash power [s].
@@ -783,6 +787,7 @@ class History:
         self._gas_used = np.concatenate([self._gas_used, gu_col])
         self._miner = np.concatenate([self._miner, miner_col])
         self._demand = np.concatenate([self._demand, demand_col])
+        self._ready = len(self._hashes)
 
     def _child_fee(self, n: int, s: _State) -> int:
         elasticity, denominator = self.params.eip1559_at(n)

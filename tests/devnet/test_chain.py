@@ -312,3 +312,33 @@ def test_block_size_is_the_rlp_length_of_the_block(mainnet):
             [header_fields(block.header), [], [header_fields(u) for u in block.uncles]]
         )
         assert block.size == len(encoded)
+
+
+def test_readers_during_generation_see_only_complete_blocks():
+    import threading
+
+    params = _with_height(devnet_params()[11155111], 30_000)
+    writer = Chain(params, 991)
+    reader = Chain(params, 991)
+    errors: list[BaseException] = []
+    seen: dict[int, bytes] = {}
+
+    def read():
+        try:
+            for n in range(0, 30_000, 97):
+                block = reader.block(n)
+                seen[n] = block.hash
+                assert reader.gas_used(n) == block.header.gas_used
+                assert reader.base_fee(n) == block.header.base_fee_per_gas
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer.warm)] + [
+        threading.Thread(target=read) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(Chain(params, 991).block(n).hash == h for n, h in seen.items())

@@ -1,0 +1,138 @@
+"""feeslab benchmarks: ``make bench`` prints one table.
+
+Measures, on this machine:
+
+* chain generation: how long the devnet takes to generate each chain's default
+  history from a cold start (a fresh seed, so no shared history is reused);
+* the devnet over loopback HTTP: batched ``eth_getBlockByNumber``,
+  ``eth_getUncleByBlockNumberAndIndex`` and ``eth_feeHistory``, and the Gas
+  API's ``baseFeeHistory``, in requests and calls per second.
+
+Timings are figures to record with the machine they ran on, never assertions.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+
+import httpx
+
+import feeslab.devnet
+from feeslab.devnet.chain import Chain, devnet_params
+
+BATCH = 100
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+
+
+def bench_generation(seed: int) -> list[tuple[str, float, str]]:
+    rows = []
+    for params in devnet_params().values():
+        chain = Chain(params, seed)
+        start = time.perf_counter()
+        chain.warm()
+        elapsed = time.perf_counter() - start
+        rate = (params.height + 1) / elapsed
+        rows.append((f"generate chain {params.chain_id} ({params.height:,} blocks)",
+                     elapsed, f"{rate:,.0f} blocks/s"))  # fmt: skip
+    return rows
+
+
+def timed(fn, repeat: int) -> float:
+    """Median seconds of ``repeat`` runs of ``fn``."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def bench_http(dev) -> list[tuple[str, float, str]]:
+    rows = []
+    url = f"{dev.url}/v3/{dev.api_key}"
+    with httpx.Client(timeout=60) as client:
+
+        def batch(method, params_for):
+            body = [
+                {"jsonrpc": "2.0", "id": i, "method": method, "params": params_for(i)}
+                for i in range(BATCH)
+            ]
+
+            def run():
+                answer = client.post(url, json=body)
+                answer.raise_for_status()
+                assert len(answer.json()) == BATCH
+
+            return run
+
+        cases = [
+            ("eth_getBlockByNumber", lambda i: [hex(150_000 + i), False]),
+            ("eth_getUncleByBlockNumberAndIndex", lambda i: [hex(10_000 + i), "0x0"]),
+            ("eth_feeHistory", lambda i: [hex(1024), hex(200_000 - 1024 * i), [10, 50, 90]]),
+        ]
+        for method, params_for in cases:
+            run = batch(method, params_for)
+            run()  # warm
+            seconds = timed(run, 5)
+            rows.append((f"{method}, batches of {BATCH}", seconds,
+                         f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
+
+        gas_url = f"{dev.url}/networks/1/baseFeeHistory"
+        auth = (dev.api_key, dev.api_key_secret)
+
+        def gas():
+            for _ in range(20):
+                client.get(gas_url, auth=auth).raise_for_status()
+
+        gas()
+        seconds = timed(gas, 5) / 20
+        rows.append(("Gas API baseFeeHistory", seconds, f"{1 / seconds:,.0f} requests/s"))
+    return rows
+
+
+def main() -> int:
+    print(f"machine: {machine()}")
+    rows = bench_generation(seed=int(time.time()) % 100_000 + 1_000_000)
+    start = time.perf_counter()
+    dev = feeslab.devnet.start(seed=0, daily_credits=10**12, credits_per_second=10**9)
+    try:
+        first = httpx.post(
+            f"{dev.url}/v3/{dev.api_key}",
+            json={"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []},
+        )
+        first.raise_for_status()
+        rows.append(("devnet start to first answer", time.perf_counter() - start, ""))
+        for chain in dev.chains:
+            chain.warm()
+        rows.extend(bench_http(dev))
+    finally:
+        dev.stop()
+    width = max(len(r[0]) for r in rows)
+    print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
+    for name, seconds, rate in rows:
+        print(f"{name:<{width}}  {seconds:>10.4f}  {rate}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The credit cost table, as data read by both the client and the devnet.
+
+One table for both sides means a client's estimate and the devnet's charge cannot drift apart.
+
+Sources: the interface (section 8) for the five node methods it lists and ``baseFeeHistory``;
+the MetaMask "Credit cost" page (summarised in ``shared/spec/REFERENCE.md``) for the rest.
+Rules carried over from that page:
+
+- every call inside a batch is charged its own cost (batching saves requests, not credits);
+- a WebSocket subscription event is charged per event (``newHeads``: 50 per block);
+- HTTP 402 and 429 answers are free, and so is any 5xx; any other 4xx answer costs 5;
+- a method the table does not name costs 80.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import MappingProxyType
+
+DEFAULT_METHOD_COST = 80
+"""Credits for a node method the table does not name."""
+
+REJECTED_REQUEST_COST = 5
+"""Credits for a 4xx answer other than 402/429 (and for a JSON-RPC envelope that is refused)."""
+
+METHOD_COSTS = MappingProxyType(
+    {
+        # interface section 8
+        "eth_getStorageAt": 80,
+        "eth_estimateGas": 300,
+        "eth_call": 80,
+        "eth_getUncleByBlockNumberAndIndex": 150,
+        "eth_getUncleByBlockHashAndIndex": 150,
+        # MetaMask credit cost table
+        "eth_blockNumber": 80,
+        "eth_chainId": 5,
+        "eth_getBlockByNumber": 80,
+        "eth_feeHistory": 80,
+        "eth_subscribe": 5,
+        "eth_unsubscribe": 10,
+    }
+)
+"""Credits per JSON-RPC node method."""
+
+GAS_API_COSTS = MappingProxyType(
+    {
+        "baseFeeHistory": 80,  # interface section 8
+        "suggestedGasFees": 80,
+        "baseFeePercentile": 80,
+        "busyThreshold": 80,
+    }
+)
+"""Credits per Gas API endpoint."""
+
+EVENT_COSTS = MappingProxyType({"newHeads": 50})
+"""Credits per WebSocket subscription event, by subscription kind."""
+
+
+def method_cost(name: str) -> int:
+    """Credits charged for one call of the JSON-RPC method ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The method name as sent, e.g. ``"eth_call"``.
+
+    Returns
+    -------
+    int
+        Its cost, or ``DEFAULT_METHOD_COST`` for a method the table does not name.
+    """
+    return METHOD_COSTS.get(name, DEFAULT_METHOD_COST)
+
+
+def batch_cost(methods: Iterable[str]) -> int:
+    """Credits for a batch: the sum of its calls' costs."""
+    return sum(method_cost(name) for name in methods)
+
+
+def gas_api_cost(endpoint: str) -> int:
+    """Credits charged for one Gas API call to ``endpoint``."""
+    return GAS_API_COSTS.get(endpoint, DEFAULT_METHOD_COST)
+
+
+def event_cost(kind: str) -> int:
+    """Credits charged for one subscription event of ``kind`` (e.g. ``"newHeads"``)."""
+    return EVENT_COSTS.get(kind, DEFAULT_METHOD_COST)
+
+
+def http_status_cost(status: int) -> int:
+    """Credits for an answer that failed at the HTTP level with ``status``.
+
+    402 and 429 are free (the request was not served), and so is any 5xx (the service's fault);
+    any other 4xx costs ``REJECTED_REQUEST_COST``. Successful statuses return 0: a served request
+    is charged by what it asked for, not by its status.
+    """
+    if status in (402, 429) or status >= 500 or status < 400:
+        return 0
+    return REJECTED_REQUEST_COST

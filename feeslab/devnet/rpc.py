@@ -1,0 +1,605 @@
+"""The devnet's node JSON-RPC methods, answering as go-ethereum does.
+
+``dispatch(ctx, method, params)`` runs one call against ``ctx.chain`` and returns its result
+(a JSON-ready value) or raises ``RpcError``.
+
+Parameters are decoded the way geth's ``rpc`` package decodes them, positionally and left to
+right, with geth's messages (code -32602):
+
+- a missing required argument: ``missing value for required argument N``;
+- an extra one: ``too many arguments, want at most N``;
+- a bad one: ``invalid argument N: <what Go's decoder says>``, for example
+  ``hex string without 0x prefix`` (block numbers),
+  ``json: cannot unmarshal string into Go value of type bool`` (the fullTx flag),
+  ``hex string has length 62, want 64 for common.Hash`` (block hashes) or
+  ``json: cannot unmarshal hex number with leading zero digits into Go value of type
+  hexutil.Uint`` (uncle indexes).
+
+A JSON ``null`` in a required position is decoded, not treated as missing, as in Go: it reads as
+``false`` for a bool and is rejected for numbers and hashes.
+
+Blocks are printed with geth's field set for a header of their era (``baseFeePerGas`` from
+London on), keys sorted as Go prints a map. The synthetic history has no transaction bodies, so
+``transactions`` is always ``[]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
+
+CLIENT_VERSION = "feeslab-devnet/0.1.0"
+MAX_FEE_HISTORY = 1024  # geth's default --rpc.feehistory limits (header and block history)
+MAX_REWARD_PERCENTILES = 100  # geth's maxQueryLimit
+TAGS = frozenset({"latest", "earliest", "pending", "safe", "finalized"})
+MAX_INT64 = 2**63 - 1
+MAX_UINT64 = 2**64 - 1
+
+# geth's gas price oracle (eth/gasprice, FullNodeGPO): 20 blocks, 60th percentile,
+# tips below 2 wei ignored, 500 gwei cap; 1 gwei when a block gives no sample
+ORACLE_BLOCKS = 20
+ORACLE_PERCENTILE = 60
+ORACLE_IGNORE_BELOW = 2
+ORACLE_MAX_PRICE = 500 * 10**9
+ORACLE_DEFAULT_TIP = 10**9
+# geth samples the 3 cheapest transactions of each block; the devnet has a tip
+# distribution instead of transactions, so it samples its low tail
+ORACLE_SAMPLE_PERCENTILES = (1.0, 2.0, 3.0)
+
+
+class _ArgError(Exception):
+    """A parameter that Go's decoder would reject; the message is Go's."""
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+
+def quantity(value: int) -> str:
+    """A hex quantity: ``0x`` and no leading zeros (``0x0`` for zero)."""
+    return hex(value)
+
+
+def data(value: bytes) -> str:
+    """Hex data: ``0x`` and two lowercase digits per byte."""
+    return "0x" + value.hex()
+
+
+def _go_ratio(used: int, limit: int) -> float | int:
+    """``used / limit`` as Go's JSON prints it: integral values without a fraction."""
+    ratio = used / limit if limit else 0.0
+    return int(ratio) if ratio.is_integer() else ratio
+
+
+def format_header(header: Any) -> dict[str, Any]:
+    """The header fields geth prints for a header (RPCMarshalHeader), plus its hash."""
+    fields = {
+        "difficulty": quantity(header.difficulty),
+        "extraData": data(header.extra_data),
+        "gasLimit": quantity(header.gas_limit),
+        "gasUsed": quantity(header.gas_used),
+        "hash": data(header.hash),
+        "logsBloom": data(header.logs_bloom),
+        "miner": data(header.coinbase),
+        "mixHash": data(header.mix_hash),
+        "nonce": data(header.nonce),
+        "number": quantity(header.number),
+        "parentHash": data(header.parent_hash),
+        "receiptsRoot": data(header.receipts_root),
+        "sha3Uncles": data(header.uncles_hash),
+        "stateRoot": data(header.state_root),
+        "timestamp": quantity(header.timestamp),
+        "transactionsRoot": data(header.transactions_root),
+    }
+    if header.base_fee_per_gas is not None:
+        fields["baseFeePerGas"] = quantity(header.base_fee_per_gas)
+    return dict(sorted(fields.items()))
+
+
+def format_new_head(block: Any) -> dict[str, Any]:
+    """A WebSocket ``newHeads`` payload: geth's header fields and hash, nothing else.
+
+    Accepts a ``Block`` or a bare ``Header``.
+    """
+    return format_header(getattr(block, "header", block))
+
+
+def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
+    """A canonical (or pending) block as ``eth_getBlockBy*`` returns it.
+
+    The pending block has ``number``, ``hash``, ``nonce`` and ``logsBloom`` null (interface
+    §2.4) and ``miner`` null (geth); its total difficulty is not known yet, so it is null too.
+    """
+    fields = format_header(block.header)
+    fields["hash"] = data(block.hash)
+    fields["size"] = quantity(block.size)
+    fields["totalDifficulty"] = quantity(block.total_difficulty)
+    fields["transactions"] = []
+    fields["uncles"] = [data(u.hash) for u in block.uncles]
+    if pending:
+        for key in ("number", "hash", "nonce", "logsBloom", "miner", "totalDifficulty"):
+            fields[key] = None
+    return dict(sorted(fields.items()))
+
+
+def _rlp_list_length(payload_length: int) -> int:
+    """Length of an RLP list whose items take ``payload_length`` bytes."""
+    if payload_length < 56:
+        return 1 + payload_length
+    return 1 + (payload_length.bit_length() + 7) // 8 + payload_length
+
+
+def uncle_size(header: Any) -> int:
+    """Size geth reports for an uncle: ``len(rlp([header, [], []]))`` [bytes].
+
+    That is the header's RLP length plus 5 for every real header (two empty lists and a
+    three-byte list prefix), which is what the real uncle answers show.
+    """
+    return _rlp_list_length(len(header.encode()) + 2)
+
+
+def format_uncle(header: Any) -> dict[str, Any]:
+    """An uncle as geth returns it: the header, its size, no transactions, null TD."""
+    fields = format_header(header)
+    fields["size"] = quantity(uncle_size(header))
+    fields["totalDifficulty"] = None
+    fields["uncles"] = []
+    return dict(sorted(fields.items()))
+
+
+# -- Go-compatible parameter decoding ---------------------------------------------------------
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON type name Go's decoder uses in its messages."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _raw_text(value: Any) -> str:
+    """The JSON text of a non-string value, as a Go UnmarshalJSON method would see it."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _has_hex_prefix(text: str) -> bool:
+    return len(text) >= 2 and text[0] == "0" and text[1] in "xX"
+
+
+def _is_hex_digits(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _decode_uint64(text: str) -> int:
+    """hexutil.DecodeUint64: a strict hex quantity, with its plain error messages."""
+    if not text:
+        raise _ArgError("empty hex string")
+    if not _has_hex_prefix(text):
+        raise _ArgError("hex string without 0x prefix")
+    raw = text[2:]
+    if not raw:
+        raise _ArgError('hex string "0x"')
+    if len(raw) > 1 and raw[0] == "0":
+        raise _ArgError("hex number with leading zero digits")
+    value = 0
+    for digit in raw:  # strconv.ParseUint reports the first problem it meets
+        if not _is_hex_digits(digit):
+            raise _ArgError("invalid hex string")
+        value = value * 16 + int(digit, 16)
+        if value > MAX_UINT64:
+            raise _ArgError("hex number > 64 bits")
+    return value
+
+
+def block_number_param(value: Any) -> int | str:
+    """rpc.BlockNumber: a tag or a hex quantity up to int64."""
+    if isinstance(value, str) and value in TAGS:
+        return value
+    # Go strips the quotes and parses the rest, so a bare number fails the prefix check
+    number = _decode_uint64(value if isinstance(value, str) else _raw_text(value))
+    if number > MAX_INT64:
+        raise _ArgError("block number larger than int64")
+    return number
+
+
+def bool_param(value: Any) -> bool:
+    """A Go bool: JSON true/false; null leaves it false."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _ArgError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type bool")
+    return value
+
+
+def _type_error(message: str, type_name: str) -> _ArgError:
+    # hexutil wraps its decode errors in a json.UnmarshalTypeError
+    return _ArgError(f"json: cannot unmarshal {message} into Go value of type {type_name}")
+
+
+def hash_param(value: Any) -> bytes:
+    """common.Hash: a 0x-prefixed string of exactly 64 hex digits."""
+    type_name = "common.Hash"
+    if not isinstance(value, str):
+        raise _type_error("non-string", type_name)
+    raw = value
+    if raw:
+        if not _has_hex_prefix(raw):
+            raise _type_error("hex string without 0x prefix", type_name)
+        raw = raw[2:]
+        if len(raw) % 2:
+            raise _type_error("hex string of odd length", type_name)
+    if len(raw) != 64:
+        raise _ArgError(f"hex string has length {len(raw)}, want 64 for {type_name}")
+    if not _is_hex_digits(raw):
+        raise _type_error("invalid hex string", type_name)
+    return bytes.fromhex(raw)
+
+
+def uint_param(value: Any) -> int:
+    """hexutil.Uint: a hex quantity string of at most 64 bits ("" reads as 0, as in Go)."""
+    type_name = "hexutil.Uint"
+    if not isinstance(value, str):
+        raise _type_error("non-string", type_name)
+    if not value:
+        return 0
+    if not _has_hex_prefix(value):
+        raise _type_error("hex string without 0x prefix", type_name)
+    raw = value[2:]
+    if not raw:
+        raise _type_error('hex string "0x"', type_name)
+    if len(raw) > 1 and raw[0] == "0":
+        raise _type_error("hex number with leading zero digits", type_name)
+    if len(raw) > 16:
+        raise _type_error("hex number > 64 bits", type_name)
+    if not _is_hex_digits(raw):
+        raise _type_error("invalid hex string", type_name)
+    return int(raw, 16)
+
+
+def hex_or_decimal64_param(value: Any) -> int:
+    """math.HexOrDecimal64 (eth_feeHistory's blockCount): JSON number, decimal or 0x string."""
+    text = value if isinstance(value, str) else _raw_text(value)
+    if text == "":
+        return 0
+    if _has_hex_prefix(text):
+        digits, base, ok = text[2:], 16, _is_hex_digits(text[2:])
+    else:
+        digits, base, ok = text, 10, text.isascii() and text.isdigit()
+    if ok and digits and int(digits, base) <= MAX_UINT64:
+        return int(digits, base)
+    raise _ArgError(f"invalid hex or decimal integer {json.dumps(text)}")
+
+
+def percentiles_param(value: Any) -> list[float]:
+    """[]float64: a JSON array of numbers (null reads as an empty list, null items as 0)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _ArgError(
+            f"json: cannot unmarshal {_json_kind(value)} into Go value of type []float64"
+        )
+    out = []
+    for item in value:
+        if item is None:
+            out.append(0.0)
+        elif isinstance(item, bool) or not isinstance(item, int | float):
+            raise _ArgError(
+                f"json: cannot unmarshal {_json_kind(item)} into Go value of type float64"
+            )
+        else:
+            out.append(float(item))
+    return out
+
+
+def decode_params(params: Any, decoders: Sequence[Callable[[Any], Any]], required: int) -> list:
+    """Decode positional ``params`` as geth's rpc package does.
+
+    Parameters
+    ----------
+    params : list or None
+        The call's params (None or missing means none).
+    decoders : sequence of callables
+        One per accepted argument.
+    required : int
+        How many leading arguments must be present; the others default to None.
+
+    Raises
+    ------
+    RpcError
+        -32602 naming the first bad argument, an extra one or a missing one.
+    """
+    if params is None:
+        params = []
+    if not isinstance(params, list):
+        raise RpcError(INVALID_PARAMS, "non-array args")
+    args = []
+    for index, value in enumerate(params):
+        if index >= len(decoders):
+            raise RpcError(INVALID_PARAMS, f"too many arguments, want at most {len(decoders)}")
+        try:
+            args.append(decoders[index](value))
+        except _ArgError as exc:
+            raise RpcError(INVALID_PARAMS, f"invalid argument {index}: {exc}") from None
+    if len(args) < required:
+        raise RpcError(INVALID_PARAMS, f"missing value for required argument {len(args)}")
+    return args + [None] * (len(decoders) - len(args))
+
+
+# -- resolving blocks -------------------------------------------------------------------------
+
+
+def resolve_tag(chain: Any, tag: int | str) -> int:
+    """The block number a tag or number stands for (pending = head + 1).
+
+    Raises
+    ------
+    RpcError
+        -32000 ``safe block not found`` / ``finalized block not found`` when the chain has
+        no such block (geth's answer before the merge).
+    """
+    if isinstance(tag, int):
+        return tag
+    if tag == "earliest":
+        return 0
+    if tag == "pending":
+        return chain.head() + 1
+    if tag in ("safe", "finalized"):
+        number = chain.safe() if tag == "safe" else chain.finalized()
+        if number is None:
+            raise RpcError(SERVER_ERROR, f"{tag} block not found")
+        return number
+    return chain.head()
+
+
+def _block_at(chain: Any, tag: int | str) -> tuple[Any, bool]:
+    """(block or None, is pending) for a block parameter."""
+    if tag == "pending":
+        return chain.pending(), True
+    return chain.block(resolve_tag(chain, tag)), False
+
+
+def _block_by_hash(chain: Any, block_hash: bytes) -> Any:
+    number = chain.number_of(block_hash)
+    return None if number is None else chain.block(number)
+
+
+def _uncle_at(block: Any, index: int) -> dict[str, Any] | None:
+    if block is None or index >= len(block.uncles):
+        return None
+    return format_uncle(block.uncles[index])
+
+
+# -- methods ----------------------------------------------------------------------------------
+
+
+def eth_chain_id(ctx: Any) -> str:
+    return quantity(ctx.chain.chain_id)
+
+
+def eth_block_number(ctx: Any) -> str:
+    return quantity(ctx.chain.head())
+
+
+def net_version(ctx: Any) -> str:
+    return str(ctx.chain.chain_id)
+
+
+def web3_client_version(ctx: Any) -> str:
+    return CLIENT_VERSION
+
+
+def eth_get_block_by_number(ctx: Any, tag: int | str, full_tx: bool) -> dict[str, Any] | None:
+    block, pending = _block_at(ctx.chain, tag)
+    return None if block is None else format_block(block, pending=pending)
+
+
+def eth_get_block_by_hash(ctx: Any, block_hash: bytes, full_tx: bool) -> dict[str, Any] | None:
+    block = _block_by_hash(ctx.chain, block_hash)
+    return None if block is None else format_block(block)
+
+
+def eth_get_uncle_by_block_number_and_index(
+    ctx: Any, tag: int | str, index: int
+) -> dict[str, Any] | None:
+    block, _ = _block_at(ctx.chain, tag)
+    return _uncle_at(block, index)
+
+
+def eth_get_uncle_by_block_hash_and_index(
+    ctx: Any, block_hash: bytes, index: int
+) -> dict[str, Any] | None:
+    return _uncle_at(_block_by_hash(ctx.chain, block_hash), index)
+
+
+def eth_get_uncle_count_by_block_number(ctx: Any, tag: int | str) -> str | None:
+    try:
+        block, _ = _block_at(ctx.chain, tag)
+    except RpcError:
+        return None  # geth drops the lookup error here and answers null
+    return None if block is None else quantity(len(block.uncles))
+
+
+def eth_get_uncle_count_by_block_hash(ctx: Any, block_hash: bytes) -> str | None:
+    block = _block_by_hash(ctx.chain, block_hash)
+    return None if block is None else quantity(len(block.uncles))
+
+
+@dataclass(frozen=True)
+class _FeeRange:
+    """The blocks an eth_feeHistory call covers: ``oldest..newest``, maybe ending pending."""
+
+    oldest: int
+    newest: int
+    head: int
+
+    @property
+    def canonical_stop(self) -> int:
+        return min(self.newest, self.head) + 1
+
+    @property
+    def has_pending(self) -> bool:
+        return self.newest > self.head
+
+
+def _check_percentiles(percentiles: list[float]) -> None:
+    """geth's reward percentile rules: at most 100, each in 0..100, non-decreasing."""
+    if len(percentiles) > MAX_REWARD_PERCENTILES:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"invalid reward percentile: over the query limit {MAX_REWARD_PERCENTILES}",
+        )
+    for i, p in enumerate(percentiles):
+        if not 0 <= p <= 100:
+            raise RpcError(INVALID_PARAMS, f"invalid reward percentile: {p:f}")
+        if i > 0 and p < percentiles[i - 1]:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"invalid reward percentile: #{i - 1}:{percentiles[i - 1]:f} >= #{i}:{p:f}",
+            )
+
+
+def _fee_range(chain: Any, count: int, tag: int | str) -> _FeeRange:
+    head = chain.head()
+    if isinstance(tag, int) and tag > head:
+        raise RpcError(SERVER_ERROR, f"request beyond head block: requested {tag}, head {head}")
+    newest = resolve_tag(chain, tag)
+    count = min(count, MAX_FEE_HISTORY, newest + 1)  # never before genesis
+    return _FeeRange(oldest=newest + 1 - count, newest=newest, head=head)
+
+
+def _fee_columns(chain: Any, span: _FeeRange) -> tuple[list[int], list[int], list[int], int]:
+    """(base fees, gas used, gas limits, next base fee) for the blocks of ``span``."""
+    stop = span.canonical_stop
+    fees = [fee or 0 for fee in chain.base_fees(span.oldest, stop)]  # 0 before London (geth)
+    used = chain.gas_used_range(span.oldest, stop)
+    limits = chain.gas_limit_range(span.oldest, stop)
+    if span.has_pending:
+        header = chain.pending().header
+        fees.append(header.base_fee_per_gas or 0)
+        used.append(header.gas_used)
+        limits.append(header.gas_limit)
+    return fees, used, limits, chain.next_base_fee(span.newest)
+
+
+def eth_fee_history(
+    ctx: Any, block_count: int, tag: int | str, percentiles: list[float] | None
+) -> dict[str, Any]:
+    """geth's eth_feeHistory over ``block_count`` blocks ending at ``tag``.
+
+    ``blockCount`` above 1024 is cut to 1024 and a range reaching before genesis is cut at
+    genesis, silently, as geth does; ``blockCount`` 0 gets geth's empty answer. Reward rows
+    come from the chain's tip model. ``baseFeePerBlobGas`` and ``blobGasUsedRatio`` are
+    zeros: the devnet's chains have no blobs (geth answers so before Cancun).
+    """
+    chain = ctx.chain
+    percentiles = percentiles or []
+    if block_count < 1:
+        return {"oldestBlock": "0x0", "gasUsedRatio": None}
+    _check_percentiles(percentiles)
+    span = _fee_range(chain, block_count, tag)
+    fees, used, limits, next_fee = _fee_columns(chain, span)
+    result: dict[str, Any] = {"oldestBlock": quantity(span.oldest)}
+    if percentiles:
+        result["reward"] = [
+            [quantity(tip) for tip in chain.priority_fee_percentiles(n, percentiles)]
+            for n in range(span.oldest, span.newest + 1)
+        ]
+    result["baseFeePerGas"] = [quantity(fee) for fee in [*fees, next_fee]]
+    result["gasUsedRatio"] = [_go_ratio(u, lim) for u, lim in zip(used, limits, strict=True)]
+    result["baseFeePerBlobGas"] = ["0x0"] * (len(fees) + 1)
+    result["blobGasUsedRatio"] = [0] * len(fees)
+    return result
+
+
+def suggest_tip_cap(chain: Any) -> int:
+    """geth's gas price oracle, fed by the chain's tip model [wei].
+
+    geth takes the 3 cheapest tips (at least 2 wei) of each of the last 20 blocks, or its
+    last answer when a block gives none, and answers the 60th percentile of the pool,
+    capped at 500 gwei. Here the 3 cheapest tips are the 1st-3rd percentiles of each block's
+    tip distribution, and an empty block contributes the 1 gwei default.
+    """
+    head = chain.head()
+    samples: list[int] = []
+    for n in range(max(0, head - ORACLE_BLOCKS + 1), head + 1):
+        tips = chain.priority_fee_percentiles(n, ORACLE_SAMPLE_PERCENTILES)
+        tips = [t for t in tips if t >= ORACLE_IGNORE_BELOW]
+        samples.extend(tips or [ORACLE_DEFAULT_TIP])
+    samples.sort()
+    tip = samples[(len(samples) - 1) * ORACLE_PERCENTILE // 100]
+    return min(tip, ORACLE_MAX_PRICE)
+
+
+def eth_max_priority_fee_per_gas(ctx: Any) -> str:
+    return quantity(suggest_tip_cap(ctx.chain))
+
+
+def eth_gas_price(ctx: Any) -> str:
+    """Suggested tip plus the latest block's base fee (geth adds the head's, not the next)."""
+    chain = ctx.chain
+    return quantity(suggest_tip_cap(chain) + (chain.base_fee(chain.head()) or 0))
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+
+_B, _H, _U = block_number_param, hash_param, uint_param
+
+# name -> (handler, decoders, required count)
+METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], int]] = {
+    "eth_chainId": (eth_chain_id, (), 0),
+    "eth_blockNumber": (eth_block_number, (), 0),
+    "net_version": (net_version, (), 0),
+    "web3_clientVersion": (web3_client_version, (), 0),
+    "eth_getBlockByNumber": (eth_get_block_by_number, (_B, bool_param), 2),
+    "eth_getBlockByHash": (eth_get_block_by_hash, (_H, bool_param), 2),
+    "eth_getUncleByBlockNumberAndIndex": (eth_get_uncle_by_block_number_and_index, (_B, _U), 2),
+    "eth_getUncleByBlockHashAndIndex": (eth_get_uncle_by_block_hash_and_index, (_H, _U), 2),
+    "eth_getUncleCountByBlockNumber": (eth_get_uncle_count_by_block_number, (_B,), 1),
+    "eth_getUncleCountByBlockHash": (eth_get_uncle_count_by_block_hash, (_H,), 1),
+    # rewardPercentiles is optional here (geth requires it; Infura and most clients do not)
+    "eth_feeHistory": (eth_fee_history, (hex_or_decimal64_param, _B, percentiles_param), 2),
+    "eth_gasPrice": (eth_gas_price, (), 0),
+    "eth_maxPriorityFeePerGas": (eth_max_priority_fee_per_gas, (), 0),
+}
+
+
+def dispatch(ctx: Any, method: str, params: Any) -> Any:
+    """Run node method ``method`` with ``params`` against ``ctx.chain``.
+
+    Parameters
+    ----------
+    ctx : CallContext
+        ``.chain`` (the request's chain), ``.chains``, ``.transport``.
+    method : str
+        JSON-RPC method name.
+    params : list or None
+        Positional parameters; None means none.
+
+    Returns
+    -------
+    Any
+        The JSON-ready result.
+
+    Raises
+    ------
+    RpcError
+        -32601 for an unknown method, -32602 for bad parameters, -32000 for geth's
+        execution errors (missing safe/finalized block, feeHistory beyond head).
+    """
+    entry = METHODS.get(method)
+    if entry is None:
+        raise RpcError(METHOD_NOT_FOUND, f"the method {method} does not exist/is not available")
+    handler, decoders, required = entry
+    args = decode_params(params, decoders, required)
+    return handler(ctx, *args)

@@ -1,0 +1,338 @@
+"""Start the devnet: a local stand-in for the service, served by uvicorn on a background thread.
+
+``start()`` builds the seeded chains, a credit ledger and a fresh key/secret, binds a loopback
+socket (so the URL is known before it returns), runs uvicorn on a daemon thread and waits until
+the socket answers. The returned ``DevnetHandle`` stops it, also as a context manager::
+
+    with start(seed=7) as devnet:
+        httpx.post(f"{devnet.url}/v3/{devnet.api_key}", json={...})
+
+Default limits
+--------------
+The defaults copy Infura's largest self-serve plan, **Team**: 75,000,000 credits per day and
+40,000 credits per second (docs.metamask.io/services/get-started/pricing, "Infura plans";
+the free Core plan is 3,000,000/day and 500/s, Developer 15,000,000/day and 4,000/s). A teaching
+notebook that scans thousands of blocks needs Team-sized room; pass ``daily_credits`` and
+``credits_per_second`` to rehearse a smaller plan.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from feeslab.devnet import gasapi, rpc
+from feeslab.devnet.auth import Credentials
+from feeslab.devnet.chain import build_chains
+from feeslab.devnet.credits import CreditLedger
+from feeslab.devnet.jsonrpc import Dispatcher
+
+TEAM_PLAN_DAILY_CREDITS = 75_000_000
+TEAM_PLAN_CREDITS_PER_SECOND = 40_000
+DEFAULT_DAILY_CREDITS = TEAM_PLAN_DAILY_CREDITS
+DEFAULT_CREDITS_PER_SECOND = TEAM_PLAN_CREDITS_PER_SECOND
+
+WS_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""geth's WebSocket read limit; a larger message closes the connection with 1009."""
+
+STARTUP_TIMEOUT = 60.0
+
+
+class _DenialNoiseFilter(logging.Filter):
+    """Drop uvicorn's false alarm after a WebSocket denial response.
+
+    uvicorn's websockets-sansio protocol (0.54) sends the denial but never marks the handshake
+    done, then logs "ASGI callable returned without completing handshake." Our endpoints always
+    accept, close or deny, so that line only ever follows a denial.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "returned without completing handshake" not in record.getMessage()
+
+
+logging.getLogger("uvicorn.error").addFilter(_DenialNoiseFilter())
+
+
+@dataclass(eq=False, repr=False)
+class Devnet:
+    """Everything one devnet serves: its chains, its key, its ledger and its options.
+
+    Attributes
+    ----------
+    seed : int
+        The seed the chains were built from.
+    chains : ChainSet
+        From ``feeslab.devnet.chain.build_chains``.
+    credentials : Credentials
+        The one API key and secret accepted.
+    ledger : CreditLedger
+        Credits spent with that key.
+    block_time : float or None
+        Seconds per new block in live mode; None for a chain that does not grow.
+    latency_ms : float
+        Delay added before answering each HTTP request and each WebSocket message.
+    dispatch : callable
+        ``dispatch(ctx, method, params)``; ``feeslab.devnet.rpc.dispatch`` unless replaced.
+    format_new_head : callable
+        ``format_new_head(block) -> dict``; ``feeslab.devnet.rpc.format_new_head``.
+    gas : object
+        Namespace with the Gas API functions: the module ``feeslab.devnet.gasapi``.
+    """
+
+    seed: int
+    chains: Any
+    credentials: Credentials
+    ledger: CreditLedger
+    block_time: float | None = None
+    latency_ms: float = 0.0
+    dispatch: Dispatcher = rpc.dispatch
+    format_new_head: Callable[[Any], dict] = rpc.format_new_head
+    gas: Any = gasapi
+    info_extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        networks = [chain.network for chain in self.chains]
+        return f"Devnet(seed={self.seed}, networks={networks}, block_time={self.block_time})"
+
+    def info(self) -> dict[str, Any]:
+        """What ``GET /devnet/info`` answers."""
+        return {
+            "seed": self.seed,
+            "chains": [
+                {"chain_id": c.chain_id, "network": c.network, "head": c.head()}
+                for c in self.chains
+            ],
+            "block_time": self.block_time,
+            "latency_ms": self.latency_ms,
+            "daily_credits": self.ledger.daily_credits,
+            "credits_per_second": self.ledger.credits_per_second,
+            **self.info_extra,
+        }
+
+
+class DevnetHandle:
+    """A running devnet: where it listens, its key and secret, and ``stop()``.
+
+    ``repr`` never shows the key or the secret.
+
+    Attributes
+    ----------
+    url : str
+        ``http://HOST:PORT``; node endpoints are ``{url}/v3/{api_key}`` (mainnet) and
+        ``{url}/{network}/v3/{api_key}``.
+    ws_url : str
+        ``ws://HOST:PORT``; WebSocket endpoints are ``{ws_url}/ws/v3/{api_key}`` and
+        ``{ws_url}/{network}/ws/v3/{api_key}``.
+    api_key, api_key_secret : str
+        The credentials it accepts.
+    seed : int
+    chains : ChainSet
+    devnet : Devnet
+    """
+
+    def __init__(
+        self, devnet: Devnet, server: uvicorn.Server, thread: threading.Thread, sock, url_host: str
+    ) -> None:
+        self.devnet = devnet
+        self._server = server
+        self._thread = thread
+        self._sock = sock
+        self.port: int = sock.getsockname()[1]
+        self.host = url_host
+        self.url = f"http://{url_host}:{self.port}"
+        self.ws_url = f"ws://{url_host}:{self.port}"
+
+    @property
+    def api_key(self) -> str:
+        return self.devnet.credentials.api_key
+
+    @property
+    def api_key_secret(self) -> str:
+        return self.devnet.credentials.api_key_secret
+
+    @property
+    def seed(self) -> int:
+        return self.devnet.seed
+
+    @property
+    def chains(self) -> Any:
+        return self.devnet.chains
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and wait for the server thread to end (idempotent)."""
+        self._server.should_exit = True
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._sock.close()
+
+    def __enter__(self) -> DevnetHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<DevnetHandle {self.url} seed={self.seed} {state}>"
+
+
+def _check_host(host: str, allow_remote: bool) -> None:
+    if allow_remote or host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"refusing to serve the devnet on non-loopback host {host!r}; "
+            "pass allow_remote=True to expose it"
+        )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _wait_until_serving(server: uvicorn.Server, thread: threading.Thread, addr: tuple) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the devnet server stopped during start-up (see the log)")
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the devnet server did not start in time")
+        time.sleep(0.01)
+    # started means listening; one real connection proves it
+    with socket.create_connection(addr[:2], timeout=5):
+        pass
+
+
+def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False):
+    """Serve an already-built ``Devnet`` on a background thread.
+
+    Returns
+    -------
+    DevnetHandle
+    """
+    from feeslab.devnet.app import create_app
+
+    _check_host(host, allow_remote)
+    sock = _bind(host, port)
+    config = uvicorn.Config(
+        create_app(devnet),
+        log_config=None,  # leave the embedding program's logging alone
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        ws="websockets-sansio",  # supports denial responses; the legacy one warns on import
+        ws_max_size=WS_MAX_MESSAGE_BYTES,
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="feeslab-devnet", daemon=True
+    )
+    thread.start()
+    try:
+        _wait_until_serving(server, thread, sock.getsockname())
+    except BaseException:
+        server.should_exit = True
+        thread.join(5)
+        sock.close()
+        raise
+    url_host = f"[{host}]" if ":" in host else host
+    return DevnetHandle(devnet, server, thread, sock, url_host)
+
+
+def start(
+    *,
+    seed: int = 0,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    latency_ms: float = 0,
+    daily_credits: int = DEFAULT_DAILY_CREDITS,
+    credits_per_second: float = DEFAULT_CREDITS_PER_SECOND,
+    block_time: float | None = None,
+    api_key: str | None = None,
+    api_key_secret: str | None = None,
+    allow_remote: bool = False,
+    warm: bool = True,
+) -> DevnetHandle:
+    """Start a devnet on a background thread and return once it accepts connections.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the simulated chains (same seed, same chains).
+    port : int
+        TCP port; 0 picks a free one.
+    host : str
+        Loopback address to bind; anything else needs ``allow_remote=True``.
+    latency_ms : float
+        Delay before answering each HTTP request and each WebSocket message.
+    daily_credits : int
+        Credits per UTC day (default: Infura Team plan, 75,000,000).
+    credits_per_second : float
+        Throughput limit (default: Infura Team plan, 40,000).
+    block_time : float, optional
+        Seconds per new block: the chains grow live (and ``newHeads`` subscriptions fire).
+        None keeps each chain at its fixed head.
+    api_key, api_key_secret : str, optional
+        Credentials to accept; default fresh ``secrets.token_hex(16)`` each.
+    allow_remote : bool
+        Allow a non-loopback ``host``.
+    warm : bool
+        Generate every chain's history up to its head on a background thread
+        right away (mainnet first), so that later requests find it ready.  The
+        server answers meanwhile; a request for a block not yet generated
+        generates what it needs.
+
+    Returns
+    -------
+    DevnetHandle
+    """
+    _check_host(host, allow_remote)
+    devnet = Devnet(
+        seed=seed,
+        chains=build_chains(seed, block_time=block_time),
+        credentials=Credentials(
+            api_key or secrets.token_hex(16), api_key_secret or secrets.token_hex(16)
+        ),
+        ledger=CreditLedger(daily_credits, credits_per_second),
+        block_time=block_time,
+        latency_ms=latency_ms,
+    )
+    handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
+    if warm:
+        threading.Thread(
+            target=_warm, args=(devnet.chains,), name="devnet-warm", daemon=True
+        ).start()
+    return handle
+
+
+def _warm(chains: Any) -> None:
+    for chain in chains:
+        chain.warm()

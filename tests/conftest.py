@@ -1,0 +1,61 @@
+"""Shared fixtures: one devnet for the whole session, a JSON-RPC helper, tidy matplotlib."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from feeslab.devnet import DevnetHandle, start
+
+
+class RpcCallError(Exception):
+    """A JSON-RPC error answer: ``code``, ``message`` and ``data`` as sent."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.data = error.get("data")
+
+
+@pytest.fixture(scope="session")
+def devnet() -> Iterator[DevnetHandle]:
+    """A devnet with seed 7 and fixed chains.
+
+    Its limits are far above any plan's so that tests sharing it never meet 402 or 429; tests of
+    the limits start their own devnet.
+    """
+    with start(seed=7, daily_credits=10**15, credits_per_second=10**12) as handle:
+        yield handle
+
+
+@pytest.fixture
+def rpc(devnet: DevnetHandle) -> Callable[..., Any]:
+    """``rpc(method, *params, network="mainnet")`` -> result; raises ``RpcCallError``."""
+    ids = itertools.count(1)
+
+    def call(method: str, *params: Any, network: str = "mainnet") -> Any:
+        prefix = "" if network == "mainnet" else f"/{network}"
+        url = f"{devnet.url}{prefix}/v3/{devnet.api_key}"
+        payload = {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": list(params)}
+        response = httpx.post(url, json=payload, timeout=60)
+        response.raise_for_status()
+        body = response.json()
+        if "error" in body:
+            raise RpcCallError(body["error"])
+        return body["result"]
+
+    return call
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")  # only if a test imported it
+    if pyplot is not None:
+        pyplot.close("all")

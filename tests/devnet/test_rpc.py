@@ -1,0 +1,566 @@
+"""The devnet's node JSON-RPC methods, checked against real geth answers and recomputed values.
+
+Field sets and formats come from geth's own request/response pairs (execution-apis tests) and
+real mainnet uncle answers; hashes, sizes and base fees are recomputed here from the JSON with
+``rlp``, ``eth_hash`` and EIP-1559's reference rule, never taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import rlp
+from eth_hash.auto import keccak
+
+from feeslab.devnet.chain import Chain
+from feeslab.devnet.errors import RpcError
+from feeslab.devnet.jsonrpc import CallContext
+from feeslab.devnet.rpc import dispatch, format_new_head
+
+REFERENCE = Path("/work/shared/reference")
+GETH_TESTS = REFERENCE / "execution-apis" / "tests"
+UNCLES = REFERENCE / "uncles"
+
+LONDON, MERGE = 120_000, 165_000  # mainnet's devnet fork heights (data/chains.json)
+EMPTY_UNCLES = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"
+QUANTITY = re.compile(r"^0x(0|[1-9a-f][0-9a-f]*)$")
+# header fields in RLP order, with how each is encoded
+HEADER_RLP = [
+    ("parentHash", "data"), ("sha3Uncles", "data"), ("miner", "data"), ("stateRoot", "data"),
+    ("transactionsRoot", "data"), ("receiptsRoot", "data"), ("logsBloom", "data"),
+    ("difficulty", "int"), ("number", "int"), ("gasLimit", "int"), ("gasUsed", "int"),
+    ("timestamp", "int"), ("extraData", "data"), ("mixHash", "data"), ("nonce", "data"),
+]  # fmt: skip
+DATA_BYTES = {
+    "hash": 32, "parentHash": 32, "sha3Uncles": 32, "stateRoot": 32, "transactionsRoot": 32,
+    "receiptsRoot": 32, "mixHash": 32, "logsBloom": 256, "miner": 20, "nonce": 8,
+}  # fmt: skip
+QUANTITIES = {
+    "baseFeePerGas", "difficulty", "gasLimit", "gasUsed", "number", "size", "timestamp",
+    "totalDifficulty",
+}  # fmt: skip
+
+
+# -- reference data and independent recomputation ------------------------------------------
+
+
+def geth_result(path: Path) -> dict[str, Any]:
+    """The result of a geth ``>>``/``<<`` test file."""
+    for line in path.read_text().splitlines():
+        if line.startswith("<<"):
+            return json.loads(line[2:])["result"]
+    raise AssertionError(f"no response in {path}")
+
+
+def header_rlp(fields: dict[str, Any]) -> bytes:
+    """RLP of the header described by a block/uncle JSON object, built with ``rlp``."""
+    items: list[Any] = []
+    for name, kind in HEADER_RLP:
+        value = fields[name]
+        items.append(int(value, 16) if kind == "int" else bytes.fromhex(value[2:]))
+    if "baseFeePerGas" in fields:
+        items.append(int(fields["baseFeePerGas"], 16))
+    return rlp.encode(items)
+
+
+def eip1559(parent_fee: int, used: int, limit: int, elasticity: int = 2, denominator: int = 8):
+    """EIP-1559's reference base fee update, transcribed from the EIP."""
+    target = limit // elasticity
+    if used == target:
+        return parent_fee
+    if used > target:
+        return parent_fee + max(parent_fee * (used - target) // target // denominator, 1)
+    return parent_fee - parent_fee * (target - used) // target // denominator
+
+
+def check_format(fields: dict[str, Any]) -> None:
+    """Every value formatted as geth formats it (nulls allowed where the caller allows)."""
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key in QUANTITIES:
+            assert QUANTITY.match(value), (key, value)
+        elif key in DATA_BYTES:
+            assert re.fullmatch(r"0x[0-9a-f]*", value), (key, value)
+            assert len(value) == 2 + 2 * DATA_BYTES[key], (key, value)
+        elif key == "extraData":
+            assert re.fullmatch(r"0x([0-9a-f]{2})*", value), value
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chains(devnet):
+    return devnet.chains
+
+
+@pytest.fixture(scope="module")
+def mainnet(chains) -> Chain:
+    chain = chains.by_id[1]
+    chain.warm()
+    return chain
+
+
+def call(chain: Chain, method: str, params: Any = None, *, chains: Any = None) -> Any:
+    return dispatch(CallContext(chain=chain, chains=chains, transport="http"), method, params)
+
+
+def error_of(chain: Chain, method: str, params: Any) -> tuple[int, str]:
+    with pytest.raises(RpcError) as info:
+        call(chain, method, params)
+    return info.value.code, info.value.message
+
+
+@pytest.fixture(scope="module")
+def uncle_block(mainnet) -> int:
+    """A proof-of-work block with uncles, before London."""
+    return next(n for n in range(1, LONDON) if mainnet.block(n).uncles)
+
+
+@pytest.fixture(scope="module")
+def london_uncle_block(mainnet) -> int:
+    """A block after London, before the merge, that includes an uncle."""
+    return next(n for n in range(LONDON + 1, MERGE) if mainnet.block(n).uncles)
+
+
+@pytest.fixture(scope="module")
+def short_pow_chain(mainnet) -> Chain:
+    """Mainnet's rules with the head at 300: proof of work, no safe or finalized block."""
+    return Chain(dataclasses.replace(mainnet.params, height=300), seed=7)
+
+
+# -- block objects against geth ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "number"),
+    [
+        ("eth_getBlockByNumber/get-genesis.io", 1000),  # proof of work
+        ("eth_getBlockByHash/get-block-by-hash.io", 5),  # proof of work
+        ("eth_getBlockByNumber/get-block-london-fork.io", LONDON + 10),
+        ("eth_getBlockByNumber/get-block-merge-fork.io", MERGE + 10),
+    ],
+)
+def test_block_fields_match_geth(mainnet, fixture, number):
+    reference = geth_result(GETH_TESTS / fixture)
+    block = call(mainnet, "eth_getBlockByNumber", [hex(number), False])
+    # geth's current answers dropped totalDifficulty; the interface §2.4 keeps it
+    assert set(block) == set(reference) | {"totalDifficulty"}
+    check_format(reference)  # the checker agrees with geth itself
+    check_format(block)
+    assert all(v is not None for v in block.values())
+    assert block["transactions"] == []
+
+
+def test_reference_hashes_recompute():
+    """The independent header encoder reproduces real geth and mainnet hashes."""
+    for fixture in ["get-genesis.io", "get-block-london-fork.io", "get-block-merge-fork.io"]:
+        ref = geth_result(GETH_TESTS / "eth_getBlockByNumber" / fixture)
+        assert "0x" + keccak(header_rlp(ref)).hex() == ref["hash"]
+    for path in UNCLES.glob("geth_infura_*.json"):
+        ref = json.loads(path.read_text())["response"]["result"]
+        assert "0x" + keccak(header_rlp(ref)).hex() == ref["hash"]
+        assert int(ref["size"], 16) == len(header_rlp(ref)) + 5
+
+
+@pytest.mark.parametrize("number", [0, 1, 777, LONDON - 1, LONDON, LONDON + 1, MERGE, 200_000])
+def test_block_hash_is_keccak_of_rlp(mainnet, number):
+    block = call(mainnet, "eth_getBlockByNumber", [hex(number), False])
+    assert "0x" + keccak(header_rlp(block)).hex() == block["hash"]
+    assert ("baseFeePerGas" in block) == (number >= LONDON)
+    if number == LONDON:
+        assert block["baseFeePerGas"] == hex(10**9)  # EIP-1559 INITIAL_BASE_FEE
+    if number >= MERGE:
+        assert block["difficulty"] == "0x0"
+        assert block["nonce"] == "0x0000000000000000"
+        assert block["sha3Uncles"] == EMPTY_UNCLES
+
+
+def test_block_links_sizes_and_total_difficulty(mainnet, uncle_block):
+    for number in (uncle_block, MERGE + 3):
+        block = call(mainnet, "eth_getBlockByNumber", [hex(number), False])
+        parent = call(mainnet, "eth_getBlockByNumber", [hex(number - 1), False])
+        assert block["parentHash"] == parent["hash"]
+        assert int(block["totalDifficulty"], 16) == int(parent["totalDifficulty"], 16) + int(
+            block["difficulty"], 16
+        )
+        uncles = [
+            call(mainnet, "eth_getUncleByBlockNumberAndIndex", [hex(number), hex(i)])
+            for i in range(len(block["uncles"]))
+        ]
+        assert [u["hash"] for u in uncles] == block["uncles"]
+        # size = len(rlp([header, transactions, uncles])), recomputed with rlp
+        uncle_items = [rlp.decode(header_rlp(u)) for u in uncles]
+        full = rlp.encode([rlp.decode(header_rlp(block)), [], uncle_items])
+        assert int(block["size"], 16) == len(full)
+        if uncles:
+            assert block["sha3Uncles"] == "0x" + keccak(rlp.encode(uncle_items)).hex()
+
+
+def test_block_by_hash_equals_block_by_number(mainnet, uncle_block):
+    by_number = call(mainnet, "eth_getBlockByNumber", [hex(uncle_block), True])
+    assert call(mainnet, "eth_getBlockByHash", [by_number["hash"], False]) == by_number
+    assert call(mainnet, "eth_getBlockByHash", [by_number["hash"].upper().replace("0X", "0x"),
+                                                 True]) == by_number  # fmt: skip
+
+
+def test_unknown_hash_and_beyond_head_are_null(mainnet):
+    for fixture in ["get-block-by-empty-hash.io", "get-block-by-notfound-hash.io"]:
+        request = (GETH_TESTS / "eth_getBlockByHash" / fixture).read_text().split(">>")[1]
+        params = json.loads(request.split("\n")[0])["params"]
+        assert call(mainnet, "eth_getBlockByHash", params) is None
+    head = mainnet.head()
+    assert call(mainnet, "eth_getBlockByNumber", [hex(head + 1), False]) is None
+    assert call(mainnet, "eth_getBlockByNumber", [hex(head + 1000), True]) is None
+    assert call(mainnet, "eth_getUncleCountByBlockNumber", [hex(head + 5)]) is None
+    assert call(mainnet, "eth_getUncleByBlockNumberAndIndex", [hex(head + 5), "0x0"]) is None
+    assert call(mainnet, "eth_getUncleCountByBlockHash", ["0x" + "11" * 32]) is None
+    assert call(mainnet, "eth_getUncleByBlockHashAndIndex", ["0x" + "11" * 32, "0x0"]) is None
+
+
+def test_tags(mainnet):
+    head = int(call(mainnet, "eth_blockNumber"), 16)
+    assert head == mainnet.head()
+    latest = call(mainnet, "eth_getBlockByNumber", ["latest", False])
+    assert latest["number"] == hex(head)
+    assert call(mainnet, "eth_getBlockByNumber", ["earliest", False])["number"] == "0x0"
+    safe = int(call(mainnet, "eth_getBlockByNumber", ["safe", False])["number"], 16)
+    final = int(call(mainnet, "eth_getBlockByNumber", ["finalized", False])["number"], 16)
+    assert MERGE <= final <= safe <= head
+    assert safe == mainnet.safe() and final == mainnet.finalized()
+
+
+def test_pending_block(mainnet):
+    latest = call(mainnet, "eth_getBlockByNumber", ["latest", False])
+    pending = call(mainnet, "eth_getBlockByNumber", ["pending", False])
+    assert set(pending) == set(latest)
+    for key in ("number", "hash", "nonce", "logsBloom", "miner"):
+        assert pending[key] is None, key
+    check_format(pending)
+    assert pending["parentHash"] == latest["hash"]
+    assert int(pending["timestamp"], 16) > int(latest["timestamp"], 16)
+    expected = eip1559(
+        int(latest["baseFeePerGas"], 16), int(latest["gasUsed"], 16), int(latest["gasLimit"], 16)
+    )
+    assert int(pending["baseFeePerGas"], 16) == expected
+
+
+def test_safe_and_finalized_missing_before_the_merge(short_pow_chain):
+    for tag in ("safe", "finalized"):
+        assert error_of(short_pow_chain, "eth_getBlockByNumber", [tag, False]) == (
+            -32000,
+            f"{tag} block not found",
+        )
+        code, message = error_of(short_pow_chain, "eth_getUncleByBlockNumberAndIndex", [tag, "0x0"])
+        assert (code, message) == (-32000, f"{tag} block not found")
+        assert call(short_pow_chain, "eth_getUncleCountByBlockNumber", [tag]) is None  # as geth
+        code, message = error_of(short_pow_chain, "eth_feeHistory", [4, tag])
+        assert (code, message) == (-32000, f"{tag} block not found")
+
+
+# -- uncles ------------------------------------------------------------------------------------
+
+
+def test_uncle_fields_match_geth(mainnet, uncle_block, london_uncle_block):
+    reference = json.loads((UNCLES / "geth_infura_byHash_0x5bad55_0x0.json").read_text())
+    ref = reference["response"]["result"]
+    for number, london in ((uncle_block, False), (london_uncle_block, True)):
+        block = mainnet.block(number)
+        block_hash = "0x" + block.hash.hex()
+        by_number = call(mainnet, "eth_getUncleByBlockNumberAndIndex", [hex(number), "0x0"])
+        by_hash = call(mainnet, "eth_getUncleByBlockHashAndIndex", [block_hash, "0x0"])
+        assert by_number == by_hash
+        expected_keys = set(ref) | ({"baseFeePerGas"} if london else set())
+        assert set(by_number) == expected_keys
+        assert "transactions" not in by_number
+        assert by_number["totalDifficulty"] is None
+        assert by_number["uncles"] == []
+        check_format(by_number)
+        rlp_bytes = header_rlp(by_number)
+        assert "0x" + keccak(rlp_bytes).hex() == by_number["hash"]
+        assert int(by_number["size"], 16) == len(rlp_bytes) + 5
+        assert int(by_number["number"], 16) < number
+        if london:
+            # EIP-3045: a post-London uncle carries its own base fee (its parent's child fee)
+            parent = mainnet.block(int(by_number["number"], 16) - 1).header
+            expected = eip1559(parent.base_fee_per_gas, parent.gas_used, parent.gas_limit)
+            assert by_number["baseFeePerGas"] == hex(expected)
+
+
+def test_uncle_counts_and_out_of_range(mainnet, uncle_block):
+    block = mainnet.block(uncle_block)
+    count = len(block.uncles)
+    block_hash = "0x" + block.hash.hex()
+    assert call(mainnet, "eth_getUncleCountByBlockNumber", [hex(uncle_block)]) == hex(count)
+    assert call(mainnet, "eth_getUncleCountByBlockHash", [block_hash]) == hex(count)
+    assert (
+        call(mainnet, "eth_getUncleByBlockNumberAndIndex", [hex(uncle_block), hex(count)]) is None
+    )
+    assert call(mainnet, "eth_getUncleByBlockHashAndIndex", [block_hash, hex(count + 1)]) is None
+    assert call(mainnet, "eth_getUncleCountByBlockNumber", ["latest"]) == "0x0"  # proof of stake
+    assert call(mainnet, "eth_getUncleByBlockNumberAndIndex", ["latest", "0x0"]) is None
+
+
+# -- simple methods ----------------------------------------------------------------------------
+
+
+def test_identity_methods(chains):
+    for chain in chains:
+        assert call(chain, "eth_chainId") == hex(chain.chain_id)
+        assert call(chain, "net_version", []) == str(chain.chain_id)
+        assert call(chain, "eth_blockNumber", []) == hex(chain.head())
+    version = call(chains.by_id[1], "web3_clientVersion")
+    assert version.startswith("feeslab-devnet/")
+
+
+def test_new_head_shape(mainnet):
+    head = mainnet.block(mainnet.head())
+    payload = format_new_head(head)
+    block = call(mainnet, "eth_getBlockByNumber", ["latest", False])
+    dropped = {"size", "totalDifficulty", "transactions", "uncles"}
+    assert set(payload) == set(block) - dropped
+    assert payload == {k: v for k, v in block.items() if k not in dropped}
+    assert "0x" + keccak(header_rlp(payload)).hex() == payload["hash"]
+
+
+def test_gas_price_and_priority_fee(mainnet):
+    """geth's oracle recomputed: 60th percentile of the 3 cheapest tips of 20 blocks."""
+    head = mainnet.head()
+    samples = []
+    for n in range(head - 19, head + 1):
+        tips = [t for t in mainnet.priority_fee_percentiles(n, [1, 2, 3]) if t >= 2]
+        samples += tips or [10**9]
+    samples.sort()
+    tip = min(samples[(len(samples) - 1) * 60 // 100], 500 * 10**9)
+    assert call(mainnet, "eth_maxPriorityFeePerGas") == hex(tip)
+    base_fee = mainnet.block(head).header.base_fee_per_gas
+    assert call(mainnet, "eth_gasPrice") == hex(tip + base_fee)
+
+
+# -- eth_feeHistory ----------------------------------------------------------------------------
+
+
+def headers(chain: Chain, start: int, stop: int) -> list[Any]:
+    return [chain.block(n).header for n in range(start, stop)]
+
+
+def test_fee_history_recomputes(mainnet):
+    head = mainnet.head()
+    result = call(mainnet, "eth_feeHistory", [20, "latest", [10, 50, 90]])
+    assert result["oldestBlock"] == hex(head - 19)
+    fees = [int(f, 16) for f in result["baseFeePerGas"]]
+    assert len(fees) == 21 and len(result["gasUsedRatio"]) == 20
+    hs = headers(mainnet, head - 19, head + 1)
+    assert fees[:-1] == [h.base_fee_per_gas for h in hs]
+    for i, h in enumerate(hs):
+        assert fees[i + 1] == eip1559(fees[i], h.gas_used, h.gas_limit)
+        assert result["gasUsedRatio"][i] == h.gas_used / h.gas_limit
+    assert len(result["reward"]) == 20
+    for row in result["reward"]:
+        values = [int(v, 16) for v in row]
+        assert len(values) == 3 and values == sorted(values)
+        assert all(QUANTITY.match(v) for v in row)
+    assert result["baseFeePerBlobGas"] == ["0x0"] * 21
+    assert result["blobGasUsedRatio"] == [0] * 20
+
+
+def test_fee_history_across_london(mainnet):
+    result = call(mainnet, "eth_feeHistory", ["0x5", hex(LONDON + 2), []])
+    assert "reward" not in result
+    assert result["oldestBlock"] == hex(LONDON - 2)
+    fees = [int(f, 16) for f in result["baseFeePerGas"]]
+    assert fees[:3] == [0, 0, 10**9]  # zeros before London, INITIAL_BASE_FEE at the fork
+    for i, h in enumerate(headers(mainnet, LONDON, LONDON + 3), start=2):
+        assert fees[i + 1] == eip1559(fees[i], h.gas_used, h.gas_limit)
+
+
+def test_fee_history_other_rules(chains):
+    """Base: elasticity 6, denominator 50 then 250 from block 50,000 (data/chains.json)."""
+    base = chains.by_id[8453]
+    fork = 50_000
+    result = call(base, "eth_feeHistory", [6, hex(fork + 2)])
+    fees = [int(f, 16) for f in result["baseFeePerGas"]]
+    for i, h in enumerate(headers(base, fork - 3, fork + 3)):
+        denominator = 250 if h.number + 1 >= fork else 50
+        assert fees[i + 1] == eip1559(fees[i], h.gas_used, h.gas_limit, 6, denominator)
+
+
+def test_fee_history_block_count_forms_and_limits(mainnet):
+    same = [call(mainnet, "eth_feeHistory", [c, "0x3e8"]) for c in (4, "4", "0x4", "0x04")]
+    assert all(r == same[0] for r in same)
+    assert len(same[0]["gasUsedRatio"]) == 4
+    big = call(mainnet, "eth_feeHistory", [5000, "latest"])
+    assert len(big["gasUsedRatio"]) == 1024  # geth's limit, applied silently
+    early = call(mainnet, "eth_feeHistory", [10, "0x2"])
+    assert early["oldestBlock"] == "0x0" and len(early["gasUsedRatio"]) == 3
+    assert call(mainnet, "eth_feeHistory", [0, "latest"]) == {
+        "oldestBlock": "0x0",
+        "gasUsedRatio": None,
+    }
+
+
+def test_fee_history_pending(mainnet):
+    head = mainnet.head()
+    result = call(mainnet, "eth_feeHistory", [2, "pending", [50]])
+    assert result["oldestBlock"] == hex(head)
+    fees = [int(f, 16) for f in result["baseFeePerGas"]]
+    latest = mainnet.block(head).header
+    pending = call(mainnet, "eth_getBlockByNumber", ["pending", False])
+    assert fees[0] == latest.base_fee_per_gas
+    assert fees[1] == eip1559(fees[0], latest.gas_used, latest.gas_limit)
+    assert fees[1] == int(pending["baseFeePerGas"], 16)
+    assert fees[2] == eip1559(fees[1], int(pending["gasUsed"], 16), int(pending["gasLimit"], 16))
+    assert len(result["reward"]) == 2
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+BAD = "invalid argument"
+UINT = "into Go value of type hexutil.Uint"
+HASH = "into Go value of type common.Hash"
+H64 = "0x" + "ab" * 32
+
+ERRORS = [
+    ("eth_nosuch", [], -32601, "the method eth_nosuch does not exist/is not available"),
+    ("eth_getBlockByNumber", {"a": 1}, -32602, "non-array args"),
+    ("eth_getBlockByNumber", [], -32602, "missing value for required argument 0"),
+    ("eth_getBlockByNumber", ["latest"], -32602, "missing value for required argument 1"),
+    ("eth_getBlockByNumber", ["latest", False, 1], -32602, "too many arguments, want at most 2"),
+    ("eth_chainId", [1], -32602, "too many arguments, want at most 0"),
+    ("eth_getBlockByNumber", ["12", False], -32602, f"{BAD} 0: hex string without 0x prefix"),
+    ("eth_getBlockByNumber", [12, False], -32602, f"{BAD} 0: hex string without 0x prefix"),
+    ("eth_getBlockByNumber", [None, False], -32602, f"{BAD} 0: hex string without 0x prefix"),
+    ("eth_getBlockByNumber", ["Latest", False], -32602, f"{BAD} 0: hex string without 0x prefix"),
+    ("eth_getBlockByNumber", ["0x0c", False], -32602,
+     f"{BAD} 0: hex number with leading zero digits"),
+    ("eth_getBlockByNumber", ["0x", False], -32602, f'{BAD} 0: hex string "0x"'),
+    ("eth_getBlockByNumber", ["", False], -32602, f"{BAD} 0: empty hex string"),
+    ("eth_getBlockByNumber", ["0xfg", False], -32602, f"{BAD} 0: invalid hex string"),
+    ("eth_getBlockByNumber", ["0x1" + "0" * 16, False], -32602, f"{BAD} 0: hex number > 64 bits"),
+    ("eth_getBlockByNumber", ["0x8000000000000000", False], -32602,
+     f"{BAD} 0: block number larger than int64"),
+    ("eth_getBlockByNumber", ["latest", "true"], -32602,
+     f"{BAD} 1: json: cannot unmarshal string into Go value of type bool"),
+    ("eth_getBlockByNumber", ["latest", 1], -32602,
+     f"{BAD} 1: json: cannot unmarshal number into Go value of type bool"),
+    ("eth_getBlockByHash", ["0x" + "ab" * 31, False], -32602,
+     f"{BAD} 0: hex string has length 62, want 64 for common.Hash"),
+    ("eth_getBlockByHash", ["ab" * 32, False], -32602,
+     f"{BAD} 0: json: cannot unmarshal hex string without 0x prefix {HASH}"),
+    ("eth_getBlockByHash", ["0x" + "a" * 63, False], -32602,
+     f"{BAD} 0: json: cannot unmarshal hex string of odd length {HASH}"),
+    ("eth_getBlockByHash", ["0x" + "zz" * 32, False], -32602,
+     f"{BAD} 0: json: cannot unmarshal invalid hex string {HASH}"),
+    ("eth_getBlockByHash", [7, False], -32602,
+     f"{BAD} 0: json: cannot unmarshal non-string {HASH}"),
+    ("eth_getBlockByHash", [H64], -32602, "missing value for required argument 1"),
+    ("eth_getUncleByBlockNumberAndIndex", ["latest", "0x00"], -32602,
+     f"{BAD} 1: json: cannot unmarshal hex number with leading zero digits {UINT}"),
+    ("eth_getUncleByBlockNumberAndIndex", ["latest", 0], -32602,
+     f"{BAD} 1: json: cannot unmarshal non-string {UINT}"),
+    ("eth_getUncleByBlockNumberAndIndex", ["latest", "1"], -32602,
+     f"{BAD} 1: json: cannot unmarshal hex string without 0x prefix {UINT}"),
+    ("eth_getUncleByBlockNumberAndIndex", ["latest", "0x" + "1" * 17], -32602,
+     f"{BAD} 1: json: cannot unmarshal hex number > 64 bits {UINT}"),
+    ("eth_getUncleByBlockHashAndIndex", ["0x1234", "0x0"], -32602,
+     f"{BAD} 0: hex string has length 4, want 64 for common.Hash"),
+    ("eth_getUncleByBlockHashAndIndex", [H64], -32602, "missing value for required argument 1"),
+    ("eth_getUncleCountByBlockNumber", ["0x01"], -32602,
+     f"{BAD} 0: hex number with leading zero digits"),
+    ("eth_getUncleCountByBlockHash", [H64, 1], -32602, "too many arguments, want at most 1"),
+    ("eth_feeHistory", [4], -32602, "missing value for required argument 1"),
+    ("eth_feeHistory", ["abc", "latest"], -32602, f'{BAD} 0: invalid hex or decimal integer "abc"'),
+    ("eth_feeHistory", [-1, "latest"], -32602, f'{BAD} 0: invalid hex or decimal integer "-1"'),
+    ("eth_feeHistory", [4, "latest", "x"], -32602,
+     f"{BAD} 2: json: cannot unmarshal string into Go value of type []float64"),
+    ("eth_feeHistory", [4, "latest", ["a"]], -32602,
+     f"{BAD} 2: json: cannot unmarshal string into Go value of type float64"),
+    ("eth_feeHistory", [4, "latest", [101]], -32602, "invalid reward percentile: 101.000000"),
+    ("eth_feeHistory", [4, "latest", [-1]], -32602, "invalid reward percentile: -1.000000"),
+    ("eth_feeHistory", [4, "latest", [50, 40]], -32602,
+     "invalid reward percentile: #0:50.000000 >= #1:40.000000"),
+    ("eth_feeHistory", [4, "latest", [1] * 101], -32602,
+     "invalid reward percentile: over the query limit 100"),
+    ("eth_feeHistory", [4, "latest", [], 1], -32602, "too many arguments, want at most 3"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "params", "code", "message"), ERRORS)
+def test_errors(mainnet, method, params, code, message):
+    assert error_of(mainnet, method, params) == (code, message)
+
+
+def test_fee_history_beyond_head(mainnet):
+    head = mainnet.head()
+    assert error_of(mainnet, "eth_feeHistory", [4, hex(head + 1)]) == (
+        -32000,
+        f"request beyond head block: requested {head + 1}, head {head}",
+    )
+
+
+def test_lenient_forms(mainnet):
+    """What geth accepts: missing or null params, null flags, equal percentiles, "" index."""
+    assert call(mainnet, "eth_chainId", None) == "0x1"
+    latest = call(mainnet, "eth_getBlockByNumber", ["latest", None])
+    assert latest["number"] == hex(mainnet.head())
+    assert call(mainnet, "eth_getBlockByNumber", ["0X1", False])["number"] == "0x1"
+    result = call(mainnet, "eth_feeHistory", [1, "latest", [50, 50]])
+    assert result["reward"][0][0] == result["reward"][0][1]
+    assert call(mainnet, "eth_feeHistory", [1, "latest", None]).get("reward") is None
+
+
+# -- over HTTP ---------------------------------------------------------------------------------
+
+
+def post(devnet, body: Any, network: str = "mainnet") -> Any:
+    prefix = "" if network == "mainnet" else f"/{network}"
+    response = httpx.post(f"{devnet.url}{prefix}/v3/{devnet.api_key}", json=body, timeout=60)
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_http_blocks_match_in_process(devnet, mainnet, uncle_block):
+    params = [[hex(uncle_block), False], [hex(LONDON + 1), True], ["latest", False]]
+    batch = [
+        {"jsonrpc": "2.0", "id": i, "method": "eth_getBlockByNumber", "params": p}
+        for i, p in enumerate(params)
+    ]
+    answers = sorted(post(devnet, batch), key=lambda a: a["id"])
+    for answer, p in zip(answers, params, strict=True):
+        block = answer["result"]
+        assert block == call(mainnet, "eth_getBlockByNumber", p)
+        assert "0x" + keccak(header_rlp(block)).hex() == block["hash"]
+
+
+def test_http_uncle_and_fee_history(devnet, mainnet, london_uncle_block, rpc):
+    uncle = rpc("eth_getUncleByBlockNumberAndIndex", hex(london_uncle_block), "0x0")
+    rlp_bytes = header_rlp(uncle)
+    assert "0x" + keccak(rlp_bytes).hex() == uncle["hash"]
+    assert int(uncle["size"], 16) == len(rlp_bytes) + 5
+    assert uncle["totalDifficulty"] is None and "transactions" not in uncle
+    history = rpc("eth_feeHistory", "0xa", "latest", [25, 75])
+    fees = [int(f, 16) for f in history["baseFeePerGas"]]
+    for i, h in enumerate(headers(mainnet, int(history["oldestBlock"], 16), mainnet.head() + 1)):
+        assert fees[i] == h.base_fee_per_gas
+        assert fees[i + 1] == eip1559(fees[i], h.gas_used, h.gas_limit)
+
+
+def test_http_errors(devnet):
+    answer = post(devnet, {"jsonrpc": "2.0", "id": 3, "method": "eth_getBlockByNumber",
+                           "params": ["latest", "true"]})  # fmt: skip
+    assert answer["error"] == {
+        "code": -32602,
+        "message": "invalid argument 1: json: cannot unmarshal string into Go value of type bool",
+    }
+    answer = post(devnet, {"jsonrpc": "2.0", "id": 4, "method": "eth_foo", "params": []})
+    assert answer["error"]["code"] == -32601
+    assert answer["error"]["message"] == "the method eth_foo does not exist/is not available"
+    answer = post(devnet, {"jsonrpc": "2.0", "id": 5, "method": "eth_chainId"}, "sepolia")
+    assert answer["result"] == hex(11155111)

@@ -1,0 +1,83 @@
+"""``feeslab serve`` as a real subprocess, and the parser."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from feeslab.cli import build_parser, main
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_banner(proc: subprocess.Popen, timeout: float = 60) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        match = re.match(r"^(URL|WS URL|API key|API secret):\s+(\S+)$", line.strip())
+        if match:
+            fields[match[1]] = match[2]
+        if line.startswith("Press Ctrl-C"):
+            return fields
+    raise AssertionError(f"no banner; got {fields}, stderr: {proc.stderr.read()}")
+
+
+def test_serve_prints_how_to_reach_it_and_stops_on_ctrl_c():
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeslab.cli", "serve", "--port", str(port), "--seed", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        banner = read_banner(proc)
+        assert banner["URL"] == f"http://127.0.0.1:{port}"
+        assert banner["WS URL"] == f"ws://127.0.0.1:{port}"
+        key, secret = banner["API key"], banner["API secret"]
+        reply = httpx.post(
+            f"{banner['URL']}/v3/{key}",
+            timeout=60,
+            json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"},
+        )
+        assert reply.json()["result"] == "0x1"
+        info = httpx.get(f"{banner['URL']}/devnet/info", auth=(key, secret), timeout=60).json()
+        assert info["seed"] == 3
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "devnet stopped" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_serve_refuses_a_non_loopback_host(capsys):
+    assert main(["serve", "--host", "0.0.0.0", "--port", "0"]) == 2
+    assert "non-loopback" in capsys.readouterr().err
+
+
+def test_parser_needs_a_subcommand_and_knows_serve_options():
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([])
+    args = build_parser().parse_args(
+        ["serve", "--latency-ms", "50", "--block-time", "0.5", "--daily-credits", "10"]
+    )
+    assert (args.port, args.latency_ms, args.block_time, args.daily_credits) == (8545, 50, 0.5, 10)
