@@ -20,7 +20,7 @@ lab: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest tests
-	$(BIN)/python -m pytest --nbval notebooks
+	$(BIN)/python -m pytest --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks

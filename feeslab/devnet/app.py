@@ -477,9 +477,11 @@ routes = [
     Route("/networks/{chain_id}/{endpoint}", gas_basic, methods=ALL_METHODS),
     Route("/v3/{key}/networks/{chain_id}/{endpoint}", gas_key, methods=ALL_METHODS),
     Route("/v3/{key}", node_http, methods=ALL_METHODS),
+    Route("/v3/{key}/", node_http, methods=ALL_METHODS),  # a trailing slash, as clients send
     Route("/v3", node_missing_key, methods=ALL_METHODS),
     Route("/v3/", node_missing_key, methods=ALL_METHODS),
     Route("/{network}/v3/{key}", node_http, methods=ALL_METHODS),
+    Route("/{network}/v3/{key}/", node_http, methods=ALL_METHODS),
     Route("/{network}/v3", node_missing_key, methods=ALL_METHODS),
     Route("/{network}/v3/", node_missing_key, methods=ALL_METHODS),
     WebSocketRoute("/ws/v3/{key}", node_ws),

@@ -18,6 +18,8 @@ NETWORK_PATHS = [
     "/sepolia/v3/{key}",
     "/polygon-mainnet/v3/{key}",
     "/base-mainnet/v3/{key}",
+    "/v3/{key}/",  # a trailing slash is served, not redirected
+    "/sepolia/v3/{key}/",
 ]
 CHAIN_IDS = {
     "mainnet": "0x1",
@@ -78,7 +80,8 @@ def ws_status(url: str) -> tuple[int, bytes]:
 
 @pytest.mark.parametrize("path", NETWORK_PATHS)
 def test_every_network_path_serves_its_chain(devnet, path):
-    network = path.split("/")[1] if path.count("/") == 3 else "mainnet"
+    parts = path.strip("/").split("/")
+    network = parts[0] if len(parts) == 3 else "mainnet"
     reply = post(devnet, body("eth_chainId"), path)
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("application/json")
