@@ -23,7 +23,8 @@ from feeslab.devnet.errors import RpcError
 from feeslab.devnet.jsonrpc import CallContext
 from feeslab.devnet.rpc import dispatch, format_new_head
 
-REFERENCE = Path("/work/shared/reference")
+# shared/ sits beside the checkout (also in CI)
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 GETH_TESTS = REFERENCE / "execution-apis" / "tests"
 UNCLES = REFERENCE / "uncles"
 
