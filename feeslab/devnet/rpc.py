@@ -453,18 +453,21 @@ class _FeeRange:
 
 
 def _check_percentiles(percentiles: list[float]) -> None:
-    """geth's reward percentile rules: at most 100, each in 0..100, non-decreasing."""
+    """geth's reward percentile rules: at most 100, each in 0..100, strictly increasing.
+
+    geth returns these as plain errors, so they carry code -32000, not -32602.
+    """
     if len(percentiles) > MAX_REWARD_PERCENTILES:
         raise RpcError(
-            INVALID_PARAMS,
+            SERVER_ERROR,
             f"invalid reward percentile: over the query limit {MAX_REWARD_PERCENTILES}",
         )
     for i, p in enumerate(percentiles):
         if not 0 <= p <= 100:
-            raise RpcError(INVALID_PARAMS, f"invalid reward percentile: {p:f}")
-        if i > 0 and p < percentiles[i - 1]:
+            raise RpcError(SERVER_ERROR, f"invalid reward percentile: {p:f}")
+        if i > 0 and p <= percentiles[i - 1]:
             raise RpcError(
-                INVALID_PARAMS,
+                SERVER_ERROR,
                 f"invalid reward percentile: #{i - 1}:{percentiles[i - 1]:f} >= #{i}:{p:f}",
             )
 
