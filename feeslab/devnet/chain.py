@@ -434,6 +434,7 @@ class History:
         self._total_difficulty: list[int] = []
         self._miner = np.zeros(0, dtype=np.int16)
         self._demand = np.zeros(0, dtype=np.float32)
+        self._tip_median = np.zeros(0, dtype=np.float64)
         self._uncles: dict[int, tuple[Header, ...]] = {}
         # blocks below this are complete in every column; readers take no lock
         self._ready = 0
@@ -504,28 +505,24 @@ class History:
         )  # fmt: skip
 
     def priority_fee_percentiles(self, number: int, percentiles: Sequence[float]) -> list[int]:
-        """Effective priority fees paid in block ``number`` at ``percentiles`` [wei].
+        """Effective priority fees paid in block ``number`` at ``percentiles`` [wei]."""
+        return self.priority_fee_table(number, number + 1, percentiles)[0]
 
-        The devnet's tip model: tips are log-normal around a median that rises
-        with the block's utilisation (and, before London, with the demand level,
-        since the whole gas price was then the tip).  Empty blocks pay none.
+    def priority_fee_table(
+        self, start: int, stop: int, percentiles: Sequence[float]
+    ) -> list[list[int]]:
+        """Tips at ``percentiles`` for blocks ``start..stop-1``, one row per block [wei].
+
+        The devnet's tip model: tips are log-normal (sigma 0.8) around a median
+        that rises with the block's utilisation above 90 % (and, before London,
+        with the demand level, since the whole gas price was then the tip).
+        Empty blocks pay none.
         """
-        self._ensure(number)
-        used = int(self._gas_used[number])
-        if used == 0:
-            return [0 for _ in percentiles]
-        utilisation = used / int(self._gas_limit[number])
-        if self.params.is_london(number):
-            median = 1.2e9 * (1.0 + 4.0 * max(0.0, utilisation - 0.9) / 0.1)
-        else:
-            median = 20e9 * math.exp(float(self._demand[number]))
-        noise = int.from_bytes(self._random(number, b"tip", 4), "big") / 2**32
-        median *= math.exp(0.3 * (noise - 0.5))
-        out = []
-        for p in percentiles:
-            q = min(max(p / 100.0, 0.005), 0.995)
-            out.append(int(median * math.exp(_TIP_SIGMA * _NORMAL.inv_cdf(q))))
-        return out
+        self._ensure(stop - 1)
+        q = [min(max(p / 100.0, 0.005), 0.995) for p in percentiles]
+        spread = np.exp(_TIP_SIGMA * np.array([_NORMAL.inv_cdf(x) for x in q]))
+        table = np.floor(self._tip_median[start:stop, None] * spread[None, :])
+        return table.astype(np.int64).tolist()
 
     def demand_level(self, start: int, stop: int) -> np.ndarray:
         """The latent log-demand level of blocks ``start..stop-1`` (ground truth)."""
@@ -672,6 +669,7 @@ class History:
         u = rng.random((size, 10)).tolist()
         z = rng.standard_normal((size, 3)).tolist()
         expo = rng.standard_exponential((size, 2)).tolist()
+        tip_noise = rng.random(size)
         # hash shares drift slowly: one share vector per chunk is fine-grained enough
         shares = self._pool_shares(n0 + size // 2)
         cumulative = list(itertools.accumulate(shares))
@@ -787,7 +785,24 @@ class History:
         self._gas_used = np.concatenate([self._gas_used, gu_col])
         self._miner = np.concatenate([self._miner, miner_col])
         self._demand = np.concatenate([self._demand, demand_col])
+        self._tip_median = np.concatenate(
+            [self._tip_median, self._tip_medians(n0, gu_col, gl_col, demand_col, tip_noise)]
+        )
         self._ready = len(self._hashes)
+
+    def _tip_medians(
+        self, n0: int, used: np.ndarray, limits: np.ndarray, demand: np.ndarray,
+        noise: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """Median tip of each block of a chunk [wei]; 0 for empty blocks."""
+        london = self.params.london_block
+        numbers = np.arange(n0, n0 + len(used))
+        utilisation = used / limits
+        post = 1.2e9 * (1.0 + 4.0 * np.maximum(0.0, utilisation - 0.9) / 0.1)
+        pre = 20e9 * np.exp(demand.astype(np.float64))
+        is_london = numbers >= london if london is not None else np.zeros(len(used), bool)
+        median = np.where(is_london, post, pre) * np.exp(0.3 * (noise - 0.5))
+        return np.where(used == 0, 0.0, median)
 
     def _child_fee(self, n: int, s: _State) -> int:
         elasticity, denominator = self.params.eip1559_at(n)
@@ -1001,6 +1016,11 @@ class Chain:
 
     def priority_fee_percentiles(self, number: int, percentiles: Sequence[float]) -> list[int]:
         return self._h.priority_fee_percentiles(number, percentiles)
+
+    def priority_fee_table(
+        self, start: int, stop: int, percentiles: Sequence[float]
+    ) -> list[list[int]]:
+        return self._h.priority_fee_table(start, stop, percentiles)
 
     def demand_level(self, start: int, stop: int) -> np.ndarray:
         return self._h.demand_level(start, stop)

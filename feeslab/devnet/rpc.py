@@ -514,10 +514,8 @@ def eth_fee_history(
     fees, used, limits, next_fee = _fee_columns(chain, span)
     result: dict[str, Any] = {"oldestBlock": quantity(span.oldest)}
     if percentiles:
-        result["reward"] = [
-            [quantity(tip) for tip in chain.priority_fee_percentiles(n, percentiles)]
-            for n in range(span.oldest, span.newest + 1)
-        ]
+        table = chain.priority_fee_table(span.oldest, span.newest + 1, percentiles)
+        result["reward"] = [[quantity(tip) for tip in row] for row in table]
     result["baseFeePerGas"] = [quantity(fee) for fee in [*fees, next_fee]]
     result["gasUsedRatio"] = [_go_ratio(u, lim) for u, lim in zip(used, limits, strict=True)]
     result["baseFeePerBlobGas"] = ["0x0"] * (len(fees) + 1)

@@ -422,3 +422,17 @@ def test_latency_option_delays_http_and_websocket_answers():
                 return time.monotonic() - began
 
         assert asyncio.run(ws_round_trip()) >= latency
+
+
+def test_listening_socket_is_tcp_so_answers_are_not_delayed_by_nagle():
+    # asyncio turns on TCP_NODELAY for accepted connections only when the
+    # listening socket's proto is IPPROTO_TCP; without it small answers wait ~40 ms
+    import socket
+
+    from feeslab.devnet.server import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
