@@ -318,18 +318,11 @@ class ChainParams:
         return None
 
     def consensus_at(self, number: int) -> str:
-        kind = self.consensus[0][1]
-        for start, k in self.consensus:
-            if number >= start:
-                kind = k
-        return kind
+        return _in_force(self.consensus, number)[1]
 
     def eip1559_at(self, number: int) -> tuple[int, int]:
         """(elasticity multiplier, max change denominator) in force at ``number``."""
-        rule = self.eip1559[0]
-        for entry in self.eip1559:
-            if number >= entry[0]:
-                rule = entry
+        rule = _in_force(self.eip1559, number)
         return rule[1], rule[2]
 
     def is_london(self, number: int) -> bool:
@@ -337,18 +330,22 @@ class ChainParams:
 
     def block_reward(self, number: int) -> int:
         """Static block reward of a block at ``number`` [wei]."""
-        reward = 0
-        for start, value in self.block_rewards:
-            if number >= start:
-                reward = value
-        return reward
+        return _in_force(self.block_rewards, number)[1] if number >= 0 else 0
 
     def gas_limit_target(self, number: int) -> int:
-        target = self.gas_limit_targets[0][1]
-        for start, value in self.gas_limit_targets:
-            if number >= start:
-                target = value
-        return target
+        return _in_force(self.gas_limit_targets, number)[1]
+
+
+def _in_force(schedule: Sequence[tuple[int, ...]], number: int) -> tuple[int, ...]:
+    """The last entry of a schedule sorted by start block whose start is <= ``number``.
+
+    Before the first start, the first entry applies.
+    """
+    rule = schedule[0]
+    for entry in schedule:
+        if number >= entry[0]:
+            rule = entry
+    return rule
 
 
 def devnet_params() -> dict[int, ChainParams]:

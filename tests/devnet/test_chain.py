@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import rlp
 from eth_hash.auto import keccak
+from protocol_reference import eip1559_base_fee
 
 from feeslab._chaindata import load_chains
 from feeslab.devnet.chain import (
@@ -31,20 +32,6 @@ def mainnet(chains):
     chain = chains.by_id[1]
     chain.warm()
     return chain
-
-
-def reference_base_fee(parent_fee, parent_used, parent_limit, elasticity, denominator):
-    """EIP-1559's reference implementation, transcribed from the EIP's text."""
-    parent_gas_target = parent_limit // elasticity
-    if parent_used == parent_gas_target:
-        return parent_fee
-    if parent_used > parent_gas_target:
-        gas_used_delta = parent_used - parent_gas_target
-        base_fee_delta = max(parent_fee * gas_used_delta // parent_gas_target // denominator, 1)
-        return parent_fee + base_fee_delta
-    gas_used_delta = parent_gas_target - parent_used
-    base_fee_delta = parent_fee * gas_used_delta // parent_gas_target // denominator
-    return parent_fee - base_fee_delta
 
 
 def header_fields(h: Header) -> list:
@@ -114,13 +101,13 @@ def test_base_fee_follows_eip1559_exactly_on_every_chain(chains):
         assert all(f is None for f in fees[:london])
         for n in range(london + 1, head + 1):
             elasticity, denominator = p.eip1559_at(n)
-            expected = reference_base_fee(
+            expected = eip1559_base_fee(
                 fees[n - 1], used[n - 1], limits[n - 1], elasticity, denominator
             )
             assert fees[n] == expected, (chain.chain_id, n)
         # the next block's fee is the same rule applied to the head
         e, d = p.eip1559_at(head + 1)
-        assert chain.next_base_fee(head) == reference_base_fee(
+        assert chain.next_base_fee(head) == eip1559_base_fee(
             fees[head], used[head], limits[head], e, d
         )
 

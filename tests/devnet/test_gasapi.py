@@ -15,21 +15,12 @@ from decimal import Decimal, localcontext
 
 import httpx
 import pytest
+from protocol_reference import eip1559_base_fee as eip1559
 
 from feeslab.devnet import gasapi
 from feeslab.devnet.chain import Chain
 
 GWEI_STRING = re.compile(r"^\d+\.\d{9}$")
-
-
-def eip1559(parent_fee: int, used: int, limit: int, elasticity: int = 2, denominator: int = 8):
-    """EIP-1559's reference base fee update, transcribed from the EIP."""
-    target = limit // elasticity
-    if used == target:
-        return parent_fee
-    if used > target:
-        return parent_fee + max(parent_fee * (used - target) // target // denominator, 1)
-    return parent_fee - parent_fee * (target - used) // target // denominator
 
 
 def to_wei(gwei: str) -> int:

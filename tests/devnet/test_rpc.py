@@ -17,6 +17,8 @@ import httpx
 import pytest
 import rlp
 from eth_hash.auto import keccak
+from protocol_reference import eip1559_base_fee as eip1559
+from protocol_reference import header_rlp
 
 from feeslab.devnet.chain import Chain
 from feeslab.devnet.errors import RpcError
@@ -32,12 +34,6 @@ LONDON, MERGE = 120_000, 165_000  # mainnet's devnet fork heights (data/chains.j
 EMPTY_UNCLES = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"
 QUANTITY = re.compile(r"^0x(0|[1-9a-f][0-9a-f]*)$")
 # header fields in RLP order, with how each is encoded
-HEADER_RLP = [
-    ("parentHash", "data"), ("sha3Uncles", "data"), ("miner", "data"), ("stateRoot", "data"),
-    ("transactionsRoot", "data"), ("receiptsRoot", "data"), ("logsBloom", "data"),
-    ("difficulty", "int"), ("number", "int"), ("gasLimit", "int"), ("gasUsed", "int"),
-    ("timestamp", "int"), ("extraData", "data"), ("mixHash", "data"), ("nonce", "data"),
-]  # fmt: skip
 DATA_BYTES = {
     "hash": 32, "parentHash": 32, "sha3Uncles": 32, "stateRoot": 32, "transactionsRoot": 32,
     "receiptsRoot": 32, "mixHash": 32, "logsBloom": 256, "miner": 20, "nonce": 8,
@@ -57,27 +53,6 @@ def geth_result(path: Path) -> dict[str, Any]:
         if line.startswith("<<"):
             return json.loads(line[2:])["result"]
     raise AssertionError(f"no response in {path}")
-
-
-def header_rlp(fields: dict[str, Any]) -> bytes:
-    """RLP of the header described by a block/uncle JSON object, built with ``rlp``."""
-    items: list[Any] = []
-    for name, kind in HEADER_RLP:
-        value = fields[name]
-        items.append(int(value, 16) if kind == "int" else bytes.fromhex(value[2:]))
-    if "baseFeePerGas" in fields:
-        items.append(int(fields["baseFeePerGas"], 16))
-    return rlp.encode(items)
-
-
-def eip1559(parent_fee: int, used: int, limit: int, elasticity: int = 2, denominator: int = 8):
-    """EIP-1559's reference base fee update, transcribed from the EIP."""
-    target = limit // elasticity
-    if used == target:
-        return parent_fee
-    if used > target:
-        return parent_fee + max(parent_fee * (used - target) // target // denominator, 1)
-    return parent_fee - parent_fee * (target - used) // target // denominator
 
 
 def check_format(fields: dict[str, Any]) -> None:
