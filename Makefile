@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: lab test lint bench serve install clean
+.PHONY: lab test lint bench serve install clean contracts
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ bench: $(STAMP)
 
 serve: $(STAMP)
 	$(BIN)/feeslab serve
+
+# Compile feeslab/devnet/contracts/*.sol with the pinned solc-js into the committed artifacts.json
+contracts:
+	npm ci --no-audit --no-fund
+	node feeslab/devnet/contracts/build.js
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
