@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+NPM_STAMP := node_modules/.installed-stamp
 
 .PHONY: lab test lint bench serve install clean contracts
 
@@ -12,13 +13,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The pinned npm packages (solc, and ganache for tests/devnet/test_reference_node.py)
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NPM_STAMP)
+
 install: $(STAMP)
 
 # JupyterLab on notebooks/; with no INFURA_API_KEY the notebooks run on the embedded devnet
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
-test: $(STAMP) lint
+test: $(STAMP) $(NPM_STAMP) lint
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks
 

@@ -97,6 +97,8 @@ def bench_http(dev) -> list[tuple[str, float, str]]:
             rows.append((f"{method}, batches of {BATCH}", seconds,
                          f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
 
+        rows.extend(bench_execution(client, url, dev))
+
         gas_url = f"{dev.url}/networks/1/baseFeeHistory"
         auth = (dev.api_key, dev.api_key_secret)
 
@@ -107,6 +109,44 @@ def bench_http(dev) -> list[tuple[str, float, str]]:
         gas()
         seconds = timed(gas, 5) / 20
         rows.append(("Gas API baseFeeHistory", seconds, f"{1 / seconds:,.0f} requests/s"))
+    return rows
+
+
+def bench_execution(client: httpx.Client, url: str, dev) -> list[tuple[str, float, str]]:
+    """eth_call and eth_estimateGas against the deployed token, batched, at the head."""
+    listing = dev.contracts
+    token = next(c["address"] for c in listing["contracts"] if c["name"] == "FeeslabToken")
+    holders = listing["accounts"]["holders"]
+    balance_of = "0x70a08231"  # balanceOf(address)
+    transfer = "0xa9059cbb"  # transfer(address,uint256)
+
+    def word(value: str | int) -> str:
+        return (value[2:] if isinstance(value, str) else f"{value:x}").rjust(64, "0")
+
+    calls = [
+        {"jsonrpc": "2.0", "id": i, "method": "eth_call",
+         "params": [{"from": holders[0], "to": token,
+                     "data": balance_of + word(holders[i % len(holders)])}, "latest"]}
+        for i in range(BATCH)
+    ]  # fmt: skip
+    estimates = [
+        {"jsonrpc": "2.0", "id": i, "method": "eth_estimateGas",
+         "params": [{"from": holders[i % 10], "to": token,
+                     "data": transfer + word(holders[-1 - i % 50]) + word(10**18)}, "latest"]}
+        for i in range(BATCH)
+    ]  # fmt: skip
+    rows = []
+    for name, body in (("eth_call", calls), ("eth_estimateGas", estimates)):
+
+        def run(body=body):
+            answer = client.post(url, json=body)
+            answer.raise_for_status()
+            assert all("result" in item for item in answer.json()), answer.text[:300]
+
+        run()  # warm: builds the state at the head
+        seconds = timed(run, 5)
+        rows.append((f"{name} (token), batches of {BATCH}", seconds,
+                     f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
     return rows
 
 

@@ -9,6 +9,7 @@ Routes (``{key}`` is the API key; mainnet also answers without a network prefix)
 ``GET /networks/{chain_id}/{endpoint}``    Gas API, HTTP Basic ``key:secret``
 ``GET /v3/{key}/networks/{chain_id}/{endpoint}``  Gas API, key only
 ``GET /devnet/credits``, ``/devnet/info``  the ledger and the chains (HTTP Basic)
+``GET /devnet/contracts``                  deployed contracts, ABIs, storage layouts
 =========================================  ====================================================
 
 Order of checks on a node request: network (404), key (401), HTTP method (405), content type
@@ -235,6 +236,14 @@ async def devnet_credits(request: Request) -> Response:
     if problem:
         return _unauthorized(problem, basic=True)
     return _json(devnet.ledger.usage().to_json())
+
+
+async def devnet_contracts(request: Request) -> Response:
+    devnet = _devnet(request)
+    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
+    if problem:
+        return _unauthorized(problem, basic=True)
+    return _json(await run_in_threadpool(devnet.contracts))
 
 
 async def devnet_info(request: Request) -> Response:
@@ -474,6 +483,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
 routes = [
     Route("/devnet/credits", devnet_credits),
     Route("/devnet/info", devnet_info),
+    Route("/devnet/contracts", devnet_contracts),
     Route("/networks/{chain_id}/{endpoint}", gas_basic, methods=ALL_METHODS),
     Route("/v3/{key}/networks/{chain_id}/{endpoint}", gas_key, methods=ALL_METHODS),
     Route("/v3/{key}", node_http, methods=ALL_METHODS),

@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
     from eth_hash.auto import keccak
 
 from feeslab._chaindata import load_chains
+
+if TYPE_CHECKING:
+    from feeslab.devnet.state import WorldState
 
 CHUNK = 4096
 EMPTY_UNCLES_HASH = bytes.fromhex(
@@ -978,6 +981,13 @@ class Chain:
     def warm(self) -> None:
         """Generate everything up to the head now."""
         self._h.ensure(self.head())
+
+    @property
+    def state(self) -> WorldState:
+        """The contracts' world state on this chain (created on first use)."""
+        from feeslab.devnet.state import world_state  # pyrevm is loaded only when needed
+
+        return world_state(self._h)
 
     def generated(self) -> int:
         """How many blocks of this chain have been generated so far."""

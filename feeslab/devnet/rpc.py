@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
+from feeslab.devnet.evm import ZERO_ADDRESS, CallRequest, Executor, estimate_gas
+from feeslab.devnet.evm import call as evm_call
 
 CLIENT_VERSION = "feeslab-devnet/0.1.0"
 MAX_FEE_HISTORY = 1024  # geth's default --rpc.feehistory limits (header and block history)
@@ -336,6 +338,243 @@ def decode_params(params: Any, decoders: Sequence[Callable[[Any], Any]], require
     return args + [None] * (len(decoders) - len(args))
 
 
+# -- transaction call objects and block-or-hash parameters (eth_call, eth_estimateGas) --------
+
+_ARGS_STRUCT = "TransactionArgs"
+_ARGS_TYPE = "ethapi.TransactionArgs"
+MAX_UINT256 = 2**256 - 1
+
+
+def _value_error(message: str, type_name: str, field: str | None) -> _ArgError:
+    """Go's json.UnmarshalTypeError text, with the struct field when inside the call object."""
+    if field is None:
+        return _type_error(message, type_name)
+    return _ArgError(
+        f"json: cannot unmarshal {message} into Go struct field {_ARGS_STRUCT}.{field} "
+        f"of type {type_name}"
+    )
+
+
+def _check_text(text: str, type_name: str, field: str | None) -> str:
+    """hexutil's checkText: optional empty string, required 0x prefix, even length."""
+    if not text:
+        return ""
+    if not _has_hex_prefix(text):
+        raise _value_error("hex string without 0x prefix", type_name, field)
+    raw = text[2:]
+    if len(raw) % 2:
+        raise _value_error("hex string of odd length", type_name, field)
+    return raw
+
+
+def fixed_bytes_param(value: Any, size: int, type_name: str, field: str | None = None) -> bytes:
+    """A fixed-size hex value (common.Address, common.Hash) as hexutil decodes it."""
+    if not isinstance(value, str):
+        raise _value_error("non-string", type_name, field)
+    raw = _check_text(value, type_name, field)
+    if len(raw) != 2 * size:
+        # a plain error in Go, so it carries no type or field
+        raise _ArgError(f"hex string has length {len(raw)}, want {2 * size} for {type_name}")
+    if not _is_hex_digits(raw):
+        raise _value_error("invalid hex string", type_name, field)
+    return bytes.fromhex(raw)
+
+
+def address_param(value: Any, field: str | None = None) -> bytes:
+    """common.Address: a 0x-prefixed string of exactly 40 hex digits."""
+    return fixed_bytes_param(value, 20, "common.Address", field)
+
+
+def _hex_number(value: Any, bits: int, type_name: str, field: str | None) -> int:
+    """hexutil.Uint64 / hexutil.Big: a strict hex quantity string ("" reads as 0)."""
+    if not isinstance(value, str):
+        raise _value_error("non-string", type_name, field)
+    if not value:
+        return 0
+    if not _has_hex_prefix(value):
+        raise _value_error("hex string without 0x prefix", type_name, field)
+    raw = value[2:]
+    if not raw:
+        raise _value_error('hex string "0x"', type_name, field)
+    if len(raw) > 1 and raw[0] == "0":
+        raise _value_error("hex number with leading zero digits", type_name, field)
+    if len(raw) > bits // 4:
+        raise _value_error(f"hex number > {bits} bits", type_name, field)
+    if not _is_hex_digits(raw):
+        raise _value_error("invalid hex string", type_name, field)
+    return int(raw, 16)
+
+
+def _hex_bytes(value: Any, field: str) -> bytes:
+    """hexutil.Bytes: 0x-prefixed hex of even length ("" reads as empty)."""
+    type_name = "hexutil.Bytes"
+    if not isinstance(value, str):
+        raise _value_error("non-string", type_name, field)
+    raw = _check_text(value, type_name, field)
+    if not _is_hex_digits(raw):
+        raise _value_error("invalid hex string", type_name, field)
+    return bytes.fromhex(raw)
+
+
+@dataclass(frozen=True)
+class CallArgs:
+    """A decoded transaction call object: geth's TransactionArgs fields the devnet uses.
+
+    Every field is None when absent (or JSON null), as Go's pointer fields are.
+    """
+
+    sender: bytes | None = None
+    to: bytes | None = None
+    gas: int | None = None
+    gas_price: int | None = None
+    max_fee_per_gas: int | None = None
+    max_priority_fee_per_gas: int | None = None
+    value: int | None = None
+    nonce: int | None = None
+    data: bytes | None = None
+    input: bytes | None = None
+    chain_id: int | None = None
+
+
+# JSON key -> (CallArgs attribute, decoder); other keys of geth's TransactionArgs (accessList,
+# blob and authorization fields) are accepted and ignored
+_CALL_FIELDS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "from": ("sender", address_param),
+    "to": ("to", address_param),
+    "gas": ("gas", lambda v, f: _hex_number(v, 64, "hexutil.Uint64", f)),
+    "gasPrice": ("gas_price", lambda v, f: _hex_number(v, 256, "*hexutil.Big", f)),
+    "maxFeePerGas": ("max_fee_per_gas", lambda v, f: _hex_number(v, 256, "*hexutil.Big", f)),
+    "maxPriorityFeePerGas": (
+        "max_priority_fee_per_gas",
+        lambda v, f: _hex_number(v, 256, "*hexutil.Big", f),
+    ),
+    "value": ("value", lambda v, f: _hex_number(v, 256, "*hexutil.Big", f)),
+    "nonce": ("nonce", lambda v, f: _hex_number(v, 64, "hexutil.Uint64", f)),
+    "data": ("data", _hex_bytes),
+    "input": ("input", _hex_bytes),
+    "chainId": ("chain_id", lambda v, f: _hex_number(v, 256, "*hexutil.Big", f)),
+}
+_FOLDED_FIELDS = {key.lower(): key for key in _CALL_FIELDS}
+
+
+def call_args_param(value: Any) -> CallArgs:
+    """TransactionArgs as Go's encoding/json decodes it.
+
+    Keys match exactly or, failing that, case-insensitively (Go's rule); unknown keys are
+    ignored; null leaves a field unset; the first bad field, in document order, is reported.
+    """
+    if value is None:
+        return CallArgs()
+    if not isinstance(value, dict):
+        raise _ArgError(
+            f"json: cannot unmarshal {_json_kind(value)} into Go value of type {_ARGS_TYPE}"
+        )
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        name = key if key in _CALL_FIELDS else _FOLDED_FIELDS.get(key.lower())
+        if name is None:
+            continue
+        attribute, decode = _CALL_FIELDS[name]
+        fields[attribute] = None if item is None else decode(item, name)
+    return CallArgs(**fields)
+
+
+def call_args_with_from_param(value: Any) -> CallArgs:
+    """eth_call's call object: ``from`` is required (interface §2.2; geth defaults it)."""
+    args = call_args_param(value)
+    if args.sender is None:
+        raise _ArgError('missing required field "from" in transaction call object')
+    return args
+
+
+class _NoBlock:
+    """A block-or-hash parameter that names neither (JSON null or an empty object)."""
+
+
+NO_BLOCK = _NoBlock()
+
+
+def block_or_hash_param(value: Any) -> int | str | bytes | _NoBlock:
+    """rpc.BlockNumberOrHash: a tag, a hex number, a 32-byte hash or ``{"blockNumber"|
+    "blockHash": ..}``; a hash comes back as bytes."""
+    if value is None:
+        return NO_BLOCK
+    if isinstance(value, dict):
+        return _block_or_hash_object(value)
+    if not isinstance(value, str):
+        raise _ArgError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    if value in TAGS:
+        return value
+    if len(value) == 66:
+        if not _has_hex_prefix(value):
+            raise _ArgError("hex string without 0x prefix")
+        if not _is_hex_digits(value[2:]):
+            raise _ArgError("invalid hex string")
+        return bytes.fromhex(value[2:])
+    number = _decode_uint64(value)
+    if number > MAX_INT64:
+        raise _ArgError("blocknumber too high")
+    return number
+
+
+def _block_or_hash_object(value: dict[str, Any]) -> int | str | bytes | _NoBlock:
+    number = value.get("blockNumber")
+    block_hash = value.get("blockHash")
+    if number is not None and block_hash is not None:
+        raise _ArgError("cannot specify both BlockHash and BlockNumber, choose one or the other")
+    if number is not None:
+        return block_number_param(number)
+    if block_hash is not None:
+        return hash_param(block_hash)
+    return NO_BLOCK
+
+
+def string_param(value: Any) -> str:
+    """A Go string argument."""
+    if not isinstance(value, str):
+        raise _ArgError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    return value
+
+
+def storage_key(text: str) -> int:
+    """A storage slot as geth's eth_getStorageAt reads it: hex with an optional 0x prefix,
+    odd lengths padded, at most 32 bytes.
+
+    Raises
+    ------
+    RpcError
+        -32602 with geth's own wording (no argument prefix), the key quoted as Go's %q.
+    """
+    raw = text[2:] if _has_hex_prefix(text) else text
+    if len(raw) % 2:
+        raw = "0" + raw
+    if not _is_hex_digits(raw):
+        raise RpcError(INVALID_PARAMS, f"invalid hex in storage key: {_go_quote(text)}")
+    if len(raw) > 64:
+        raise RpcError(
+            INVALID_PARAMS, f"storage key too long (want at most 32 bytes): {_go_quote(text)}"
+        )
+    return int(raw, 16) if raw else 0
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q for a string: double quotes, backslash escapes for quotes and controls."""
+    escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    out = []
+    for ch in text:
+        if ch in escapes:
+            out.append(escapes[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
 # -- resolving blocks -------------------------------------------------------------------------
 
 
@@ -552,9 +791,112 @@ def eth_gas_price(ctx: Any) -> str:
     return quantity(suggest_tip_cap(chain) + (chain.base_fee(chain.head()) or 0))
 
 
+# -- execution: eth_getStorageAt, eth_call, eth_estimateGas ------------------------------------
+
+
+def _state_number(chain: Any, tag: int | str | bytes | _NoBlock) -> int:
+    """The block whose state a call reads (pending = head + 1: the head state).
+
+    Raises
+    ------
+    RpcError
+        -32000 with geth's texts: ``header not found`` beyond the head, ``header for hash not
+        found`` for an unknown hash, ``invalid arguments; neither block nor hash specified``.
+    """
+    if isinstance(tag, _NoBlock):
+        raise RpcError(SERVER_ERROR, "invalid arguments; neither block nor hash specified")
+    if isinstance(tag, bytes):
+        number = chain.number_of(tag)
+        if number is None:
+            raise RpcError(SERVER_ERROR, "header for hash not found")
+        return number
+    number = resolve_tag(chain, tag)
+    if tag != "pending" and number > chain.head():
+        raise RpcError(SERVER_ERROR, "header not found")
+    return number
+
+
+def _call_request(args: CallArgs) -> CallRequest:
+    """The execution request for decoded call args (``input`` wins over ``data``, as in geth).
+
+    Raises
+    ------
+    RpcError
+        -32602 when ``data`` and ``input`` are both given and differ.
+    """
+    if args.data is not None and args.input is not None and args.data != args.input:
+        raise RpcError(
+            INVALID_PARAMS,
+            'both "data" and "input" are set and not equal. '
+            'Please use "input" to pass transaction call data',
+        )
+    data = args.input if args.input is not None else args.data
+    return CallRequest(
+        sender=args.sender or ZERO_ADDRESS,
+        to=args.to,
+        data=data or b"",
+        value=args.value or 0,
+        gas=args.gas,
+        gas_price=args.gas_price,
+        max_fee_per_gas=args.max_fee_per_gas,
+        max_priority_fee_per_gas=args.max_priority_fee_per_gas,
+    )
+
+
+def _check_chain_id(args: CallArgs, chain_id: int) -> None:
+    """geth's CallDefaults: a given chainId must be the node's (-32000)."""
+    if args.gas_price is not None and (
+        args.max_fee_per_gas is not None or args.max_priority_fee_per_gas is not None
+    ):
+        return  # the fee-kind error comes first; evm reports it
+    if args.chain_id is not None and args.chain_id != chain_id:
+        raise RpcError(
+            SERVER_ERROR,
+            f"chainId does not match node's (have={args.chain_id}, want={chain_id})",
+        )
+
+
+def _prepare(ctx: Any, args: CallArgs, tag: Any) -> tuple[Executor, CallRequest]:
+    request = _call_request(args)
+    executor = ctx.chain.state.executor_at(_state_number(ctx.chain, tag))
+    _check_chain_id(args, executor.block.chain_id)
+    return executor, request
+
+
+def eth_get_storage_at(ctx: Any, address: bytes, key: str, tag: Any) -> str:
+    """The 32-byte word at ``key`` of ``address`` after block ``tag`` (latest when omitted);
+    0 for unknown accounts and slots."""
+    number = _state_number(ctx.chain, "latest" if tag is None else tag)
+    slot = storage_key(key)
+    return "0x" + ctx.chain.state.storage_at(address, slot, number).to_bytes(32, "big").hex()
+
+
+def eth_call(ctx: Any, args: CallArgs, tag: Any) -> str:
+    """Execute a message call on the state after block ``tag``; nothing is kept.
+
+    Deviation from geth: ``from`` is required (interface §2.2: "eth_call: required"); geth
+    would run a call without it from the zero address. The gas is the request's, capped at
+    10x the block gas limit (interface §8), or that cap when none is given.
+    """
+    executor, request = _prepare(ctx, args, tag)
+    return data(evm_call(executor, request, gas_cap=executor.gas_ceiling))
+
+
+def eth_estimate_gas(ctx: Any, args: CallArgs, tag: Any) -> str:
+    """geth's gas estimate for the call at block ``tag``.
+
+    Without a block the pending block is used, whose gas limit bounds the search when the
+    call gives no gas (interface §4.2 rule 2); a given gas is capped at 10x the block gas
+    limit (interface §8).
+    """
+    executor, request = _prepare(ctx, args, "pending" if tag is None else tag)
+    return quantity(estimate_gas(executor, request, gas_cap=executor.gas_ceiling))
+
+
 # -- dispatch ---------------------------------------------------------------------------------
 
 _B, _H, _U = block_number_param, hash_param, uint_param
+_BH = block_or_hash_param
 
 # name -> (handler, decoders, required count)
 METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], int]] = {
@@ -572,6 +914,9 @@ METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], i
     "eth_feeHistory": (eth_fee_history, (hex_or_decimal64_param, _B, percentiles_param), 2),
     "eth_gasPrice": (eth_gas_price, (), 0),
     "eth_maxPriorityFeePerGas": (eth_max_priority_fee_per_gas, (), 0),
+    "eth_getStorageAt": (eth_get_storage_at, (address_param, string_param, _BH), 2),
+    "eth_call": (eth_call, (call_args_with_from_param, _BH), 2),
+    "eth_estimateGas": (eth_estimate_gas, (call_args_param, _BH), 1),
 }
 
 

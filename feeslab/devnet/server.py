@@ -118,6 +118,33 @@ class Devnet:
             **self.info_extra,
         }
 
+    def contracts(self) -> dict[str, Any]:
+        """What ``GET /devnet/contracts`` answers: the deployed contracts and their accounts.
+
+        The same deployer and nonces give the same addresses on every chain; each chain
+        deploys at its own height (``chains``).
+        """
+        states = [chain.state for chain in self.chains]
+        for state in states:
+            state.ensure(state.contracts_block)
+        first = states[0]
+        return {
+            "chains": [
+                {
+                    "chain_id": s.chain_id,
+                    "network": chain.network,
+                    "contracts_block": s.contracts_block,
+                    "upgrade_block": s.upgrade_block,
+                }
+                for chain, s in zip(self.chains, states, strict=True)
+            ],
+            "contracts": [
+                {key: value for key, value in d.to_json().items() if key != "deployed_at_block"}
+                for d in first.deployments.values()
+            ],
+            "accounts": first.accounts_json(),
+        }
+
 
 class DevnetHandle:
     """A running devnet: where it listens, its key and secret, and ``stop()``.
@@ -166,6 +193,11 @@ class DevnetHandle:
     @property
     def chains(self) -> Any:
         return self.devnet.chains
+
+    @property
+    def contracts(self) -> dict[str, Any]:
+        """The deployed contracts: names, addresses, ABIs, storage layouts, accounts."""
+        return self.devnet.contracts()
 
     @property
     def running(self) -> bool:

@@ -1,0 +1,441 @@
+"""World state of a devnet chain: real contracts, driven block by block, with archive history.
+
+At a fixed height of each chain (``contracts_block``, by default 10,000 blocks
+below the configured head) a deployer account deploys the contracts of
+``feeslab/devnet/contracts`` and hands tokens out to a hundred holders.  From
+then on every block applies seeded transactions, executed by a real EVM
+(pyrevm): token transfers, approvals and ``transferFrom`` spends, occasional
+mints, an oracle round every few blocks, proxy increments, an EIP-1967 upgrade
+at ``upgrade_block``, and gas-burner calls.  Nothing is simulated outside the
+EVM: balances, rounds and counters are whatever the contracts' code makes of
+the transactions.
+
+Archive semantics come from the EVM's own journal.  Transactions run on a
+"frontier" EVM; after every window of :data:`WINDOW` blocks the journal's
+storage writes are attributed to their blocks, each written slot's history
+gains one entry per block in which its value changed, and the frontier EVM is
+rebuilt from the current state so its journal starts empty again.  The state
+after block ``N`` is then the last value of every slot at or before ``N``:
+``eth_getStorageAt`` reads the histories directly; ``eth_call`` and
+``eth_estimateGas`` run in an :class:`~feeslab.devnet.evm.Executor` holding that
+state (a few recently used ones are cached).
+
+Like the chain history, the world state is a pure function of ``(seed,
+chain)``: generated lazily, in order, and shared by every devnet in the process.
+The synthetic blocks do not list these transactions (their headers come from
+the chain simulator); the storage they leave is what the node methods serve.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from eth_abi import encode as abi_encode
+from eth_hash.auto import keccak
+from pyrevm import EVM, AccountInfo, BlockEnv
+
+from feeslab.devnet.contracts import Artifact, load_artifacts, selector
+from feeslab.devnet.evm import Account, BlockContext, Executor
+
+if TYPE_CHECKING:
+    from feeslab.devnet.chain import History
+
+WINDOW = 256  # blocks per journal parse / frontier rebuild
+CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below the head
+HOLDERS = 100
+SPENDERS = 5
+EXECUTOR_CACHE = 8
+TOKEN_SUPPLY = 1_000_000_000 * 10**18
+ORACLE_EVERY = 5
+COUNTER_EVERY = 10
+BURNER_EVERY = 50
+APPROVE_EVERY = 20
+MINT_EVERY = 1000
+TX_GAS = 5_000_000
+
+_JOURNAL = re.compile(r"journal: \[(.*)\], spec:", re.S)
+_STORAGE_CHANGE = re.compile(
+    r"StorageChange \{ address: (0x[0-9a-fA-F]{40}), key: (\d+), had_value: Some\((\d+)\) \}"
+)
+
+
+def _hex(address: bytes) -> str:
+    return "0x" + address.hex()
+
+
+def _word(value: int | bytes) -> bytes:
+    if isinstance(value, bytes):  # an address
+        return value.rjust(32, b"\0")
+    return (value % 2**256).to_bytes(32, "big")  # two's complement for negative ints
+
+
+def _calldata(signature: str, *args: int | bytes) -> bytes:
+    """Calldata for a function whose arguments are all static words."""
+    return selector(signature) + b"".join(_word(a) for a in args)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One deployed contract: what ``GET /devnet/contracts`` lists."""
+
+    name: str
+    address: bytes
+    artifact: Artifact
+    block: int
+    role: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "address": _hex(self.address),
+            "deployed_at_block": self.block,
+            "role": self.role,
+            "abi": list(self.artifact.abi),
+            "storage_layout": self.artifact.storage_layout,
+        }
+
+
+@dataclass
+class _SlotHistory:
+    blocks: list[int] = field(default_factory=list)
+    values: list[int] = field(default_factory=list)
+
+    def record(self, block: int, value: int) -> None:
+        if self.values and self.values[-1] == value:
+            return
+        if self.blocks and self.blocks[-1] == block:
+            self.values[-1] = value
+        else:
+            self.blocks.append(block)
+            self.values.append(value)
+
+    def at(self, block: int) -> int:
+        i = bisect.bisect_right(self.blocks, block)
+        return self.values[i - 1] if i else 0
+
+
+class WorldState:
+    """The contracts' state on one chain for one seed, block by block.
+
+    Parameters
+    ----------
+    history : History
+        The chain's generated blocks (for block contexts and heights).
+    contracts_block : int
+        Height of the block that deploys the contracts.
+    upgrade_block : int
+        Height at which the proxy is upgraded from CounterV1 to CounterV2.
+    """
+
+    def __init__(self, history: History, *, contracts_block: int, upgrade_block: int) -> None:
+        self.history = history
+        self.chain_id = history.chain_id
+        self.contracts_block = contracts_block
+        self.upgrade_block = upgrade_block
+        self._lock = threading.RLock()
+        seed_bytes = history.seed.to_bytes(16, "big", signed=True)
+        self._salt = keccak(b"feeslab-state" + seed_bytes)
+        # the same seed gives the same accounts, hence the same addresses, on every chain
+        self.deployer = self._account(b"deployer")
+        self.updater = self._account(b"oracle-updater")
+        self.admin = self._account(b"proxy-admin")
+        self.holders = [self._account(b"holder" + bytes([i])) for i in range(HOLDERS)]
+        self.spenders = [self._account(b"spender" + bytes([i])) for i in range(SPENDERS)]
+        self._rng = np.random.default_rng([history.seed & 0xFFFFFFFFFFFFFFFF, history.chain_id, 42])
+        self._slots: dict[tuple[bytes, int], _SlotHistory] = {}
+        self._code: dict[bytes, bytes] = {}
+        self.deployments: dict[str, Deployment] = {}
+        self._applied = contracts_block - 1  # last block whose transactions are recorded
+        self._journal_base = 0
+        self._executors: OrderedDict[int, Executor] = OrderedDict()
+        self._price = 2_000 * 10**8  # oracle answer, 8 decimals
+
+    # -- queries -------------------------------------------------------------------------
+
+    def storage_at(self, address: bytes, slot: int, number: int) -> int:
+        """Value of ``slot`` of ``address`` after block ``number`` (0 when never written)."""
+        self.ensure(number)
+        history = self._slots.get((address, slot))
+        return 0 if history is None else history.at(number)
+
+    def executor_at(self, number: int) -> Executor:
+        """An EVM holding the state after block ``number``, in block ``number``'s context."""
+        self.ensure(number)
+        with self._lock:
+            executor = self._executors.get(number)
+            if executor is not None:
+                self._executors.move_to_end(number)
+                return executor
+        executor = Executor(self.accounts_at(number), self.block_context(number))
+        with self._lock:
+            self._executors[number] = executor
+            while len(self._executors) > EXECUTOR_CACHE:
+                self._executors.popitem(last=False)
+        return executor
+
+    def accounts_at(self, number: int) -> dict[bytes, Account]:
+        """Every contract account with its code and storage after block ``number``."""
+        self.ensure(number)
+        storage: dict[bytes, dict[int, int]] = {}
+        for (address, slot), history in list(self._slots.items()):
+            value = history.at(number)
+            if value:
+                storage.setdefault(address, {})[slot] = value
+        return {
+            d.address: Account(code=self._code[d.address], storage=storage.get(d.address, {}))
+            for d in self.deployments.values()
+            if d.block <= number
+        }
+
+    def block_context(self, number: int) -> BlockContext:
+        header = self.history.block(number).header
+        return BlockContext(
+            number=header.number,
+            timestamp=header.timestamp,
+            gas_limit=header.gas_limit,
+            base_fee=header.base_fee_per_gas or 0,
+            coinbase=header.coinbase,
+            prevrandao=header.mix_hash,
+            difficulty=header.difficulty,
+            chain_id=self.chain_id,
+        )
+
+    def accounts_json(self) -> dict[str, Any]:
+        """The externally owned accounts that drive the contracts."""
+        return {
+            "deployer": _hex(self.deployer),
+            "oracle_updater": _hex(self.updater),
+            "proxy_admin": _hex(self.admin),
+            "holders": [_hex(h) for h in self.holders],
+            "spenders": [_hex(s) for s in self.spenders],
+        }
+
+    def written_slots(self, address: bytes) -> list[int]:
+        """Every slot of ``address`` that some block wrote (ground truth for tests)."""
+        self.ensure(self._applied)
+        return sorted(slot for (a, slot) in self._slots if a == address)
+
+    def slot_history(self, address: bytes, slot: int) -> tuple[list[int], list[int]]:
+        """(blocks, values): every change of one slot, up to what is generated."""
+        history = self._slots.get((address, slot), _SlotHistory())
+        return list(history.blocks), list(history.values)
+
+    # -- generation ------------------------------------------------------------------------
+
+    def ensure(self, number: int) -> None:
+        """Apply every block's transactions up to ``number``."""
+        while self._applied < number:
+            with self._lock:
+                if self._applied < number:
+                    self._apply_window()
+
+    def _apply_window(self) -> None:
+        start = self._applied + 1
+        stop = start + WINDOW - (start - self.contracts_block) % WINDOW
+        evm = self._rebuild()
+        ends: list[tuple[int, int]] = []  # (block, journal length after it)
+        for number in range(start, stop):
+            self._apply_block(evm, number)
+            ends.append((number, evm.journal_len))
+        self._record(evm, ends, first_entry=self._journal_base)
+        self._applied = stop - 1
+
+    def _rebuild(self) -> EVM:
+        """A fresh frontier EVM holding the current state, so its journal starts empty."""
+        evm = EVM(spec_id="SHANGHAI")
+        for address, code in self._code.items():
+            evm.insert_account_info(_hex(address), AccountInfo(code=code))
+        for (address, slot), history in self._slots.items():
+            if history.values and history.values[-1]:
+                evm.insert_account_storage(_hex(address), slot, history.values[-1])
+        self._journal_base = evm.journal_len
+        return evm
+
+    def _record(self, evm: EVM, ends: list[tuple[int, int]], first_entry: int) -> None:
+        """Attribute the journal's storage writes to blocks and extend the slot histories."""
+        match = _JOURNAL.search(evm.journal_str)
+        if match is None:  # pragma: no cover - guards against a pyrevm format change
+            raise RuntimeError("pyrevm's journal has an unexpected format")
+        groups = match.group(1)[1:-1].split("], [") if match.group(1) else []
+        owners = [e for _, e in ends]
+        changes: dict[tuple[bytes, int], list[tuple[int, int]]] = {}
+        for index, group in enumerate(groups):
+            if index < first_entry or "StorageChange" not in group:
+                continue
+            block = ends[bisect.bisect_right(owners, index)][0]
+            for address, key, had in _STORAGE_CHANGE.findall(group):
+                slot_key = (bytes.fromhex(address[2:]), int(key))
+                changes.setdefault(slot_key, []).append((block, int(had)))
+        for (address, slot), seq in changes.items():
+            history = self._slots.setdefault((address, slot), _SlotHistory())
+            final = int(evm.storage(_hex(address), slot))
+            # the value after a change is the next change's previous value, or the final one
+            for i, (block, _) in enumerate(seq):
+                after = seq[i + 1][1] if i + 1 < len(seq) else final
+                if i + 1 < len(seq) and seq[i + 1][0] == block:
+                    continue  # a later write in the same block decides
+                history.record(block, after)
+
+    def _apply_block(self, evm: EVM, number: int) -> None:
+        header = self.history.block(number).header
+        evm.set_block_env(
+            BlockEnv(number=number, timestamp=header.timestamp, gas_limit=header.gas_limit)
+        )
+        if number == self.contracts_block:
+            self._deploy(evm, number)
+            return
+        for sender, to, data in self._transactions(evm, number):
+            self._send(evm, sender, to, data)
+
+    def _send(self, evm: EVM, sender: bytes, to: bytes, data: bytes) -> bytes:
+        try:
+            return bytes(evm.message_call(_hex(sender), _hex(to), data, gas=TX_GAS))
+        except RuntimeError:
+            # a reverted transaction changes no state; the generator avoids them, but a
+            # revert is still a faithful outcome, not an error of the devnet
+            return b""
+
+    def _view(self, evm: EVM, to: bytes, data: bytes) -> int:
+        cp = evm.snapshot()
+        try:
+            return int.from_bytes(evm.message_call(_hex(self.deployer), _hex(to), data), "big")
+        finally:
+            evm.revert(cp)
+
+    def _deploy(self, evm: EVM, number: int) -> None:
+        artifacts = load_artifacts()
+
+        def deploy(name: str, role: str, args: bytes = b"") -> bytes:
+            artifact = artifacts[name]
+            address = evm.deploy(_hex(self.deployer), artifact.bytecode + args, gas=30_000_000)
+            raw = bytes.fromhex(address[2:])
+            self._code[raw] = artifact.deployed_bytecode
+            self.deployments[name] = Deployment(name, raw, artifact, number, role)
+            return raw
+
+        token = deploy(
+            "FeeslabToken",
+            "ERC-20 token: balances mapping, allowances nested mapping, totalSupply",
+            abi_encode(["string", "string", "uint256"], ["Feeslab Token", "FLT", TOKEN_SUPPLY]),
+        )
+        deploy(
+            "PriceOracle",
+            "oracle: packed struct and dynamic array of rounds",
+            abi_encode(["address", "uint64"], [_hex(self.updater), ORACLE_EVERY * 12]),
+        )
+        v1 = deploy("CounterV1", "proxy implementation before the upgrade")
+        deploy("CounterV2", "proxy implementation after the upgrade")
+        deploy(
+            "FeeslabProxy",
+            "EIP-1967 proxy in front of CounterV1, upgraded to CounterV2",
+            abi_encode(
+                ["address", "address", "bytes"],
+                [_hex(v1), _hex(self.admin), selector("initialize()")],
+            ),
+        )
+        deploy("Reverter", "reverts with Error(string), Panic codes and a custom error")
+        deploy("GasBurner", "gas cost depends on the input and on state")
+        # hand out the supply: a few whales and a long tail (Zipf-like)
+        weights = 1.0 / np.arange(1, HOLDERS + 1) ** 1.2
+        shares = weights / weights.sum() * 0.6  # the deployer keeps 40 %
+        for holder, share in zip(self.holders, shares, strict=True):
+            amount = int(TOKEN_SUPPLY * float(share))
+            self._send(
+                evm, self.deployer, token, _calldata("transfer(address,uint256)", holder, amount)
+            )
+
+    def _transactions(self, evm: EVM, number: int) -> list[tuple[bytes, bytes, bytes]]:
+        """The block's transactions, drawn from the seeded stream (and the live state)."""
+        d = self.deployments
+        token = d["FeeslabToken"].address
+        proxy = d["FeeslabProxy"].address
+        rng = self._rng
+        age = number - self.contracts_block
+        txs: list[tuple[bytes, bytes, bytes]] = []
+        for _ in range(int(rng.poisson(2.0))):
+            i, j = rng.integers(0, HOLDERS, size=2)
+            if i == j:
+                continue
+            sender, receiver = self.holders[int(i)], self.holders[int(j)]
+            balance = self._view(evm, token, _calldata("balanceOf(address)", sender))
+            amount = int(balance * float(rng.uniform(0.01, 0.3)))
+            if amount:
+                txs.append(
+                    (sender, token, _calldata("transfer(address,uint256)", receiver, amount))
+                )
+        if age % APPROVE_EVERY == 0:
+            owner = self.holders[int(rng.integers(0, 20))]
+            spender = self.spenders[int(rng.integers(0, SPENDERS))]
+            allowance = int(rng.integers(1, 10_000)) * 10**18
+            txs.append((owner, token, _calldata("approve(address,uint256)", spender, allowance)))
+        if age % APPROVE_EVERY == APPROVE_EVERY // 2:
+            # a spender uses part of some allowance it was given
+            owner = self.holders[int(rng.integers(0, 20))]
+            spender = self.spenders[int(rng.integers(0, SPENDERS))]
+            allowed = self._view(
+                evm, token, _calldata("allowance(address,address)", owner, spender)
+            )
+            balance = self._view(evm, token, _calldata("balanceOf(address)", owner))
+            amount = min(allowed, balance) // 2
+            if amount:
+                to = self.holders[int(rng.integers(0, HOLDERS))]
+                data = _calldata("transferFrom(address,address,uint256)", owner, to, amount)
+                txs.append((spender, token, data))
+        if age % MINT_EVERY == MINT_EVERY - 1:
+            to = self.holders[int(rng.integers(0, HOLDERS))]
+            data = _calldata("mint(address,uint256)", to, int(rng.integers(1, 1000)) * 10**21)
+            txs.append((self.deployer, token, data))
+        if age % ORACLE_EVERY == 0:
+            self._price = max(10**8, int(self._price * float(np.exp(rng.normal(0.0, 0.004)))))
+            txs.append(
+                (self.updater, d["PriceOracle"].address, _calldata("submit(int128)", self._price))
+            )
+        if number == self.upgrade_block:
+            data = _calldata("upgradeTo(address)", d["CounterV2"].address)
+            txs.append((self.admin, proxy, data))
+        elif number == self.upgrade_block + 1:
+            txs.append((self.holders[0], proxy, _calldata("setStep(uint256)", 3)))
+        elif age % COUNTER_EVERY == 0:
+            caller = self.holders[int(rng.integers(0, HOLDERS))]
+            if number > self.upgrade_block and rng.random() < 0.3:
+                data = _calldata("incrementBy(uint256)", int(rng.integers(1, 100)))
+            else:
+                data = _calldata("increment()")
+            txs.append((caller, proxy, data))
+        if age % BURNER_EVERY == 0:
+            burner = d["GasBurner"].address
+            n = int(rng.integers(1, 20))
+            fn = "burn(uint256)" if rng.random() < 0.7 else "rewrite(uint256)"
+            txs.append((self.holders[int(rng.integers(0, HOLDERS))], burner, _calldata(fn, n)))
+        return txs
+
+    def _account(self, tag: bytes) -> bytes:
+        return keccak(self._salt + tag)[12:]
+
+
+def world_state(history: History) -> WorldState:
+    """The world state of ``history``'s chain, created once per history (thread-safe).
+
+    Contracts are deployed 10,000 blocks below the configured head and the proxy
+    is upgraded 5,000 blocks later, on every chain.
+    """
+    with _STATES_LOCK:
+        state = _STATES.get(history)
+        if state is None:
+            height = history.params.height
+            state = _STATES[history] = WorldState(
+                history,
+                contracts_block=max(1, height - CONTRACTS_DEPTH),
+                upgrade_block=max(2, height - CONTRACTS_DEPTH // 2),
+            )
+        return state
+
+
+_STATES: dict[History, WorldState] = {}
+_STATES_LOCK = threading.Lock()
