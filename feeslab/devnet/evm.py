@@ -20,6 +20,7 @@ Known differences from geth, all from pyrevm 0.3.7 (which fixes part of the envi
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -266,6 +267,7 @@ class Executor:
     ) -> None:
         self.block = block
         self.accounts = dict(accounts)
+        self._lock = threading.Lock()
         ceiling = GAS_CAP_FACTOR * block.gas_limit if gas_ceiling is None else gas_ceiling
         self.gas_ceiling = ceiling
         env = Env(cfg=CfgEnv(chain_id=block.chain_id), block=_block_env(block))
@@ -309,11 +311,13 @@ class Executor:
             When pyrevm refuses the message (funds, intrinsic gas, gas above the ceiling).
         """
         price = effective_gas_price(request, self.block.base_fee)
-        checkpoint = self._evm.snapshot()
-        try:
-            return self._run(request, gas, price)
-        finally:
-            self._evm.revert(checkpoint)
+        # one EVM, many server threads: a snapshot/revert pair must not interleave
+        with self._lock:
+            checkpoint = self._evm.snapshot()
+            try:
+                return self._run(request, gas, price)
+            finally:
+                self._evm.revert(checkpoint)
 
     def _created_code(self, address: str) -> bytes:
         """The code a CREATE left at ``address``, without revm's analysis padding.

@@ -244,3 +244,27 @@ def test_contracts_endpoint_publishes_addresses_abis_and_layouts(devnet, state):
     assert devnet.contracts["contracts"] == listing["contracts"]
     unauthorized = httpx.get(f"{devnet.url}/devnet/contracts", timeout=60)
     assert unauthorized.status_code == 401
+
+
+def test_concurrent_calls_on_one_block_agree(state, chain, node):
+    # the server runs calls on worker threads; they share one cached executor per block
+    from concurrent.futures import ThreadPoolExecutor
+
+    token = address_of(state, "FeeslabToken")
+    holders = ["0x" + h.hex() for h in state.holders[:40]]
+    block = chain.head() - 1
+
+    def balance(holder: str) -> int:
+        return node.view(token, "balanceOf(address)", ["address"], [holder], block, ["uint256"])[0]
+
+    expected = [node.word(token, mapping_slot(h, 0), block) for h in holders]
+    import sys
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # make threads interleave inside a call's snapshot/revert
+    try:
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            for _ in range(10):
+                assert list(pool.map(balance, holders)) == expected
+    finally:
+        sys.setswitchinterval(old)
