@@ -268,3 +268,31 @@ def test_concurrent_calls_on_one_block_agree(state, chain, node):
                 assert list(pool.map(balance, holders)) == expected
     finally:
         sys.setswitchinterval(old)
+
+
+def test_execution_methods_cost_what_the_interface_says(devnet, state):
+    token = address_of(state, "FeeslabToken")
+    auth = (devnet.api_key, devnet.api_key_secret)
+
+    def ledger() -> dict[str, int]:
+        return httpx.get(f"{devnet.url}/devnet/credits", auth=auth, timeout=60).json()["by_method"]
+
+    call = {"from": "0x" + "11" * 20, "to": token, "data": "0x18160ddd"}
+    body = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "eth_getStorageAt",
+            "params": [token, "0x2", "latest"],
+        },
+        {"jsonrpc": "2.0", "id": 2, "method": "eth_call", "params": [call, "latest"]},
+        {"jsonrpc": "2.0", "id": 3, "method": "eth_estimateGas", "params": [call]},
+    ]
+    before = ledger()
+    answers = httpx.post(f"{devnet.url}/v3/{devnet.api_key}", json=body, timeout=60).json()
+    assert all("result" in a for a in answers)
+    after = ledger()
+    spent = {m: after.get(m, 0) - before.get(m, 0) for m in after}
+    assert spent["eth_getStorageAt"] == 80
+    assert spent["eth_call"] == 80
+    assert spent["eth_estimateGas"] == 300
