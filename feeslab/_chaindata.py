@@ -15,10 +15,15 @@ from typing import Any
 
 
 @cache
+def chains_json_bytes() -> bytes:
+    """The raw bytes of ``data/chains.json``."""
+    return resources.files("feeslab._data").joinpath("chains.json").read_bytes()
+
+
+@cache
 def load_chains() -> tuple[dict[str, Any], ...]:
     """Every chain entry of ``data/chains.json``, in file order."""
-    text = resources.files("feeslab._data").joinpath("chains.json").read_text("utf-8")
-    return tuple(json.loads(text)["chains"])
+    return tuple(json.loads(chains_json_bytes().decode("utf-8"))["chains"])
 
 
 def chain_entry(chain_id: int) -> dict[str, Any]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,6 +15,13 @@ import httpx
 import pytest
 
 from feeslab.devnet import DevnetHandle, start
+
+# The suite never reads or writes the user's cache (devnet histories, fetched answers):
+# one fresh directory per run, shared with the subprocesses the tests start.
+if "FEESLAB_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="feeslab-test-cache-")
+    os.environ["FEESLAB_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 
 class RpcCallError(Exception):

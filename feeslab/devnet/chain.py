@@ -59,6 +59,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import rlp
 
 try:  # the C keccak from safe-pysha3 is ~2.5x faster than pycryptodome's
     from eth_hash.backends.pysha3 import keccak256 as keccak
@@ -66,6 +67,7 @@ except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
     from eth_hash.auto import keccak
 
 from feeslab._chaindata import load_chains
+from feeslab.devnet import _store
 
 if TYPE_CHECKING:
     from feeslab.devnet.state import WorldState
@@ -364,6 +366,28 @@ _TIP_SIGMA = 0.8
 _NORMAL = NormalDist()
 
 
+def _pack_blobs(name: str, blobs: list[bytes]) -> dict[str, np.ndarray]:
+    lengths = np.array([len(b) for b in blobs], np.int64)
+    return {
+        f"{name}_blobs": np.frombuffer(b"".join(blobs), dtype=np.uint8),
+        f"{name}_lengths": lengths,
+    }
+
+
+def _unpack_blobs(name: str, data: dict[str, np.ndarray]) -> list[bytes]:
+    raw = data[f"{name}_blobs"].tobytes()
+    ends = np.cumsum(data[f"{name}_lengths"]).tolist()
+    starts = [0, *ends[:-1]] if ends else []
+    return [raw[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def _decode_header(encoded: bytes) -> Header:
+    items = rlp.decode(encoded)
+    ints = {7, 8, 9, 10, 11, 15}  # difficulty, number, gas limit/used, timestamp, base fee
+    values = [int.from_bytes(v, "big") if i in ints else bytes(v) for i, v in enumerate(items)]
+    return Header(*values)
+
+
 def _pick(cumulative: list[float], x: float) -> int:
     """Index drawn by ``x`` in [0, total) from cumulative weights."""
     return min(bisect.bisect_right(cumulative, x), len(cumulative) - 1)
@@ -438,6 +462,8 @@ class History:
         self._uncles: dict[int, tuple[Header, ...]] = {}
         # blocks below this are complete in every column; readers take no lock
         self._ready = 0
+        self._stored = False  # the on-disk store was consulted
+        self._saved = False
 
     def number_of(self, block_hash: bytes) -> int | None:
         """Number of the generated canonical block with this hash."""
@@ -647,8 +673,125 @@ class History:
         # returns as soon as its own block exists
         while self._ready <= number:
             with self._lock:
+                if not self._stored:
+                    self._stored = True
+                    if _store.load(self) and self._ready > number:
+                        return
                 if self._ready <= number:
                     self._generate_chunk()
+                    if self._ready > self.params.height and not self._saved:
+                        self._saved = True
+                        _store.save(self)
+
+    # -- persistence (see feeslab.devnet._store) ------------------------------------------
+
+    def export_columns(self) -> dict[str, np.ndarray]:
+        """Everything generated so far, and the generator's state, as numpy arrays."""
+        s = self._state
+        big = max([*self._difficulty, *self._total_difficulty, 0])
+        if big >= 2**63:
+            raise OverflowError("difficulty beyond int64: not stored")
+        uncle_numbers, uncle_blobs = [], []
+        for number, uncles in sorted(self._uncles.items()):
+            for uncle in uncles:
+                uncle_numbers.append(number)
+                uncle_blobs.append(uncle.encode())
+        rng = self._rng.bit_generator.state
+        return {
+            "hashes": np.frombuffer(b"".join(self._hashes), dtype=np.uint8).reshape(-1, 32),
+            "timestamp": self._timestamp,
+            "gas_limit": self._gas_limit,
+            "gas_used": self._gas_used,
+            "miner": self._miner,
+            "demand": self._demand,
+            "tip_median": self._tip_median,
+            "base_fee": np.array([-1 if f is None else f for f in self._base_fee], np.int64),
+            "difficulty": np.array(self._difficulty, np.int64),
+            "total_difficulty": np.array(self._total_difficulty, np.int64),
+            "uncle_numbers": np.array(uncle_numbers, np.int64),
+            **_pack_blobs("uncle", uncle_blobs),
+            **_pack_blobs("stale", [st.header.encode() for st in s.pending]),
+            "stale_seen_from": np.array([st.seen_from for st in s.pending], np.int64),
+            "state_ints": np.array(
+                [
+                    s.number,
+                    s.timestamp,
+                    s.difficulty,
+                    s.total_difficulty,
+                    s.gas_limit,
+                    s.gas_used,
+                    -1 if s.base_fee is None else s.base_fee,
+                    int(s.had_uncles),
+                    s.regime,
+                    s.outage_left,
+                    s.burst_left,
+                ],
+                np.int64,
+            ),
+            "state_floats": np.array([s.wander, s.burst_level], np.float64),
+            "state_hash": np.frombuffer(s.hash, dtype=np.uint8),
+            "rng": np.array(
+                [
+                    str(rng["state"]["state"]),
+                    str(rng["state"]["inc"]),
+                    str(rng["has_uint32"]),
+                    str(rng["uinteger"]),
+                ]
+            ),
+        }
+
+    def import_columns(self, data: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`export_columns` wrote (the inverse, exactly).
+
+        Everything is decoded first and assigned last, so a damaged file leaves
+        the history untouched.
+        """
+        raw = data["hashes"].tobytes()
+        hashes = [raw[i : i + 32] for i in range(0, len(raw), 32)]
+        uncles: dict[int, tuple[Header, ...]] = {}
+        for number, blob in zip(
+            data["uncle_numbers"].tolist(), _unpack_blobs("uncle", data), strict=True
+        ):
+            uncles[number] = (*uncles.get(number, ()), _decode_header(blob))
+        ints = data["state_ints"].tolist()
+        floats = data["state_floats"].tolist()
+        stale = [
+            _Stale(_decode_header(blob), seen_from)
+            for blob, seen_from in zip(
+                _unpack_blobs("stale", data), data["stale_seen_from"].tolist(), strict=True
+            )
+        ]
+        state = _State(
+            number=ints[0], timestamp=ints[1], difficulty=ints[2], total_difficulty=ints[3],
+            gas_limit=ints[4], gas_used=ints[5], base_fee=None if ints[6] < 0 else ints[6],
+            hash=data["state_hash"].tobytes(), had_uncles=bool(ints[7]), regime=ints[8],
+            wander=floats[0], outage_left=ints[9], burst_left=ints[10], burst_level=floats[1],
+            pending=stale,
+        )  # fmt: skip
+        rng_state, inc, has_uint32, uinteger = (int(x) for x in data["rng"].tolist())
+        columns = {
+            name: data[name]
+            for name in ("timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median")
+        }
+        if any(len(column) != len(hashes) for column in columns.values()):
+            raise ValueError("stored columns have different lengths")
+        base_fee = [None if f < 0 else f for f in data["base_fee"].tolist()]
+        difficulty = data["difficulty"].tolist()
+        total_difficulty = data["total_difficulty"].tolist()
+        # decoded: now assign
+        self._hashes = hashes
+        self._by_hash = {h: n for n, h in enumerate(hashes)}
+        for name, column in columns.items():
+            setattr(self, f"_{name}", column)
+        self._base_fee, self._difficulty = base_fee, difficulty
+        self._total_difficulty, self._uncles, self._state = total_difficulty, uncles, state
+        self._rng.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": rng_state, "inc": inc},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
+        }
+        self._ready = len(self._hashes)
 
     def _propagation_delay(self, number: int, gas_used: int) -> float:
         """Seconds for a block to reach most hash power [s].

@@ -1,0 +1,101 @@
+"""On-disk store of generated chain histories, so a restarted devnet starts warm.
+
+Generating chain 1's default 210,000 blocks takes ~5 s; every new process (a
+``feeslab serve``, each notebook kernel) would pay it again.  Once a history
+reaches its chain's configured height it is saved here; a later process with
+the same seed loads it instead of generating.
+
+The file name is a digest of everything that determines the history: the
+simulator's source, ``data/chains.json``, the chain's parameters and the seed.
+Change any of them and the old file is simply never read again.  Files are
+written atomically (temporary file, then rename); a file that fails to load is
+ignored (and removed), never trusted.  ``FEESLAB_CACHE_DIR`` moves the store
+(``<dir>/devnet``), ``FEESLAB_DEVNET_CACHE=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from feeslab._chaindata import chains_json_bytes
+
+if TYPE_CHECKING:
+    from feeslab.devnet.chain import History
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+def store_dir() -> Path | None:
+    """Where histories are kept, or None when the store is turned off."""
+    if os.environ.get("FEESLAB_DEVNET_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("FEESLAB_CACHE_DIR")
+    if base is None:
+        import platformdirs
+
+        base = platformdirs.user_cache_dir("feeslab")
+    return Path(base) / "devnet"
+
+
+def history_file(history: History) -> Path | None:
+    directory = store_dir()
+    if directory is None:
+        return None
+    from feeslab.devnet import chain
+
+    digest = hashlib.sha256()
+    for part in (
+        Path(chain.__file__).read_bytes(),
+        chains_json_bytes(),
+        repr(history.params).encode(),
+        str(history.seed).encode(),
+        str(FORMAT).encode(),
+    ):
+        digest.update(hashlib.sha256(part).digest())
+    return directory / f"chain-{history.chain_id}-{digest.hexdigest()[:24]}.npz"
+
+
+def load(history: History) -> bool:
+    """Fill ``history`` from its file, if there is a good one."""
+    path = history_file(history)
+    if path is None or not path.exists():
+        return False
+    try:
+        # our own handle: np.load leaks its file when the archive is damaged
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
+            history.import_columns({name: data[name] for name in data.files})
+    except Exception:  # a damaged or foreign file: regenerate rather than trust it
+        log.warning("ignoring unreadable devnet history %s", path, exc_info=True)
+        path.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def save(history: History) -> None:
+    """Write ``history``'s columns atomically; failures only cost the speed-up."""
+    path = history_file(history)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **history.export_columns())
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(buffer.getvalue())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        log.warning("could not save devnet history to %s", path, exc_info=True)
