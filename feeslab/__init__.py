@@ -1,0 +1,41 @@
+"""feeslab: study Ethereum fee markets and uncle rates from Jupyter.
+
+``lab = feeslab.connect()`` gives a :class:`~feeslab.lab.Lab` on the real service when an API
+key is configured, else on the embedded devnet; its methods return pandas frames.
+
+Layers, in the order data flows: ``feeslab.fetch`` (clients, transports, credits, cache) ->
+``feeslab.frames`` (answers to pandas) -> analysis -> plots. ``feeslab.devnet`` stands beside
+them as a local stand-in for the service.
+"""
+
+from feeslab.fetch.errors import (
+    AuthError,
+    BudgetExceeded,
+    ConfigError,
+    CreditsExhausted,
+    FeeslabError,
+    ProtocolError,
+    RateLimited,
+    RevertError,
+    RpcError,
+    TransportError,
+)
+from feeslab.lab import Lab, UncleScan, connect
+
+__all__ = [
+    "AuthError",
+    "BudgetExceeded",
+    "ConfigError",
+    "CreditsExhausted",
+    "FeeslabError",
+    "Lab",
+    "ProtocolError",
+    "RateLimited",
+    "RevertError",
+    "RpcError",
+    "TransportError",
+    "UncleScan",
+    "connect",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,64 @@
+"""The client-side fetch layer: JSON-RPC transports over HTTP and WebSocket, and their errors.
+
+Every transport has one method, ``handle_request(calls) -> results``: a list of ``RpcCall`` in,
+one ``RpcResult`` per call out, in call order. The sync and async twins share their request
+building, answer parsing, retry policy and credit governor::
+
+    from feeslab.fetch import HTTPTransport, RpcCall
+
+    with HTTPTransport(url=f"{devnet.url}/v3/{devnet.api_key}") as t:
+        (head,) = t.handle_request([RpcCall("eth_blockNumber", [])])
+        print(int(head.unwrap(), 16))
+
+Errors form one tree under ``FeeslabError``; see ``feeslab.fetch.errors``.
+"""
+
+from feeslab.fetch.errors import (
+    AuthError,
+    BudgetExceeded,
+    ConfigError,
+    CreditsExhausted,
+    FeeslabError,
+    ProtocolError,
+    RateLimited,
+    RevertError,
+    RpcError,
+    TransportError,
+    redact,
+)
+from feeslab.fetch.transport import (
+    AsyncHTTPTransport,
+    CreditGovernor,
+    HTTPTransport,
+    RpcCall,
+    RpcResult,
+)
+from feeslab.fetch.ws import (
+    AsyncSubscription,
+    AsyncWebSocketTransport,
+    Subscription,
+    WebSocketTransport,
+)
+
+__all__ = [
+    "AsyncHTTPTransport",
+    "AsyncSubscription",
+    "AsyncWebSocketTransport",
+    "AuthError",
+    "BudgetExceeded",
+    "ConfigError",
+    "CreditGovernor",
+    "CreditsExhausted",
+    "FeeslabError",
+    "HTTPTransport",
+    "ProtocolError",
+    "RateLimited",
+    "RevertError",
+    "RpcCall",
+    "RpcError",
+    "RpcResult",
+    "Subscription",
+    "TransportError",
+    "WebSocketTransport",
+    "redact",
+]

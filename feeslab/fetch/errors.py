@@ -1,0 +1,455 @@
+"""The one exception tree of ``feeslab.fetch``.
+
+::
+
+    FeeslabError
+     ├── ConfigError            bad or missing configuration: URL, key
+     ├── TransportError         the network failed after the retries (connect/read errors,
+     │                          timeouts, 5xx); the httpx/websockets error is the __cause__
+     ├── ProtocolError          an answer that is not JSON-RPC: malformed JSON, missing ids,
+     │                          an unexpected HTTP status
+     ├── AuthError              401/403: what the service said, never the key
+     ├── RateLimited            429 after the retries ran out; .retry_after [s] or None
+     ├── CreditsExhausted       402: .credits_spent (this client's ledger); cached answers are
+     │                          kept and a rerun resumes
+     ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
+     └── RpcError               a JSON-RPC error object: .code, .message, .data
+          └── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
+                                 .panic_code, .error_name/.error_args (custom error + user ABI)
+
+Every message goes through ``redact`` when the exception is built, so neither ``str`` nor
+``repr`` of any of them can show an API key, a secret or Basic credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "PANIC_REASONS",
+    "AuthError",
+    "BudgetExceeded",
+    "ConfigError",
+    "CreditsExhausted",
+    "FeeslabError",
+    "ProtocolError",
+    "RateLimited",
+    "RevertError",
+    "RpcError",
+    "TransportError",
+    "redact",
+]
+
+REDACTED = "***"
+
+# /v3/<key> (node and key-only Gas API paths); the key is anything up to the next separator
+_V3_KEY = re.compile(r"(/v3/)[^/?#\s\"'<>]+")
+_BASIC = re.compile(r"(\bBasic\s+)[A-Za-z0-9+/=_-]+", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s\"'<>]+@", re.IGNORECASE)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Hide credentials in ``text``.
+
+    Replaces ``/v3/<key>`` path segments, ``Basic <base64>`` credentials, ``user:pass@`` in URLs
+    and any exact occurrence of the given ``secrets`` (and of their Basic Base64 forms) with
+    ``***``.
+
+    Parameters
+    ----------
+    text : str
+        Any text: a message, a URL, a response body.
+    secrets : iterable of str
+        Values known to be secret (the key, the secret), hidden wherever they appear.
+
+    Returns
+    -------
+    str
+    """
+    text = str(text)
+    secrets = [s for s in secrets if s and len(s) >= 4]  # a 1-char "secret" would shred text
+    if len(secrets) >= 2:
+        # the Base64 of key:secret, should a header value be echoed without its scheme
+        pair = f"{secrets[0]}:{secrets[1]}".encode()
+        secrets.append(base64.b64encode(pair).decode())
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _V3_KEY.sub(rf"\g<1>{REDACTED}", text)
+    text = _BASIC.sub(rf"\g<1>{REDACTED}", text)
+    return _URL_USERINFO.sub(rf"\g<1>{REDACTED}@", text)
+
+
+class FeeslabError(Exception):
+    """Base of every error ``feeslab.fetch`` raises; its message is always redacted."""
+
+    def __init__(self, message: str = "", *, secrets: Iterable[str] = ()) -> None:
+        self.message = redact(message, secrets)
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class ConfigError(FeeslabError):
+    """Bad or missing configuration: a URL that cannot work, a missing key, an unknown network."""
+
+
+class TransportError(FeeslabError):
+    """The network failed after the retries: connect/read errors, timeouts, repeated 5xx.
+
+    The last underlying error (httpx or websockets) is chained as ``__cause__``.
+    """
+
+
+class ProtocolError(FeeslabError):
+    """An answer that is not JSON-RPC: malformed JSON, missing ids, an unexpected HTTP status.
+
+    Attributes
+    ----------
+    status : int or None
+        The HTTP status of the answer, when there was one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, secrets=()) -> None:
+        super().__init__(message, secrets=secrets)
+        self.status = status
+
+
+class AuthError(FeeslabError):
+    """The service refused the credentials (HTTP 401 or 403).
+
+    The message repeats what the service said (e.g. "invalid project id"), never the key.
+
+    Attributes
+    ----------
+    status : int
+    """
+
+    def __init__(self, message: str, *, status: int = 401, secrets=()) -> None:
+        super().__init__(message, secrets=secrets)
+        self.status = status
+
+
+class RateLimited(FeeslabError):
+    """Still HTTP 429 (or JSON-RPC -32005) after the retries ran out.
+
+    Attributes
+    ----------
+    retry_after : float or None
+        Seconds the service last asked to wait, when it said.
+    attempts : int
+        Requests made before giving up.
+    """
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, attempts: int = 0, secrets=()
+    ) -> None:
+        super().__init__(message, secrets=secrets)
+        self.retry_after = retry_after
+        self.attempts = attempts
+
+
+class CreditsExhausted(FeeslabError):
+    """The daily credit balance is spent (HTTP 402); never retried.
+
+    Attributes
+    ----------
+    credits_spent : int or None
+        Credits this client's ledger counted before the refusal.
+    details : str or None
+        The service's own explanation.
+    """
+
+    def __init__(
+        self, *, credits_spent: int | None = None, details: str | None = None, secrets=()
+    ) -> None:
+        spent = "" if credits_spent is None else f" after this client spent {credits_spent:,}"
+        message = (
+            f"the daily credit balance is exhausted (HTTP 402){spent}. Answers fetched so far "
+            "stay in the cache; run the same fetch again after 00:00 UTC (or on a bigger plan) "
+            "and it resumes where it stopped."
+        )
+        if details:
+            message += f" The service said: {details}"
+        super().__init__(message, secrets=secrets)
+        self.credits_spent = credits_spent
+        self.details = details
+
+
+class BudgetExceeded(FeeslabError):
+    """A planned fetch would pass the caller's ``budget=``; nothing was sent.
+
+    Attributes
+    ----------
+    planned, budget, spent : int
+        Credits the fetch needs, the budget, and what was already spent against it.
+    """
+
+    def __init__(self, *, planned: int, budget: int, spent: int = 0) -> None:
+        super().__init__(
+            f"this fetch needs {planned:,} credits but only {budget - spent:,} of the budget "
+            f"of {budget:,} remain ({spent:,} already spent); raise budget= or fetch less"
+        )
+        self.planned = planned
+        self.budget = budget
+        self.spent = spent
+
+
+class RpcError(FeeslabError):
+    """A JSON-RPC error object, as the node sent it.
+
+    Attributes
+    ----------
+    code : int or None
+    message : str
+    data : Any
+        The ``data`` member as sent (``RevertError`` turns it into bytes).
+    raw : dict
+        The whole error object, for re-reading (e.g. ``RevertError.from_rpc(err.raw, abi=...)``).
+    """
+
+    def __init__(self, code: Any, message: str, data: Any = None, *, secrets=()) -> None:
+        super().__init__(f"{code}: {message}" if code is not None else message, secrets=secrets)
+        self.code = code
+        self.message = redact(str(message), secrets)
+        self.data = data
+        self.raw: dict[str, Any] = {"code": code, "message": self.message}
+        if data is not None:
+            self.raw["data"] = data
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}" if self.code is not None else self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+    @classmethod
+    def from_object(cls, error: Any, *, secrets: Iterable[str] = ()) -> RpcError:
+        """Build the error for a JSON-RPC ``error`` member: a ``RevertError`` when it is one.
+
+        Parameters
+        ----------
+        error : dict
+            The ``error`` member of an answer.
+        """
+        if not isinstance(error, Mapping):
+            return RpcError(None, f"malformed error object: {error!r}"[:200], secrets=secrets)
+        if RevertError.recognises(error):
+            return RevertError.from_rpc(error, secrets=secrets)
+        err = RpcError(
+            error.get("code"), str(error.get("message", "")), error.get("data"), secrets=secrets
+        )
+        err.raw = dict(error)
+        return err
+
+
+# -- reverts ----------------------------------------------------------------------------------
+
+ERROR_SELECTOR = bytes.fromhex("08c379a0")  # Error(string)
+PANIC_SELECTOR = bytes.fromhex("4e487b71")  # Panic(uint256)
+PANIC_REASONS = {
+    # geth's texts (accounts/abi/abi.go), which REFERENCE.md's list paraphrases
+    0x00: "generic panic",
+    0x01: "assert(false)",
+    0x11: "arithmetic underflow or overflow",
+    0x12: "division or modulo by zero",
+    0x21: "enum overflow",
+    0x22: "invalid encoded storage byte array accessed",
+    0x31: "out-of-bounds array access; popping on an empty array",
+    0x32: "out-of-bounds access of an array or bytesN",
+    0x41: "out of memory",
+    0x51: "uninitialized function",
+}
+
+_HEX = re.compile(r"0x[0-9a-fA-F]*")
+# ganache 7 / hardhat: "VM Exception while processing transaction: revert <reason>"
+_VM_EXCEPTION = re.compile(
+    r"VM Exception while processing transaction: (?:revert|reverted)\b"
+    r"(?: with reason string)?\s*'?(?P<reason>.*?)'?$",
+    re.DOTALL,
+)
+_REVERT_WORD = re.compile(r"\brevert", re.IGNORECASE)
+
+
+def panic_reason(code: int) -> str:
+    """The text for a Solidity ``Panic(uint256)`` code."""
+    return PANIC_REASONS.get(code, f"unknown panic code: {code:#x}")
+
+
+def _revert_bytes(data: Any) -> bytes | None:
+    """The raw revert bytes from a ``data`` member in any node's form, or None."""
+    if isinstance(data, str):
+        # nethermind says "Reverted 0x..."; geth and besu send the bare hex
+        match = _HEX.search(data)
+        if match is None:
+            return None
+        digits = match.group()[2:]
+        return bytes.fromhex(digits) if len(digits) % 2 == 0 else None
+    if isinstance(data, Mapping):
+        # ganache 7: {"message", "result" | "data": "0x.."}; ganache 6: {"<txhash>": {"return"}}
+        for key in ("data", "result", "return"):
+            if key in data:
+                found = _revert_bytes(data[key])
+                if found is not None:
+                    return found
+        for value in data.values():
+            if isinstance(value, Mapping):
+                found = _revert_bytes(value)
+                if found is not None:
+                    return found
+    return None
+
+
+def _canonical_type(param: Mapping[str, Any]) -> str:
+    kind = param["type"]
+    if kind.startswith("tuple"):
+        inner = ",".join(_canonical_type(c) for c in param.get("components", []))
+        return f"({inner}){kind[len('tuple') :]}"
+    return kind
+
+
+def _decode_custom(data: bytes, abi: Sequence[Mapping[str, Any]]) -> tuple[str, tuple] | None:
+    from eth_abi import decode
+    from eth_hash.auto import keccak
+
+    for entry in abi:
+        if entry.get("type") != "error":
+            continue
+        types = [_canonical_type(p) for p in entry.get("inputs", [])]
+        signature = f"{entry['name']}({','.join(types)})"
+        if keccak(signature.encode())[:4] != data[:4]:
+            continue
+        try:
+            return entry["name"], tuple(decode(types, data[4:]))
+        except Exception:  # the selector matched but the payload does not: leave undecoded
+            return None
+    return None
+
+
+class RevertError(RpcError):
+    """An ``eth_call``/``eth_estimateGas`` that reached REVERT.
+
+    Attributes
+    ----------
+    data : bytes
+        The raw revert data (empty for a bare ``revert()``).
+    reason : str or None
+        The ``Error(string)`` reason, or the panic text for ``Panic(uint256)``.
+    panic_code : int or None
+        The ``Panic(uint256)`` code.
+    error_name : str or None
+        A custom error's name, when decoded with the ABI given to ``from_rpc``.
+    error_args : tuple or None
+        That custom error's decoded arguments.
+    """
+
+    def __init__(
+        self,
+        code: Any,
+        message: str,
+        data: bytes = b"",
+        *,
+        reason: str | None = None,
+        panic_code: int | None = None,
+        error_name: str | None = None,
+        error_args: tuple | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        super().__init__(code, message, None, secrets=secrets)
+        self.data = data
+        self.raw["data"] = "0x" + data.hex()
+        self.reason = reason
+        self.panic_code = panic_code
+        self.error_name = error_name
+        self.error_args = error_args
+
+    def __repr__(self) -> str:
+        extra = f", error_name={self.error_name!r}" if self.error_name else ""
+        return (
+            f"RevertError(code={self.code!r}, reason={self.reason!r}, "
+            f"panic_code={self.panic_code!r}{extra}, data=0x{self.data.hex()[:80]})"
+        )
+
+    @staticmethod
+    def recognises(error: Mapping[str, Any]) -> bool:
+        """Whether a JSON-RPC error object is a revert in any node's form."""
+        message = str(error.get("message", ""))
+        if error.get("code") == 3:
+            return True  # geth, erigon, reth: code 3 means reverted
+        return bool(_REVERT_WORD.search(message)) and (
+            "VM Exception" in message
+            or message.lower().startswith(("execution reverted", "reverted"))
+        )
+
+    @classmethod
+    def from_rpc(
+        cls,
+        error: Mapping[str, Any] | RpcError,
+        abi: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        secrets: Iterable[str] = (),
+    ) -> RevertError:
+        """Read a revert from a JSON-RPC error object in geth's or another node's form.
+
+        Recognised forms: geth (code 3, ``execution reverted[: reason]``, data hex); ganache 7 /
+        hardhat (code -32000/-32603, ``VM Exception while processing transaction: revert
+        <reason>``, data a hex string or an object with ``result``/``data``); ganache 6
+        (``{"<txhash>": {"return": "0x.."}}``); besu/nethermind (data hex, possibly after
+        ``Reverted``).
+
+        Parameters
+        ----------
+        error : dict or RpcError
+            The ``error`` member of the answer (or an ``RpcError`` built from one).
+        abi : list of dict, optional
+            A contract ABI (JSON) whose ``error`` entries decode custom errors.
+
+        Returns
+        -------
+        RevertError
+        """
+        if isinstance(error, RpcError):
+            error = error.raw
+        message = str(error.get("message", ""))
+        data = _revert_bytes(error.get("data")) or b""
+        reason = panic = name = args = None
+        from eth_abi import decode
+
+        if data[:4] == ERROR_SELECTOR:
+            try:
+                (reason,) = decode(["string"], data[4:])
+            except Exception:
+                reason = None
+        elif data[:4] == PANIC_SELECTOR:
+            try:
+                (panic,) = decode(["uint256"], data[4:])
+                reason = panic_reason(panic)
+            except Exception:
+                panic = None
+        elif len(data) >= 4 and abi:
+            decoded = _decode_custom(data, abi)
+            if decoded is not None:
+                name, args = decoded
+        if reason is None and not data:
+            # no data: take the reason from the message (ganache, older geth)
+            match = _VM_EXCEPTION.search(message)
+            if match and match.group("reason"):
+                reason = match.group("reason").strip()
+            elif message.startswith("execution reverted: "):
+                reason = message[len("execution reverted: ") :]
+        return cls(
+            error.get("code"),
+            message,
+            data,
+            reason=reason,
+            panic_code=panic,
+            error_name=name,
+            error_args=args,
+            secrets=secrets,
+        )

@@ -1,0 +1,848 @@
+"""JSON-RPC over HTTP: one small interface, a sync and an async twin.
+
+A transport takes a list of ``RpcCall`` and returns one ``RpcResult`` per call, in call order::
+
+    with HTTPTransport(url=f"{devnet.url}/v3/{devnet.api_key}") as t:
+        block, chain = t.handle_request([RpcCall("eth_blockNumber", []),
+                                         RpcCall("eth_chainId", [])])
+
+``HTTPTransport`` (``httpx.Client`` + a thread pool) and ``AsyncHTTPTransport``
+(``httpx.AsyncClient`` + tasks) share the request building, answer parsing, retry policy and
+credit governor below; only the waiting and the sending differ. The sync twin never touches an
+event loop, so it works inside a running Jupyter kernel.
+
+What happens to each answer
+---------------------------
+=====================================  ==========================================================
+HTTP 200, JSON-RPC items               each item's ``result`` or ``error`` (an ``RpcError``, not
+                                       raised) goes to its call, matched by id
+HTTP 200, some ids missing             the answered items are kept; the missing calls are sent
+                                       again (retries); still missing -> ``ProtocolError``
+HTTP 200, not JSON / not JSON-RPC      retried (a truncated or proxied answer is usually
+                                       transient); after the retries -> ``ProtocolError``. The
+                                       service may have charged the calls each time.
+item error -32005 (limit exceeded)     that item is retried like a 429 (``data.backoff_seconds``)
+HTTP 429                               retried after ``Retry-After`` (seconds or HTTP-date), else
+                                       the body's ``error.data.backoff_seconds``, else backoff;
+                                       after the retries -> ``RateLimited``
+HTTP 5xx, connect/read errors,         retried with backoff; after the retries ->
+timeouts                               ``TransportError`` (the last httpx error as __cause__)
+HTTP 402                               ``CreditsExhausted`` at once (retrying cannot help)
+HTTP 401, 403                          ``AuthError`` at once
+HTTP 404                               ``ConfigError`` (wrong URL or network)
+any other status                       ``ProtocolError``
+a whole-request error object           ``RpcError`` raised (e.g. -32600 "batch too large")
+=====================================  ==========================================================
+
+Backoff is exponential with full jitter: attempt ``n`` waits ``uniform(0, min(cap, base * 2**n))``.
+A 429 also pauses the whole transport, so the other batches in flight do not hammer the
+service meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+
+from feeslab._costs import http_status_cost, method_cost
+from feeslab.fetch.errors import (
+    AuthError,
+    ConfigError,
+    CreditsExhausted,
+    FeeslabError,
+    ProtocolError,
+    RateLimited,
+    RpcError,
+    TransportError,
+    redact,
+)
+
+__all__ = [
+    "AsyncHTTPTransport",
+    "CreditGovernor",
+    "HTTPTransport",
+    "RpcCall",
+    "RpcResult",
+    "redact",
+]
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BATCH = 100
+DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_RETRIES = 5
+DEFAULT_BACKOFF = 0.5
+DEFAULT_BACKOFF_CAP = 30.0
+RATE_LIMIT_CODE = -32005  # EIP-1474 "limit exceeded", the older deployments' 429 body
+GOVERNOR_HEADROOM = 0.9
+"""The governor runs at this share of ``credits_per_second``: the service measures arrivals,
+not departures, so a client pacing at exactly the limit meets the odd 429."""
+
+_USER_AGENT = "feeslab-fetch"
+_T = TypeVar("_T")
+_KEY_IN_URL = re.compile(r"/v3/([^/?#]+)")
+
+
+# -- the interface ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RpcCall:
+    """One JSON-RPC call: ``method`` and positional ``params``."""
+
+    method: str
+    params: list = field(default_factory=list)
+
+
+class RpcResult:
+    """The answer to one ``RpcCall``: either ``result`` or ``error`` (an ``RpcError``, not raised).
+
+    Attributes
+    ----------
+    call : RpcCall
+    result : Any
+        The ``result`` member (may legitimately be None, e.g. an unknown block).
+    error : RpcError or None
+    """
+
+    __slots__ = ("call", "error", "result")
+
+    def __init__(self, call: RpcCall, result: Any = None, error: RpcError | None = None) -> None:
+        self.call = call
+        self.result = result
+        self.error = error
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Any:
+        """The result, or raise the error."""
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return f"RpcResult({self.call.method}, error={self.error!r})"
+        return f"RpcResult({self.call.method}, result={_short(self.result)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RpcResult):
+            return NotImplemented
+        return (self.call, self.result, self.error) == (other.call, other.result, other.error)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# -- the credit governor ---------------------------------------------------------------------
+
+
+class CreditGovernor:
+    """A client-side token bucket charged ``method_cost`` credits per call.
+
+    It mirrors the service's: capacity one second's worth, refilled continuously, a request may
+    go when the bucket is positive and then takes its whole cost. ``reserve`` books a request and
+    says how long to wait first, so concurrent callers queue fairly without holding a lock while
+    they wait.
+
+    Parameters
+    ----------
+    credits_per_second : float
+        The plan's throughput; the bucket runs at ``GOVERNOR_HEADROOM`` of it.
+    clock : callable
+        Monotonic seconds (injectable for tests).
+    """
+
+    def __init__(
+        self, credits_per_second: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if credits_per_second <= 0:
+            raise ConfigError("credits_per_second must be > 0 (or None to disable the governor)")
+        self.rate = credits_per_second * GOVERNOR_HEADROOM
+        self._clock = clock
+        self._level = self.rate
+        self._t = clock()
+        self._lock = threading.Lock()
+
+    def reserve(self, cost: float) -> float:
+        """Book ``cost`` credits; returns the seconds to wait before sending."""
+        with self._lock:
+            now = self._clock()
+            if now > self._t:  # refill up to now (not while earlier bookings lie in the future)
+                self._level = min(self.rate, self._level + (now - self._t) * self.rate)
+                self._t = now
+            if self._level <= 0:
+                # the bucket turns positive at this time; book our start there
+                self._t += (-self._level) / self.rate + 1e-3
+                self._level = 1e-3 * self.rate
+            self._level -= cost
+            return max(0.0, self._t - now)
+
+
+# -- request building and answer parsing (shared by the twins) ---------------------------------
+
+
+class _Stopped(Exception):
+    """Internal: another batch of the same request failed; this one was not sent."""
+
+
+class _Retry(Exception):
+    """Internal: this attempt failed in a way worth another try."""
+
+    def __init__(self, error: FeeslabError, wait: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.wait = wait  # what the service asked for, if it said
+
+
+def _build_body(calls: Sequence[RpcCall], ids: Sequence[int]) -> bytes:
+    items = [
+        {"jsonrpc": "2.0", "id": i, "method": c.method, "params": list(c.params)}
+        for c, i in zip(calls, ids, strict=True)
+    ]
+    payload: Any = items[0] if len(items) == 1 else items
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def _retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP-date."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def _backoff_seconds(body: Any) -> float | None:
+    """``error.data.backoff_seconds`` from an older deployment's -32005 body (or item)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    data = error.get("data") if isinstance(error, Mapping) else None
+    value = data.get("backoff_seconds") if isinstance(data, Mapping) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _service_says(body: Any, content: bytes) -> str:
+    """The service's explanation in an error answer, for the exception message."""
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping):
+            parts = [str(error[k]) for k in ("message", "details") if error.get(k)]
+            if parts:
+                return ": ".join(parts)
+        elif isinstance(error, str):
+            return error
+    return content[:200].decode("utf-8", "replace").strip() or "(empty body)"
+
+
+@dataclass
+class _Outcome:
+    """What one HTTP answer settled: answers by id, and the ids to send again."""
+
+    answered: dict[int, RpcResult]
+    retry_ids: list[int]
+    rate_limited: int = 0  # how many of retry_ids came back -32005
+    wait: float | None = None  # the service's hint for the retried ids
+
+
+def _interpret(
+    response: httpx.Response,
+    calls: Mapping[int, RpcCall],
+    *,
+    secrets: Sequence[str],
+    credits_spent: int,
+) -> _Outcome:
+    """Read one HTTP answer to the calls ``{id: call}``.
+
+    Raises ``_Retry`` for a transient failure of the whole request and a ``FeeslabError`` for a
+    final one.
+    """
+    status = response.status_code
+    content = response.content
+    body = _json_or_none(content)
+    said = _service_says(body, content)
+    if status == 429:
+        wait = _retry_after(response.headers)
+        if wait is None:
+            wait = _backoff_seconds(body)
+        raise _Retry(RateLimited(f"HTTP 429: {said}", retry_after=wait, secrets=secrets), wait)
+    if status == 402:
+        details = body.get("error", {}).get("details") if isinstance(body, Mapping) else None
+        raise CreditsExhausted(credits_spent=credits_spent, details=details, secrets=secrets)
+    if status in (401, 403):
+        raise AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
+    if status >= 500:
+        raise _Retry(TransportError(f"HTTP {status}: {said}", secrets=secrets))
+    if status == 404:
+        raise ConfigError(f"HTTP 404 (check the URL and network): {said}", secrets=secrets)
+    if status != 200:
+        raise ProtocolError(f"unexpected HTTP {status}: {said}", status=status, secrets=secrets)
+    if body is None:
+        raise _Retry(ProtocolError(f"the answer is not JSON: {said}", status=200, secrets=secrets))
+    items = body if isinstance(body, list) else [body]
+    if not all(isinstance(item, Mapping) for item in items):
+        raise _Retry(ProtocolError("the answer is not JSON-RPC", status=200, secrets=secrets))
+    if isinstance(body, Mapping) and body.get("id") is None and "error" in body:
+        # one error for the whole request (e.g. -32600 "batch too large")
+        if isinstance(body["error"], Mapping) and body["error"].get("code") == RATE_LIMIT_CODE:
+            wait = _backoff_seconds(body)
+            raise _Retry(RateLimited(f"HTTP 200: {said}", retry_after=wait, secrets=secrets), wait)
+        raise RpcError.from_object(body["error"], secrets=secrets)
+    return read_items(items, calls, secrets=secrets)
+
+
+def read_items(
+    items: Iterable[Any], calls: Mapping[int, RpcCall], *, secrets: Sequence[str] = ()
+) -> _Outcome:
+    """Match JSON-RPC answer items to the calls ``{id: call}`` (shared with ``ws.py``).
+
+    Items with an id we did not send, and duplicates, are ignored: their calls count as
+    missing and go again. An item answering -32005 (limit exceeded) goes again too.
+    """
+    answered: dict[int, RpcResult] = {}
+    retry_ids: list[int] = []
+    hints: list[float] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        rid = item.get("id")
+        if rid not in calls or rid in answered or rid in retry_ids:
+            continue
+        call = calls[rid]
+        error = item.get("error")
+        if error is not None:
+            if isinstance(error, Mapping) and error.get("code") == RATE_LIMIT_CODE:
+                retry_ids.append(rid)
+                hint = _backoff_seconds(item)
+                if hint is not None:
+                    hints.append(hint)
+                continue
+            answered[rid] = RpcResult(call, error=RpcError.from_object(error, secrets=secrets))
+        elif "result" in item:
+            answered[rid] = RpcResult(call, result=item["result"])
+    missing = [rid for rid in calls if rid not in answered and rid not in retry_ids]
+    return _Outcome(answered, retry_ids + missing, len(retry_ids), max(hints) if hints else None)
+
+
+def _chunks(items: Sequence[RpcCall], size: int) -> list[Sequence[RpcCall]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _secrets_of(url: str, auth: Any) -> list[str]:
+    found = _KEY_IN_URL.findall(url)
+    if isinstance(auth, tuple | list):
+        found.extend(str(part) for part in auth)
+    return found
+
+
+def _check_options(
+    url: str, max_batch: int, max_concurrency: int, retries: int, schemes: tuple[str, ...]
+) -> None:
+    if not url or not isinstance(url, str):
+        raise ConfigError(f"url is required, e.g. {schemes[-1]}://mainnet.infura.io/v3/<KEY>")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(f"invalid url {url!r}: {exc}", secrets=_secrets_of(url, 0)) from None
+    if parsed.scheme not in schemes or not parsed.host:
+        raise ConfigError(
+            f"url must be a {'/'.join(schemes)} URL, not {url!r}", secrets=_secrets_of(url, 0)
+        )
+    if max_batch < 1 or max_concurrency < 1 or retries < 0:
+        raise ConfigError("max_batch and max_concurrency must be >= 1 and retries >= 0")
+
+
+class _Core:
+    """Options and bookkeeping the two twins share."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        max_batch: int,
+        max_concurrency: int,
+        credits_per_second: float | None,
+        retries: int,
+        backoff: float,
+        backoff_cap: float,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None,
+        clock: Callable[[], float],
+        rng: random.Random | None,
+        auth: Any,
+        schemes: tuple[str, ...] = ("http", "https"),
+    ) -> None:
+        _check_options(url, max_batch, max_concurrency, retries, schemes)
+        self.url = url
+        self.max_batch = max_batch
+        self.max_concurrency = max_concurrency
+        self.retries = retries
+        self.backoff = backoff
+        self.backoff_cap = backoff_cap
+        self.on_response = on_response
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.secrets = _secrets_of(url, auth)
+        self.governor = (
+            CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
+        )
+        self.credits_spent = 0
+        self.attempts = 0  # HTTP requests sent, all batches together
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+
+    def next_ids(self, n: int) -> list[int]:
+        with self._lock:
+            return [next(self._ids) for _ in range(n)]
+
+    def before_send(self, calls: Iterable[RpcCall]) -> float:
+        """Seconds to wait before sending: the governor's booking and any 429 pause."""
+        wait = (
+            self.governor.reserve(sum(method_cost(c.method) for c in calls))
+            if (self.governor)
+            else 0.0
+        )
+        return max(wait, self._paused_until - self.clock())
+
+    def record(self, calls: Sequence[RpcCall], status: int) -> None:
+        # what the service charged: every call of a served request, a fee for other 4xx
+        with self._lock:
+            self.attempts += 1
+            if status == 200:
+                self.credits_spent += sum(method_cost(c.method) for c in calls)
+            else:
+                self.credits_spent += http_status_cost(status)
+        if self.on_response is not None:
+            self.on_response(list(calls), status)
+
+    def backoff_wait(self, attempt: int, hint: float | None, rate_limited: bool) -> float:
+        if hint is not None:
+            wait = hint
+        else:
+            wait = self.rng.uniform(0, min(self.backoff_cap, self.backoff * 2**attempt))
+        if rate_limited:
+            # pause the whole transport; before_send makes every batch (this one too) wait
+            with self._lock:
+                self._paused_until = max(self._paused_until, self.clock() + wait)
+            return 0.0
+        return wait
+
+    def interpret(self, response: httpx.Response, pending: Mapping[int, RpcCall]) -> _Outcome:
+        self.record(list(pending.values()), response.status_code)
+        return _interpret(response, pending, secrets=self.secrets, credits_spent=self.credits_spent)
+
+    def partial_failure(self, outcome: _Outcome) -> _Retry | None:
+        """Why some calls of a served request must go again (None: their answers were lost)."""
+        if not outcome.rate_limited:
+            return None
+        error = RateLimited(
+            f"{outcome.rate_limited} call(s) answered -32005 (limit exceeded)",
+            retry_after=outcome.wait,
+        )
+        return _Retry(error, outcome.wait)
+
+    def give_up(self, failure: _Retry | None, missing: int, attempts: int) -> FeeslabError:
+        if failure is None:
+            return ProtocolError(
+                f"{missing} call(s) never came back (no answer with their id) after "
+                f"{attempts} attempts",
+                status=200,
+            )
+        error = failure.error
+        if isinstance(error, RateLimited):
+            error.attempts = attempts
+            error.message = redact(f"{error.message} (gave up after {attempts} attempts)")
+            error.args = (error.message,)
+        return error
+
+    def transport_error(self, exc: httpx.HTTPError) -> _Retry:
+        kind = type(exc).__name__
+        text = redact(str(exc) or kind, self.secrets)
+        error = TransportError(f"{kind}: {text}", secrets=self.secrets)
+        error.__cause__ = exc
+        return _Retry(error)
+
+
+async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
+    """Run ``coros`` concurrently; results in order.
+
+    On the first failure the others are cancelled (a 402 should not let seven more batches
+    knock on the door) and that failure is raised, not a sibling's ``_Stopped``.
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+    real = [e for e in errors if not isinstance(e, _Stopped)]
+    if real or errors:
+        raise (real or errors)[0]
+    return [task.result() for task in tasks]
+
+
+def _client_kwargs(
+    url: str, timeout: Any, headers: Mapping[str, str] | None, auth: Any
+) -> dict[str, Any]:
+    merged = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
+    merged.update(headers or {})
+    timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+    return {"headers": merged, "timeout": timeout, "auth": auth}
+
+
+# -- async ---------------------------------------------------------------------------------------
+
+
+class AsyncHTTPTransport:
+    """JSON-RPC over HTTP for ``asyncio`` code.
+
+    Parameters
+    ----------
+    url : str
+        The node endpoint, e.g. ``https://mainnet.infura.io/v3/<KEY>``.
+    max_batch : int
+        Calls per HTTP request; longer lists are split (default 100).
+    max_concurrency : int
+        Requests in flight at once (default 8).
+    credits_per_second : float, optional
+        Pace requests with a client-side token bucket charged ``feeslab._costs.method_cost``
+        per call, so that a big scan stays under the plan's throughput. None disables it.
+    retries : int
+        Further attempts after a 429, 5xx, malformed answer or network error (default 5).
+    backoff, backoff_cap : float
+        Base and cap (seconds) of the exponential backoff with full jitter.
+    timeout : float or httpx.Timeout
+        Per request (default 30 s).
+    headers : mapping, optional
+        Extra request headers.
+    auth : tuple or httpx.Auth, optional
+        E.g. ``(key, secret)`` for HTTP Basic.
+    transport : httpx.AsyncBaseTransport, optional
+        An httpx transport to send through (e.g. ``httpx.MockTransport`` in tests).
+    on_response : callable, optional
+        ``on_response(calls, http_status)`` after every HTTP answer, for a credits ledger.
+    sleep : callable, optional
+        ``await sleep(seconds)``; default ``asyncio.sleep`` (injectable for tests).
+    clock : callable, optional
+        Monotonic seconds for the governor; default ``time.monotonic``.
+    rng : random.Random, optional
+        Source of the backoff jitter.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        credits_per_second: float | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._core = _Core(
+            url=url,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            credits_per_second=credits_per_second,
+            retries=retries,
+            backoff=backoff,
+            backoff_cap=backoff_cap,
+            on_response=on_response,
+            clock=clock,
+            rng=rng,
+            auth=auth,
+        )
+        self._sleep = sleep
+        self._client = httpx.AsyncClient(
+            transport=transport, **_client_kwargs(url, timeout, headers, auth)
+        )
+
+    def __repr__(self) -> str:
+        return f"<AsyncHTTPTransport {redact(self._core.url, self._core.secrets)}>"
+
+    @property
+    def credits_spent(self) -> int:
+        """Credits the service charged this transport so far (by the cost table)."""
+        return self._core.credits_spent
+
+    @property
+    def attempts(self) -> int:
+        """HTTP requests sent so far, retries included."""
+        return self._core.attempts
+
+    async def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        """Send ``calls`` (split into batches, run concurrently); results in call order."""
+        calls = list(calls)
+        if not calls:
+            return []
+        limit = asyncio.Semaphore(self._core.max_concurrency)
+
+        stop = threading.Event()
+
+        async def run(chunk: Sequence[RpcCall]) -> list[RpcResult]:
+            async with limit:
+                return await self._send_batch(chunk, stop)
+
+        parts = await gather_or_cancel([run(c) for c in _chunks(calls, self._core.max_batch)])
+        return [result for part in parts for result in part]
+
+    async def _send_batch(
+        self, calls: Sequence[RpcCall], stop: threading.Event | None = None
+    ) -> list[RpcResult]:
+        core = self._core
+        ids = core.next_ids(len(calls))
+        pending = dict(zip(ids, calls, strict=True))
+        done: dict[int, RpcResult] = {}
+        failure: _Retry | None = None
+        for attempt in range(core.retries + 1):
+            wait = core.before_send(pending.values())
+            if wait > 0:
+                await self._sleep(wait)
+            if stop is not None and stop.is_set():
+                raise _Stopped
+            body = _build_body(list(pending.values()), list(pending))
+            try:
+                response = await self._client.post(core.url, content=body)
+                outcome = core.interpret(response, pending)
+            except _Retry as retry:
+                failure = retry
+            except httpx.HTTPError as exc:
+                failure = core.transport_error(exc)
+            except FeeslabError:
+                if stop is not None:
+                    stop.set()
+                raise
+            else:
+                done.update(outcome.answered)
+                pending = {rid: pending[rid] for rid in outcome.retry_ids}
+                if not pending:
+                    break
+                failure = core.partial_failure(outcome)
+            if attempt < core.retries:
+                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
+                wait = core.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
+                if wait > 0:
+                    await self._sleep(wait)
+        else:
+            raise core.give_up(failure, len(pending), core.retries + 1)
+        return [done[rid] for rid in ids]
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncHTTPTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+# -- sync ----------------------------------------------------------------------------------------
+
+
+class HTTPTransport:
+    """JSON-RPC over HTTP, blocking: the twin of ``AsyncHTTPTransport``.
+
+    Batches run on a private thread pool through one ``httpx.Client``; no event loop is used,
+    so it is safe to call from a Jupyter cell (where a loop is already running).
+
+    Parameters
+    ----------
+    url, max_batch, max_concurrency, credits_per_second, retries, backoff, backoff_cap,
+    timeout, headers, auth, on_response, clock, rng
+        As for ``AsyncHTTPTransport``.
+    transport : httpx.BaseTransport, optional
+        An httpx transport to send through (e.g. ``httpx.MockTransport``).
+    sleep : callable, optional
+        ``sleep(seconds)``; default ``time.sleep``.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        credits_per_second: float | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        transport: httpx.BaseTransport | None = None,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._core = _Core(
+            url=url,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            credits_per_second=credits_per_second,
+            retries=retries,
+            backoff=backoff,
+            backoff_cap=backoff_cap,
+            on_response=on_response,
+            clock=clock,
+            rng=rng,
+            auth=auth,
+        )
+        self._sleep = sleep
+        limits = httpx.Limits(max_connections=max(max_concurrency, 10))
+        self._client = httpx.Client(
+            transport=transport, limits=limits, **_client_kwargs(url, timeout, headers, auth)
+        )
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<HTTPTransport {redact(self._core.url, self._core.secrets)}>"
+
+    @property
+    def credits_spent(self) -> int:
+        """Credits the service charged this transport so far (by the cost table)."""
+        return self._core.credits_spent
+
+    @property
+    def attempts(self) -> int:
+        """HTTP requests sent so far, retries included."""
+        return self._core.attempts
+
+    def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        """Send ``calls`` (split into batches, run concurrently); results in call order."""
+        calls = list(calls)
+        if not calls:
+            return []
+        chunks = _chunks(calls, self._core.max_batch)
+        if len(chunks) == 1:
+            return self._send_batch(chunks[0])
+        stop = threading.Event()
+        futures = [self._executor().submit(self._send_batch, chunk, stop) for chunk in chunks]
+        try:
+            parts = [future.result() for future in futures]
+        except BaseException:
+            # a failure stops the batches not yet sent (a 402 should not let seven more knock);
+            # raise the real error, not a sibling's _Stopped
+            stop.set()
+            for future in futures:
+                future.cancel()
+            for future in futures:
+                error = None if future.cancelled() else future.exception()
+                if error is not None and not isinstance(error, _Stopped):
+                    raise error from None
+            raise
+        return [result for part in parts for result in part]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    self._core.max_concurrency, thread_name_prefix="feeslab-fetch"
+                )
+            return self._pool
+
+    def _send_batch(
+        self, calls: Sequence[RpcCall], stop: threading.Event | None = None
+    ) -> list[RpcResult]:
+        core = self._core
+        ids = core.next_ids(len(calls))
+        pending = dict(zip(ids, calls, strict=True))
+        done: dict[int, RpcResult] = {}
+        failure: _Retry | None = None
+        for attempt in range(core.retries + 1):
+            wait = core.before_send(pending.values())
+            if wait > 0:
+                self._sleep(wait)
+            if stop is not None and stop.is_set():
+                raise _Stopped
+            body = _build_body(list(pending.values()), list(pending))
+            try:
+                response = self._client.post(core.url, content=body)
+                outcome = core.interpret(response, pending)
+            except _Retry as retry:
+                failure = retry
+            except httpx.HTTPError as exc:
+                failure = core.transport_error(exc)
+            except FeeslabError:
+                if stop is not None:
+                    stop.set()
+                raise
+            else:
+                done.update(outcome.answered)
+                pending = {rid: pending[rid] for rid in outcome.retry_ids}
+                if not pending:
+                    break
+                failure = core.partial_failure(outcome)
+            if attempt < core.retries:
+                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
+                wait = core.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
+                if wait > 0:
+                    self._sleep(wait)
+        else:
+            raise core.give_up(failure, len(pending), core.retries + 1)
+        return [done[rid] for rid in ids]
+
+    def close(self) -> None:
+        """Close the connection pool and the worker threads."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+        self._client.close()
+
+    def __enter__(self) -> HTTPTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

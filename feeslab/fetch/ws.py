@@ -1,0 +1,581 @@
+"""JSON-RPC over one WebSocket: the same ``handle_request`` interface, plus subscriptions.
+
+::
+
+    async with AsyncWebSocketTransport(url=f"{devnet.ws_url}/ws/v3/{devnet.api_key}") as t:
+        results = await t.handle_request([RpcCall("eth_blockNumber", [])])
+        async for head in await t.subscribe("newHeads"):
+            ...
+
+Concurrent requests share the connection and are told apart by id (ids are assigned here).
+A reader task routes each answer to its waiting request and each ``eth_subscription``
+notification to its subscription. ``WebSocketTransport`` is the blocking twin: it runs the
+async transport on a private event-loop thread, so it also works inside a running Jupyter
+kernel.
+
+Answers are read like ``transport.py``'s: per-item errors come back as ``RpcError`` values;
+a 429 (one error object answering a whole batch, with id null: it is taken to answer the oldest
+batch still waiting, as the service answers a connection's messages in order) or a -32005 item
+is retried with backoff;
+an unanswered request is sent again after ``timeout``; a dropped connection is reopened for
+the next attempt (subscriptions end with ``TransportError``). The service closes the socket
+after a 402 message: every waiting request, every subscription and every later call raises
+``CreditsExhausted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from feeslab.fetch.errors import (
+    AuthError,
+    ConfigError,
+    CreditsExhausted,
+    FeeslabError,
+    ProtocolError,
+    RateLimited,
+    RpcError,
+    TransportError,
+)
+from feeslab.fetch.transport import (
+    DEFAULT_BACKOFF,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RATE_LIMIT_CODE,
+    RpcCall,
+    RpcResult,
+    _backoff_seconds,
+    _build_body,
+    _chunks,
+    _Core,
+    _Retry,
+    _service_says,
+    gather_or_cancel,
+    read_items,
+)
+
+__all__ = ["AsyncSubscription", "AsyncWebSocketTransport", "Subscription", "WebSocketTransport"]
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024  # geth's WebSocket read limit
+_T = TypeVar("_T")
+_END = object()  # queued when a subscription ends
+
+
+class _Group:
+    """One request in flight: its ids and the answers collected so far."""
+
+    def __init__(self, ids: Sequence[int], loop: asyncio.AbstractEventLoop) -> None:
+        self.ids = set(ids)
+        self.answers: list[Any] = []
+        self.future: asyncio.Future[Any] = loop.create_future()
+
+    def add(self, item: Mapping[str, Any]) -> None:
+        self.answers.append(item)
+        if len(self.answers) >= len(self.ids) and not self.future.done():
+            self.future.set_result(None)
+
+    def fail_whole(self, item: Mapping[str, Any]) -> None:
+        # the service answered the whole batch with one error (429 for a batch)
+        if not self.future.done():
+            self.future.set_result(item)
+
+
+class AsyncSubscription:
+    """Notifications of one ``eth_subscribe``: an async iterator of their ``result`` members.
+
+    Attributes
+    ----------
+    id : str
+        The subscription id the node gave.
+    kind : str
+        E.g. ``"newHeads"``.
+    """
+
+    def __init__(self, transport: AsyncWebSocketTransport, sub_id: str, kind: str) -> None:
+        self.id = sub_id
+        self.kind = kind
+        self._transport = transport
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._error: FeeslabError | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<AsyncSubscription {self.kind} {self.id}>"
+
+    def _push(self, value: Any) -> None:
+        self._queue.put_nowait(value)
+
+    def _end(self, error: FeeslabError | None) -> None:
+        self._error = error
+        self._queue.put_nowait(_END)
+
+    def __aiter__(self) -> AsyncSubscription:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._closed:
+            raise StopAsyncIteration
+        value = await self._queue.get()
+        if value is _END:
+            self._closed = True
+            self._queue.put_nowait(_END)  # later calls end too
+            if self._error is not None:
+                raise self._error
+            raise StopAsyncIteration
+        return value
+
+    async def aclose(self) -> None:
+        """Unsubscribe (``eth_unsubscribe``) and end the iteration."""
+        if self._closed:
+            return
+        self._closed = True
+        self._transport._subs.pop(self.id, None)
+        if self._transport.connected:
+            with contextlib.suppress(FeeslabError):
+                await self._transport.handle_request([RpcCall("eth_unsubscribe", [self.id])])
+        self._end(None)
+
+
+class AsyncWebSocketTransport:
+    """JSON-RPC over one WebSocket connection, for ``asyncio`` code.
+
+    Parameters
+    ----------
+    url : str
+        ``ws(s)://.../ws/v3/<KEY>``.
+    max_batch, max_concurrency, credits_per_second, retries, backoff, backoff_cap, on_response,
+    clock, rng
+        As for ``feeslab.fetch.transport.AsyncHTTPTransport``.
+    timeout : float
+        Seconds to wait for the connection and for each answer (default 30).
+    sleep : callable, optional
+        ``await sleep(seconds)``; default ``asyncio.sleep``.
+    max_size : int
+        Largest message accepted (default 32 MiB, geth's limit).
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        credits_per_second: float | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+        max_size: int = MAX_MESSAGE_BYTES,
+    ) -> None:
+        self._core = _Core(
+            url=url,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            credits_per_second=credits_per_second,
+            retries=retries,
+            backoff=backoff,
+            backoff_cap=backoff_cap,
+            on_response=on_response,
+            clock=clock,
+            rng=rng,
+            auth=None,
+            schemes=("ws", "wss"),
+        )
+        self._timeout = timeout
+        self._sleep = sleep
+        self._max_size = max_size
+        self._ws: ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._connect_lock: asyncio.Lock | None = None
+        self._limit: asyncio.Semaphore | None = None
+        self._waiting: dict[int, _Group] = {}
+        self._subs: dict[str, AsyncSubscription] = {}
+        self._early: dict[str, list[Any]] = {}  # notifications that beat their subscribe answer
+        self._exhausted: CreditsExhausted | None = None
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return f"<AsyncWebSocketTransport {self._redact(self._core.url)}>"
+
+    def _redact(self, text: str) -> str:
+        from feeslab.fetch.errors import redact
+
+        return redact(text, self._core.secrets)
+
+    @property
+    def credits_spent(self) -> int:
+        """Credits the service charged this transport so far (by the cost table)."""
+        return self._core.credits_spent
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and self._reader is not None and not self._reader.done()
+
+    # -- connection -----------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the connection (done on first use; a dropped connection is reopened)."""
+        if self._exhausted is not None:
+            raise self._exhausted
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            if self.connected:
+                return
+            self._closing = False
+            secrets = self._core.secrets
+            try:
+                ws = await connect(
+                    self._core.url,
+                    open_timeout=self._timeout,
+                    max_size=self._max_size,
+                    ping_interval=None,  # the node does not need keepalives; answers do it
+                )
+            except InvalidStatus as exc:
+                raise self._handshake_error(exc) from None
+            except (OSError, TimeoutError, InvalidHandshake) as exc:
+                error = TransportError(
+                    f"cannot open the WebSocket: {type(exc).__name__}: {exc}", secrets=secrets
+                )
+                raise error from exc
+            self._ws = ws
+            self._reader = asyncio.create_task(self._read(ws))
+
+    def _handshake_error(self, exc: InvalidStatus) -> FeeslabError:
+        status = exc.response.status_code
+        body_bytes = exc.response.body or b""
+        try:
+            body = json.loads(body_bytes)
+        except ValueError:
+            body = None
+        said = _service_says(body, body_bytes)
+        secrets = self._core.secrets
+        if status in (401, 403):
+            return AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
+        if status == 402:
+            return CreditsExhausted(credits_spent=self._core.credits_spent, secrets=secrets)
+        if status == 404:
+            return ConfigError(f"HTTP 404 (check the URL and network): {said}", secrets=secrets)
+        return ProtocolError(
+            f"WebSocket refused with HTTP {status}: {said}", status=status, secrets=secrets
+        )
+
+    async def _read(self, ws: ClientConnection) -> None:
+        error: FeeslabError | None = None
+        try:
+            async for message in ws:
+                self._dispatch(message)
+        except ConnectionClosed as exc:
+            error = TransportError(f"the WebSocket closed: {exc}", secrets=self._core.secrets)
+        finally:
+            if self._exhausted is not None:
+                error = self._exhausted
+            elif error is None and not self._closing:
+                rcvd = ws.close_code
+                error = TransportError(
+                    f"the service closed the WebSocket (code {rcvd})", secrets=self._core.secrets
+                )
+            self._ws = None
+            self._fail_all(error)
+
+    def _fail_all(self, error: FeeslabError | None) -> None:
+        for group in set(self._waiting.values()):
+            if not group.future.done():
+                group.future.set_exception(error or TransportError("the WebSocket was closed"))
+                group.future.exception()  # mark retrieved: a late failure is not "never seen"
+        self._waiting.clear()
+        for sub in list(self._subs.values()):
+            sub._end(error)
+        self._subs.clear()
+
+    def _dispatch(self, message: str | bytes) -> None:
+        try:
+            body = json.loads(message)
+        except ValueError:
+            return  # no id to blame; the request it answered times out and goes again
+        if isinstance(body, list):
+            for item in body:
+                self._answer(item, whole=False)
+        elif isinstance(body, Mapping):
+            if body.get("method") == "eth_subscription":
+                self._notify(body.get("params"))
+            else:
+                self._answer(body, whole=True)
+
+    def _answer(self, item: Any, *, whole: bool) -> None:
+        if not isinstance(item, Mapping):
+            return
+        error = item.get("error")
+        code = error.get("code") if isinstance(error, Mapping) else None
+        if code == 402:
+            details = error.get("details")
+            self._exhausted = CreditsExhausted(
+                credits_spent=self._core.credits_spent, details=details, secrets=self._core.secrets
+            )
+            self._fail_all(self._exhausted)  # the service closes the socket next
+            return
+        group = self._waiting.get(item.get("id"))
+        if group is None and whole and item.get("id") is None and code in (429, RATE_LIMIT_CODE):
+            # a refused batch is answered with id null: the service answers a connection's
+            # messages in order, so it is the oldest batch still waiting for any answer
+            group = next(
+                (
+                    g
+                    for g in self._waiting.values()
+                    if not g.answers and len(g.ids) > 1 and not g.future.done()
+                ),
+                None,
+            )
+        if group is None:
+            return
+        if whole and code in (429, RATE_LIMIT_CODE) and len(group.ids) > 1:
+            group.fail_whole(item)
+        else:
+            group.add(item)
+
+    def _notify(self, params: Any) -> None:
+        if not isinstance(params, Mapping):
+            return
+        sub_id = params.get("subscription")
+        sub = self._subs.get(sub_id)
+        if sub is not None:
+            sub._push(params.get("result"))
+        elif isinstance(sub_id, str) and len(self._early) < 64:
+            self._early.setdefault(sub_id, []).append(params.get("result"))
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        """Send ``calls`` (split into batches, multiplexed); results in call order."""
+        calls = list(calls)
+        if not calls:
+            return []
+        if self._limit is None:
+            self._limit = asyncio.Semaphore(self._core.max_concurrency)
+        limit = self._limit
+
+        async def run(chunk: Sequence[RpcCall]) -> list[RpcResult]:
+            async with limit:
+                return await self._send_batch(chunk)
+
+        parts = await gather_or_cancel([run(c) for c in _chunks(calls, self._core.max_batch)])
+        return [result for part in parts for result in part]
+
+    async def _send_batch(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        core = self._core
+        ids = core.next_ids(len(calls))
+        pending = dict(zip(ids, calls, strict=True))
+        done: dict[int, RpcResult] = {}
+        failure: _Retry | None = None
+        for attempt in range(core.retries + 1):
+            wait = core.before_send(pending.values())
+            if wait > 0:
+                await self._sleep(wait)
+            try:
+                outcome = await self._exchange(pending)
+            except _Retry as retry:
+                failure = retry
+            else:
+                done.update(outcome.answered)
+                pending = {rid: pending[rid] for rid in outcome.retry_ids}
+                if not pending:
+                    break
+                failure = core.partial_failure(outcome)
+            if attempt < core.retries:
+                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
+                hint = failure.wait if failure else None
+                wait = core.backoff_wait(attempt, hint, rate_limited)
+                if wait > 0:
+                    await self._sleep(wait)
+        else:
+            raise core.give_up(failure, len(pending), core.retries + 1)
+        return [done[rid] for rid in ids]
+
+    async def _exchange(self, pending: Mapping[int, RpcCall]) -> Any:
+        """One attempt: send the calls, wait for their answers, read them."""
+        try:
+            await self.connect()
+        except TransportError as exc:
+            raise _Retry(exc) from None
+        assert self._ws is not None
+        group = _Group(list(pending), asyncio.get_running_loop())
+        for rid in pending:
+            self._waiting[rid] = group
+        calls = list(pending.values())
+        try:
+            await self._ws.send(_build_body(calls, list(pending)).decode())
+            whole = await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
+        except TimeoutError:
+            whole = None  # the unanswered calls count as missing and go again
+        except ConnectionClosed as exc:
+            if self._exhausted is not None:
+                raise self._exhausted from None
+            raise _Retry(TransportError(f"the WebSocket closed: {exc}")) from None
+        except TransportError as exc:
+            raise _Retry(exc) from None
+        finally:
+            for rid in pending:
+                self._waiting.pop(rid, None)
+        if whole is not None:
+            self._core.record(calls, 429)
+            wait = _backoff_seconds(whole)
+            said = _service_says(whole, b"")
+            raise _Retry(RateLimited(f"WebSocket 429: {said}", retry_after=wait), wait)
+        self._core.record(calls, 200)
+        return read_items(group.answers, pending, secrets=self._core.secrets)
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    async def subscribe(self, kind: str = "newHeads", *params: Any) -> AsyncSubscription:
+        """``eth_subscribe(kind, *params)``; iterate the result for the notifications.
+
+        Raises
+        ------
+        RpcError
+            When the node refuses the subscription.
+        """
+        (answer,) = await self.handle_request([RpcCall("eth_subscribe", [kind, *params])])
+        sub_id = answer.unwrap()
+        if not isinstance(sub_id, str):
+            raise RpcError(None, f"eth_subscribe answered {sub_id!r}, not a subscription id")
+        sub = AsyncSubscription(self, sub_id, kind)
+        self._subs[sub_id] = sub
+        for value in self._early.pop(sub_id, []):
+            sub._push(value)
+        return sub
+
+    # -- closing ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connection; open subscriptions end."""
+        self._closing = True
+        ws, reader = self._ws, self._reader
+        if ws is not None:
+            await ws.close()
+        if reader is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await reader
+        self._ws = self._reader = None
+
+    aclose = close
+
+    async def __aenter__(self) -> AsyncWebSocketTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+# -- the blocking twin --------------------------------------------------------------------------
+
+
+class _LoopThread:
+    """A private event loop on a daemon thread: runs coroutines for blocking callers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="feeslab-ws", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("WebSocketTransport called from its own loop thread")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class Subscription:
+    """The blocking twin of ``AsyncSubscription``: iterate it for the notifications."""
+
+    def __init__(self, inner: AsyncSubscription, loop: _LoopThread) -> None:
+        self._inner = inner
+        self._loop = loop
+        self.id = inner.id
+        self.kind = inner.kind
+
+    def __repr__(self) -> str:
+        return f"<Subscription {self.kind} {self.id}>"
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return self._loop.run(self._inner.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        """Unsubscribe and end the iteration."""
+        self._loop.run(self._inner.aclose())
+
+
+class WebSocketTransport:
+    """JSON-RPC over one WebSocket, blocking: the twin of ``AsyncWebSocketTransport``.
+
+    The async transport runs on a private event-loop thread, never on the caller's loop, so
+    this works from a Jupyter cell. Options are those of ``AsyncWebSocketTransport``.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._loop = _LoopThread()
+        try:
+            self._inner: AsyncWebSocketTransport = self._loop.run(_make(options))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def __repr__(self) -> str:
+        return repr(self._inner).replace("AsyncWebSocketTransport", "WebSocketTransport")
+
+    @property
+    def credits_spent(self) -> int:
+        return self._inner.credits_spent
+
+    def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        """Send ``calls``; results in call order (see ``AsyncWebSocketTransport``)."""
+        return self._loop.run(self._inner.handle_request(calls))
+
+    def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
+        """``eth_subscribe(kind, *params)``; iterate the result for the notifications."""
+        return Subscription(self._loop.run(self._inner.subscribe(kind, *params)), self._loop)
+
+    def close(self) -> None:
+        """Close the connection and stop the private loop thread."""
+        if not self._loop.loop.is_closed():
+            self._loop.run(self._inner.close())
+            self._loop.stop()
+
+    def __enter__(self) -> WebSocketTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def _make(options: dict[str, Any]) -> AsyncWebSocketTransport:
+    # built on the loop thread so its asyncio objects belong to that loop
+    return AsyncWebSocketTransport(**options)

@@ -1,0 +1,48 @@
+"""Frames: pure parse functions from decoded node / Gas API JSON to pandas DataFrames.
+
+The fetch layer (:mod:`feeslab.fetch`) does the I/O and hands its decoded JSON here.
+Conventions, shared by every frame:
+
+* ``block_number`` is int64; timestamps are ``datetime64[ns, UTC]``;
+* snake_case columns, with the unit as a suffix where it is ambiguous (``base_fee_wei``,
+  ``base_fee_gwei``, ``gas_used_ratio``);
+* amounts are exact: base fees and tips as int64 (a value beyond 2**63 - 1 wei raises), and
+  values that may exceed int64 (difficulty, total difficulty, storage words) as Python ints
+  in ``object`` columns;
+* an empty input gives an empty frame with the documented dtypes (the ``*_DTYPES`` dicts).
+
+References
+----------
+.. [1] Ethereum execution APIs, https://github.com/ethereum/execution-apis
+.. [2] EIP-1559: Fee market change for ETH 1.0 chain, https://eips.ethereum.org/EIPS/eip-1559
+"""
+
+from feeslab.frames.base_fees import (
+    BASE_FEE_DTYPES,
+    FEE_HISTORY_DTYPES,
+    parse_base_fee_history,
+    parse_fee_history,
+    reward_column,
+    stitch_base_fee_snapshots,
+)
+from feeslab.frames.blocks import BLOCK_DTYPES, parse_blocks
+from feeslab.frames.storage import STORAGE_DTYPES, decode_series, parse_storage_series
+from feeslab.frames.uncles import UNCLE_DTYPES, UNCLE_SCAN_DTYPES, parse_uncles, uncle_scan_frame
+
+__all__ = [
+    "BASE_FEE_DTYPES",
+    "BLOCK_DTYPES",
+    "FEE_HISTORY_DTYPES",
+    "STORAGE_DTYPES",
+    "UNCLE_DTYPES",
+    "UNCLE_SCAN_DTYPES",
+    "decode_series",
+    "parse_base_fee_history",
+    "parse_blocks",
+    "parse_fee_history",
+    "parse_storage_series",
+    "parse_uncles",
+    "reward_column",
+    "stitch_base_fee_snapshots",
+    "uncle_scan_frame",
+]

@@ -1,0 +1,139 @@
+"""parse_blocks on the execution-apis conformance fixtures and synthetic edge cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from feeslab.frames import BLOCK_DTYPES, parse_blocks
+
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
+BLOCK_TESTS = REFERENCE / "execution-apis" / "tests" / "eth_getBlockByNumber"
+
+
+def io_result(path: Path):
+    """The ``<< {json}`` answer of an execution-apis ``.io`` test."""
+    for line in path.read_text().splitlines():
+        if line.startswith("<< "):
+            return json.loads(line[3:])["result"]
+    raise AssertionError(f"no answer line in {path}")
+
+
+def check_dtypes(frame: pd.DataFrame) -> None:
+    assert list(frame.columns) == list(BLOCK_DTYPES)
+    assert {c: str(t) for c, t in frame.dtypes.items()} == BLOCK_DTYPES
+
+
+def test_london_block_from_the_conformance_suite():
+    frame = parse_blocks([io_result(BLOCK_TESTS / "get-block-london-fork.io")])
+    check_dtypes(frame)
+    row = frame.iloc[0]
+    # values written out from the fixture's JSON
+    assert row.block_number == 0x1B == 27
+    assert row.hash == "0xb82be38216daf4487ab4fcafe9413892e7140f6816276560ec10d94d039db1aa"
+    assert row.parent_hash == "0xea412d6a2f9d9f21112e310261ff8cc2a1b0e4e4369f9d8feffb91da818d13af"
+    assert row.timestamp == pd.Timestamp(0x10E, unit="s", tz="UTC")  # 270 s after the epoch
+    assert row.miner == "0x0000000000000000000000000000000000000000"
+    assert row.difficulty == 0x202C0 == 131776
+    assert row.total_difficulty is None  # the fixture has no totalDifficulty
+    assert row.gas_limit == 0xBEBC200 == 200_000_000
+    assert row.gas_used == 0x23948 == 145736
+    assert row.gas_used_ratio == pytest.approx(145736 / 200_000_000)
+    assert row.base_fee_wei == 0x3B9ACA00 == 1_000_000_000  # London's initial base fee
+    assert row.size_bytes == 0x4A5
+    assert row.uncle_count == 0
+    assert row.uncle_hashes == ()
+
+
+def test_every_fixture_block_parses_together():
+    names = [
+        "get-genesis.io",
+        "get-block-london-fork.io",
+        "get-block-merge-fork.io",
+        "get-block-shanghai-fork.io",
+        "get-block-cancun-fork.io",
+        "get-block-prague-fork.io",
+        "get-latest.io",  # full transaction objects (params [.., true])
+    ]
+    results = [io_result(BLOCK_TESTS / name) for name in names]
+    frame = parse_blocks(results)
+    check_dtypes(frame)
+    assert frame.block_number.tolist() == [0, 0x1B, 0x24, 0x27, 0x2A, 0x2D, 0x36]
+    # genesis is pre-London: no baseFeePerGas -> <NA>
+    assert frame.base_fee_wei.isna().tolist() == [True] + [False] * 6
+    assert frame.base_fee_wei.iloc[2] == 0x11F76EC1
+    assert frame.difficulty.tolist()[:3] == [0x20000, 0x202C0, 0]  # 0 after the merge
+    assert frame.transaction_count.tolist() == [len(r["transactions"]) for r in results]
+    assert frame.timestamp.iloc[0] == pd.Timestamp("1970-01-01", tz="UTC")
+    assert frame.size_bytes.iloc[0] == 0x205
+
+
+def header(number: int, **fields) -> dict:
+    block = {
+        "number": hex(number),
+        "hash": "0x" + f"{number:064x}",
+        "parentHash": "0x" + f"{number - 1:064x}",
+        "timestamp": hex(1_438_269_988 + 13 * number),
+        "miner": "0x" + "ab" * 20,
+        "difficulty": "0x1",
+        "totalDifficulty": "0x2",
+        "gasLimit": "0x1388",
+        "gasUsed": "0x0",
+        "size": "0x21d",
+        "transactions": [],
+        "uncles": [],
+    }
+    block.update(fields)
+    return {k: v for k, v in block.items() if v is not ...}
+
+
+def test_pre_london_huge_difficulty_and_null_total_difficulty_stay_exact():
+    huge = 2**64 + 12345  # beyond int64 and float precision
+    total = 2**100 + 1
+    frame = parse_blocks(
+        [
+            header(100, difficulty=hex(huge), totalDifficulty=hex(total)),
+            header(101, totalDifficulty=None, uncles=["0x" + "11" * 32, "0x" + "22" * 32]),
+            header(102, totalDifficulty=..., baseFeePerGas="0x7"),  # key absent
+        ]
+    )
+    check_dtypes(frame)
+    assert frame.difficulty.iloc[0] == huge and type(frame.difficulty.iloc[0]) is int
+    assert frame.total_difficulty.tolist() == [total, None, None]
+    assert frame.base_fee_wei.isna().tolist() == [True, True, False]
+    assert frame.base_fee_wei.iloc[2] == 7
+    assert frame.uncle_count.tolist() == [0, 2, 0]
+    assert frame.uncle_hashes.iloc[1] == ("0x" + "11" * 32, "0x" + "22" * 32)
+    assert frame.timestamp.iloc[0] == pd.Timestamp(1_438_269_988 + 1300, unit="s", tz="UTC")
+    assert frame.gas_used_ratio.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_empty_input_gives_empty_frame_with_dtypes():
+    frame = parse_blocks([])
+    assert len(frame) == 0
+    check_dtypes(frame)
+
+
+def test_zero_gas_limit_gives_nan_ratio():
+    frame = parse_blocks([header(1, gasLimit="0x0")])
+    assert frame.gas_used_ratio.isna().all()
+
+
+@pytest.mark.parametrize(
+    ("blocks", "error", "match"),
+    [
+        ([None], ValueError, r"blocks\[0\] is null"),
+        ([header(1, gasUsed=...)], ValueError, r"blocks\[0\] has no 'gasUsed'"),
+        ([header(1), header(2, gasUsed="zz")], ValueError, r"blocks\[1\]\.gasUsed"),
+        ([header(1, baseFeePerGas=hex(2**63))], ValueError, r"does not fit int64"),
+        ([header(1, hash=5)], TypeError, r"blocks\[0\]\.hash must be a string"),
+        ([["not", "a", "dict"]], TypeError, r"blocks\[0\] must be a JSON object"),
+        (header(1), TypeError, "must be a list"),
+    ],
+)
+def test_bad_input_names_the_block_and_field(blocks, error, match):
+    with pytest.raises(error, match=match):
+        parse_blocks(blocks)

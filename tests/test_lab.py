@@ -1,0 +1,115 @@
+"""connect() and the Lab's frames, against the devnet over real HTTP, checked against its chain."""
+
+from __future__ import annotations
+
+import pytest
+
+import feeslab
+from feeslab.devnet.chain import build_chains
+
+SEED = 7  # the session devnet's seed
+
+
+@pytest.fixture
+def lab(devnet, tmp_path):
+    lab = feeslab.connect(
+        url=devnet.url,
+        api_key=devnet.api_key,
+        api_key_secret=devnet.api_key_secret,
+        cache=tmp_path,
+        progress=False,
+    )
+    yield lab
+    lab.close()
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return build_chains(SEED).by_id[1]
+
+
+def test_connect_validates_its_options(monkeypatch):
+    monkeypatch.delenv("INFURA_API_KEY", raising=False)
+    with pytest.raises(feeslab.ConfigError, match="not both"):
+        feeslab.connect(url="http://127.0.0.1:1", rpc_url="http://127.0.0.1:2")
+    with pytest.raises(feeslab.ConfigError, match="api_key"):
+        feeslab.connect(url="http://127.0.0.1:1")
+
+
+def test_repr_never_shows_the_key(lab, devnet):
+    for text in (repr(lab), repr(lab.node), repr(lab.node.transport), repr(lab.gas)):
+        assert devnet.api_key not in text
+        assert devnet.api_key_secret not in text
+
+
+def test_base_fee_history_is_exact_and_placed_at_blocks(lab, truth):
+    frame = lab.base_fee_history()
+    head = truth.head()
+    assert len(frame) == 500
+    assert frame["block_number"].tolist() == list(range(head - 499, head + 1))
+    assert frame["base_fee_wei"].tolist() == truth.base_fees(head - 499, head + 1)
+
+
+def test_fee_history_spans_many_calls_and_matches_the_chain(lab, truth):
+    start, stop = 150_000, 153_000  # three eth_feeHistory calls
+    frame = lab.fee_history(start, stop)
+    assert frame["block_number"].tolist() == list(range(start, stop))
+    assert frame["base_fee_wei"].tolist() == truth.base_fees(start, stop)
+    used = truth.gas_used_range(start, stop)
+    limits = truth.gas_limit_range(start, stop)
+    ratios = [u / g for u, g in zip(used, limits, strict=True)]
+    assert frame["gas_used_ratio"].tolist() == pytest.approx(ratios)
+    assert lab.credits.by_method["eth_feeHistory"] == 3 * 80
+
+
+def test_uncle_scan_finds_every_uncle_and_costs_what_it_planned(lab, truth):
+    start, stop = 40_000, 41_000
+    scan = lab.uncles(start, stop)
+    expected = [(n, i, "0x" + u.hash.hex()) for n in range(start, stop)
+                for i, u in enumerate(truth.block(n).uncles)]  # fmt: skip
+    got = list(zip(scan.uncles["block_number"], scan.uncles["uncle_index"], scan.uncles["hash"],
+                   strict=True))  # fmt: skip
+    assert got == expected
+    assert len(scan.blocks) == stop - start  # blocks without uncles count too
+    assert scan.blocks["uncle_count"].sum() == len(expected)
+    spent = lab.credits.by_method
+    assert spent["eth_getUncleByBlockNumberAndIndex"] == 150 * len(expected)
+    # the plan said so before running (its header sample is part of the scan's headers)
+    assert scan.plan.total == pytest.approx(80 * (stop - start) + 150 * len(expected), rel=0.2)
+
+
+def test_a_rerun_of_settled_data_sends_no_request(lab):
+    lab.uncles(30_000, 30_500)
+    lab.fee_history(100_000, 101_000)
+    spent, calls = lab.credits.spent, lab.credits.calls
+    again = lab.uncles(30_000, 30_500)
+    lab.fee_history(100_000, 101_000)
+    assert lab.credits.spent == spent
+    assert lab.credits.calls == calls  # nothing sent: all answered from the cache
+    assert len(again.blocks) == 500
+
+
+def test_budget_refuses_before_sending(lab):
+    before = lab.credits.calls
+    with pytest.raises(feeslab.BudgetExceeded) as refused:
+        lab.fee_history(0, 200_000, budget=1_000)
+    assert refused.value.planned > 1_000
+    assert lab.credits.calls == before
+
+
+def test_storage_series_matches_the_devnet_state(lab, devnet):
+    listing = devnet.contracts
+    token = next(c["address"] for c in listing["contracts"] if c["name"] == "FeeslabToken")
+    state = build_chains(SEED).by_id[1].state
+    blocks = [state.contracts_block + k for k in (0, 1000, 5000, 9000)]
+    frame = lab.storage_series(token, 2, blocks)  # _totalSupply
+    address = bytes.fromhex(token[2:])
+    assert [int(x) for x in frame["word"]] == [state.storage_at(address, 2, b) for b in blocks]
+    assert lab.storage(token, 2, blocks[-1]) == state.storage_at(address, 2, blocks[-1])
+
+
+def test_bad_ranges_are_clear_errors(lab):
+    with pytest.raises(ValueError, match="stop"):
+        lab.uncles(10, 10)
+    with pytest.raises(ValueError, match="start"):
+        lab.fee_history(-1, 10)
