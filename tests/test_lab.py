@@ -113,3 +113,61 @@ def test_bad_ranges_are_clear_errors(lab):
         lab.uncles(10, 10)
     with pytest.raises(ValueError, match="start"):
         lab.fee_history(-1, 10)
+
+
+def _lab_on(handle, cache, **options):
+    return feeslab.connect(
+        url=handle.url, api_key=handle.api_key, api_key_secret=handle.api_key_secret,
+        cache=cache, progress=False, **options,
+    )  # fmt: skip
+
+
+def test_an_interrupted_fetch_keeps_its_work_and_resumes_without_paying_again(devnet, tmp_path):
+    blocks = range(60_000, 63_000)
+    first = _lab_on(devnet, tmp_path)
+    first.node.chunk = 500
+    done = []
+
+    def interrupt(count):
+        done.append(count)
+        if len(done) == 3:
+            raise KeyboardInterrupt  # the user's Ctrl-C between two chunks
+
+    with pytest.raises(KeyboardInterrupt):
+        first.node.blocks(blocks, on_chunk=interrupt)
+    # 1,500 headers, plus the genesis header that names the chain for the cache
+    paid = first.credits.by_method["eth_getBlockByNumber"]
+    assert paid == 80 * 1500 + 80
+    first.close()
+
+    again = _lab_on(devnet, tmp_path)
+    headers = again.node.blocks(blocks)
+    assert [int(h["number"], 16) for h in headers] == list(blocks)
+    assert again.credits.by_method["eth_getBlockByNumber"] == 80 * 1500 + 80  # only the rest
+    assert again.credits.cached == 1500
+    again.close()
+
+
+def test_credits_exhausted_mid_fetch_keeps_what_was_fetched(tmp_path):
+    from feeslab.devnet import start
+
+    blocks = range(70_000, 72_000)
+    # enough for about half of the headers, then HTTP 402
+    with start(seed=SEED, daily_credits=80 * 1000 + 500, credits_per_second=10**9) as poor:
+        lab = _lab_on(poor, tmp_path, max_batch=100, max_concurrency=1)
+        lab.node.chunk = 200
+        with pytest.raises(feeslab.CreditsExhausted) as refused:
+            lab.node.blocks(blocks)
+        assert "resume" in str(refused.value)
+        assert poor.api_key not in str(refused.value)
+        kept = refused.value.answers_kept
+        assert 0 < kept < len(blocks)
+        lab.close()
+    # the next day (a devnet with the same chain, so the same cache identity)
+    with start(seed=SEED, credits_per_second=10**9) as rich:
+        lab = _lab_on(rich, tmp_path)
+        headers = lab.node.blocks(blocks)
+        assert [int(h["number"], 16) for h in headers] == list(blocks)
+        assert lab.credits.cached == kept
+        assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)
+        lab.close()
