@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from eth_hash.auto import keccak
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
 
+from feeslab._solidity import ERROR_SELECTOR, PANIC_SELECTOR, panic_reason
 from feeslab.devnet.errors import EXECUTION_REVERTED, SERVER_ERROR, RpcError
 
 ZERO_ADDRESS = bytes(20)
@@ -53,21 +54,6 @@ ERR_MAX_INITCODE = "max initcode size exceeded"
 ERR_BOTH_FEE_KINDS = "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified"
 ERR_REVERTED = "execution reverted"
 
-# Solidity's revert payloads and geth's readings of them (accounts/abi/abi.go)
-ERROR_SELECTOR = bytes.fromhex("08c379a0")  # Error(string)
-PANIC_SELECTOR = bytes.fromhex("4e487b71")  # Panic(uint256)
-PANIC_REASONS = {
-    0x00: "generic panic",
-    0x01: "assert(false)",
-    0x11: "arithmetic underflow or overflow",
-    0x12: "division or modulo by zero",
-    0x21: "enum overflow",
-    0x22: "invalid encoded storage byte array accessed",
-    0x31: "out-of-bounds array access; popping on an empty array",
-    0x32: "out-of-bounds access of an array or bytesN",
-    0x41: "out of memory",
-    0x51: "uninitialized function",
-}
 
 # revm halt reasons -> geth's VM error text; reasons not listed keep revm's name
 HALT_MESSAGES = {
@@ -494,7 +480,7 @@ def unpack_revert(output: bytes) -> str | None:
         if len(payload) < 32:
             return None
         code = int.from_bytes(payload[:32], "big")
-        return PANIC_REASONS.get(code, f"unknown panic code: {code:#x}")
+        return panic_reason(code)
     return None
 
 

@@ -28,6 +28,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from feeslab._solidity import (
+    ERROR_SELECTOR,
+    PANIC_REASONS,
+    PANIC_SELECTOR,
+    panic_reason,
+)
+
 __all__ = [
     "PANIC_REASONS",
     "AuthError",
@@ -251,21 +258,6 @@ class RpcError(FeeslabError):
 
 # -- reverts ----------------------------------------------------------------------------------
 
-ERROR_SELECTOR = bytes.fromhex("08c379a0")  # Error(string)
-PANIC_SELECTOR = bytes.fromhex("4e487b71")  # Panic(uint256)
-PANIC_REASONS = {
-    # geth's texts (accounts/abi/abi.go), which REFERENCE.md's list paraphrases
-    0x00: "generic panic",
-    0x01: "assert(false)",
-    0x11: "arithmetic underflow or overflow",
-    0x12: "division or modulo by zero",
-    0x21: "enum overflow",
-    0x22: "invalid encoded storage byte array accessed",
-    0x31: "out-of-bounds array access; popping on an empty array",
-    0x32: "out-of-bounds access of an array or bytesN",
-    0x41: "out of memory",
-    0x51: "uninitialized function",
-}
 
 _HEX = re.compile(r"0x[0-9a-fA-F]*")
 # ganache 7 / hardhat: "VM Exception while processing transaction: revert <reason>"
@@ -275,11 +267,6 @@ _VM_EXCEPTION = re.compile(
     re.DOTALL,
 )
 _REVERT_WORD = re.compile(r"\brevert", re.IGNORECASE)
-
-
-def panic_reason(code: int) -> str:
-    """The text for a Solidity ``Panic(uint256)`` code."""
-    return PANIC_REASONS.get(code, f"unknown panic code: {code:#x}")
 
 
 def _revert_bytes(data: Any) -> bytes | None:
