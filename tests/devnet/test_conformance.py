@@ -7,68 +7,24 @@ with the same bytes.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 import httpx
 import pytest
 from protocol_reference import header_hash
 from web3 import Web3
 
-
-@dataclass
-class Served:
-    url: str
-    key: str
-    secret: str
-
-    @property
-    def rpc(self) -> str:
-        return f"{self.url}/v3/{self.key}"
+from feeslab.devnet.process import SpawnedDevnet, spawn
 
 
-@contextmanager
-def feeslab_serve(*args: str) -> Iterator[Served]:
-    """Run ``feeslab serve --port 0`` and read its banner."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feeslab.cli", "serve", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    try:
-        seen: dict[str, str] = {}
-        deadline = time.monotonic() + 60
-        while not {"URL", "API key", "API secret"} <= seen.keys():
-            line = proc.stdout.readline()
-            if not line or time.monotonic() > deadline:
-                raise RuntimeError(f"feeslab serve did not start: {seen}")
-            match = re.match(r"(URL|API key|API secret):\s+(\S+)", line)
-            if match:
-                seen[match.group(1)] = match.group(2)
-        yield Served(seen["URL"], seen["API key"], seen["API secret"])
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
+def rpc_url(served: SpawnedDevnet) -> str:
+    return f"{served.url}/v3/{served.api_key}"
 
 
-def call(served: Served, method: str, params: list) -> httpx.Response:
+def call(served: SpawnedDevnet, method: str, params: list) -> httpx.Response:
     # generous timeout: a cold devnet generates history on first use
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return httpx.post(served.rpc, json=body, timeout=60)
+    return httpx.post(rpc_url(served), json=body, timeout=60)
 
 
 def quantity(value: str) -> int:
@@ -76,13 +32,13 @@ def quantity(value: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
-    with feeslab_serve("--seed", "3") as s:
+def served() -> Iterator[SpawnedDevnet]:
+    with spawn(seed=3) as s:
         yield s
 
 
 def test_web3_reads_blocks_that_agree_with_the_raw_json(served):
-    w3 = Web3(Web3.HTTPProvider(served.rpc, request_kwargs={"timeout": 60}))
+    w3 = Web3(Web3.HTTPProvider(rpc_url(served), request_kwargs={"timeout": 60}))
     assert w3.eth.chain_id == 1
     assert w3.eth.block_number == 210_000
     for number in (0, 5_000, 119_999, 120_000, 164_999, 165_000, 209_999):
@@ -108,7 +64,7 @@ def test_web3_reads_blocks_that_agree_with_the_raw_json(served):
 
 
 def test_web3_fee_history_agrees_with_the_blocks(served):
-    w3 = Web3(Web3.HTTPProvider(served.rpc, request_kwargs={"timeout": 60}))
+    w3 = Web3(Web3.HTTPProvider(rpc_url(served), request_kwargs={"timeout": 60}))
     history = w3.eth.fee_history(8, 150_000, [25, 75])
     assert history["oldestBlock"] == 150_000 - 7
     for offset, fee in enumerate(history["baseFeePerGas"][:-1]):
@@ -129,14 +85,15 @@ def test_two_processes_with_the_same_seed_answer_with_identical_bytes(served):
          "params": ["0x40", "0x249f0", [10, 50, 90]]},
         {"jsonrpc": "2.0", "id": 4, "method": "eth_getBlockByNumber", "params": ["latest", False]},
     ]  # fmt: skip
-    with feeslab_serve("--seed", "3") as twin, feeslab_serve("--seed", "4") as other:
-        ours = httpx.post(served.rpc, json=batch, timeout=60)
-        theirs = httpx.post(twin.rpc, json=batch, timeout=60)
-        different = httpx.post(other.rpc, json=batch, timeout=60)
+    with spawn(seed=3) as twin, spawn(seed=4) as other:
+        ours = httpx.post(rpc_url(served), json=batch, timeout=60)
+        theirs = httpx.post(rpc_url(twin), json=batch, timeout=60)
+        different = httpx.post(rpc_url(other), json=batch, timeout=60)
         gas = [
-            httpx.get(f"{s.url}/networks/1/baseFeeHistory", auth=(s.key, s.secret)).content
+            httpx.get(f"{s.url}/networks/1/baseFeeHistory", auth=(s.api_key, s.api_key_secret))
             for s in (served, twin)
         ]
+        gas = [answer.content for answer in gas]
     assert ours.status_code == theirs.status_code == 200
     assert ours.content == theirs.content
     assert gas[0] == gas[1]

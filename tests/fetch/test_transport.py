@@ -182,7 +182,7 @@ def test_real_429_is_retried_after_retry_after() -> None:
 
     seen = Statuses()
     # 400 credits/s: five eth_getBlockByNumber calls per second
-    with start(seed=3, credits_per_second=400, warm=False) as devnet:
+    with start(seed=7, credits_per_second=400, warm=False) as devnet:
         transport = HTTPTransport(
             url=node_url(devnet),
             max_batch=1,
@@ -201,7 +201,7 @@ def test_real_429_is_retried_after_retry_after() -> None:
 
 def test_governor_keeps_a_scan_under_the_plan_throughput() -> None:
     seen = Statuses()
-    with start(seed=3, credits_per_second=4000, warm=False) as devnet:
+    with start(seed=7, credits_per_second=4000, warm=False) as devnet:
         transport = HTTPTransport(
             url=node_url(devnet), max_batch=5, credits_per_second=4000, on_response=seen
         )
@@ -219,7 +219,7 @@ def test_governor_keeps_a_scan_under_the_plan_throughput() -> None:
 
 def test_real_402_raises_credits_exhausted_without_retry() -> None:
     seen = Statuses()
-    with start(seed=3, daily_credits=1000, warm=False) as devnet:
+    with start(seed=7, daily_credits=1000, warm=False) as devnet:
         transport = HTTPTransport(
             url=node_url(devnet), max_batch=1, max_concurrency=1, on_response=seen
         )

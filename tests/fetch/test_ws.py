@@ -81,7 +81,7 @@ def test_http_url_is_a_config_error() -> None:
 
 
 def test_subscribe_new_heads_async_and_sync() -> None:
-    with start(seed=5, block_time=0.3, warm=False) as devnet:
+    with start(seed=7, block_time=0.3, warm=False) as devnet:
 
         async def main() -> list[int]:
             async with AsyncWebSocketTransport(url=ws_url(devnet)) as transport:
@@ -116,7 +116,7 @@ def test_real_429_over_the_websocket_is_retried() -> None:
         waits.append(seconds)
         await asyncio.sleep(seconds)
 
-    with start(seed=3, credits_per_second=400, warm=False) as devnet:
+    with start(seed=7, credits_per_second=400, warm=False) as devnet:
 
         async def main() -> tuple[list[int], float]:
             async with AsyncWebSocketTransport(
@@ -141,7 +141,7 @@ def test_real_429_over_the_websocket_is_retried() -> None:
 
 
 def test_402_then_close_is_credits_exhausted_for_calls_and_subscriptions() -> None:
-    with start(seed=3, daily_credits=500, warm=False) as devnet:
+    with start(seed=7, daily_credits=500, warm=False) as devnet:
 
         async def calls() -> int:
             async with AsyncWebSocketTransport(url=ws_url(devnet), max_batch=1) as transport:
@@ -155,7 +155,7 @@ def test_402_then_close_is_credits_exhausted_for_calls_and_subscriptions() -> No
         spent = asyncio.run(calls())
         assert spent is not None and spent <= 500
 
-    with start(seed=3, daily_credits=5 + 3 * 50, block_time=0.2, warm=False) as devnet:
+    with start(seed=7, daily_credits=5 + 3 * 50, block_time=0.2, warm=False) as devnet:
         # eth_subscribe costs 5, each head 50: the fourth head cannot be paid for
 
         async def subscription() -> list[Any]:
