@@ -6,9 +6,13 @@ Measures, on this machine:
   history from a cold start (a fresh seed, so no shared history is reused);
 * the devnet over loopback HTTP: batched ``eth_getBlockByNumber``,
   ``eth_getUncleByBlockNumberAndIndex`` and ``eth_feeHistory``, and the Gas
-  API's ``baseFeeHistory``, in requests and calls per second.
+  API's ``baseFeeHistory``, in requests and calls per second;
+* the frames' parsers (``benchmarks/frames.py``) and the 20,000-block uncle scan by feeslab
+  against web3.py at 0 and 50 ms of latency (``benchmarks/uncle_scan.py``), with the issue's
+  goals marked PASS or FAIL.
 
-Timings are figures to record with the machine they ran on, never assertions.
+Timings are figures to record with the machine they ran on, never assertions: a missed goal
+is printed as FAIL, and the run still succeeds.
 """
 
 from __future__ import annotations
@@ -19,12 +23,20 @@ import statistics
 import sys
 import time
 
+import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
+import uncle_scan  # benchmarks/uncle_scan.py
 
 import feeslab.devnet
 from feeslab.devnet.chain import Chain, devnet_params
 
 BATCH = 100
+
+# the frames' goals from the issue: row name -> most seconds allowed
+FRAME_GOALS = {
+    "frames: parse_base_fee_history (1,000,000 strings)": 1.0,
+    "frames: parse_uncles (100,000 uncles)": 2.0,
+}
 
 
 def machine() -> str:
@@ -150,8 +162,20 @@ def bench_execution(client: httpx.Client, url: str, dev) -> list[tuple[str, floa
     return rows
 
 
+def bench_frames() -> list[tuple[str, float, str]]:
+    """``benchmarks/frames.py``'s rows, with a verdict on the ones the issue sets a goal for."""
+    rows = []
+    for name, seconds, rate in frames.bench():
+        limit = FRAME_GOALS.get(name)
+        if limit is not None:
+            rate += f"; GOAL <= {limit:g} s: {'PASS' if seconds <= limit else 'FAIL'}"
+        rows.append((name, seconds, rate))
+    return rows
+
+
 def main() -> int:
     print(f"machine: {machine()}")
+    print(uncle_scan.NOTE)
     rows = bench_generation(seed=int(time.time()) % 100_000 + 1_000_000)
     start = time.perf_counter()
     dev = feeslab.devnet.start(seed=0, daily_credits=10**12, credits_per_second=10**9)
@@ -167,6 +191,8 @@ def main() -> int:
         rows.extend(bench_http(dev))
     finally:
         dev.stop()
+    rows.extend(bench_frames())
+    rows.extend(uncle_scan.bench())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:

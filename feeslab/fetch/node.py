@@ -26,7 +26,9 @@ from feeslab.fetch.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch.transport import HTTPTransport, RpcCall, RpcResult
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
-DEFAULT_CHUNK = 2_000  # calls per chunk between cache writes and progress updates
+# calls per chunk between cache writes and progress updates: big enough that the
+# transport keeps all its connections busy, small enough that an interruption loses little
+DEFAULT_CHUNK = 8_000
 
 # which positional param names the block an answer is about
 _BLOCK_PARAM = {
@@ -159,9 +161,11 @@ class NodeClient:
     ) -> list[RpcResult]:
         """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
         answers: list[RpcResult | None] = [None] * len(calls)
+        # the per-call checks cost time on big fetches: skip them when there is no cache
+        use_cache = self._cache_option is not False
         cacheable = [
             i for i, c in enumerate(calls)
-            if block_of(c) is not None and moving_tag(c.params) is None
+            if use_cache and block_of(c) is not None and moving_tag(c.params) is None
         ]  # fmt: skip
         cache = self.cache if cacheable else None
         if cache is not None:
