@@ -3,16 +3,34 @@
 Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
+- ``feeslab fetch base-fees|uncles|storage ... -o FILE.parquet|FILE.csv``: fetch one frame (as
+  the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
+  and the ledger after; the file is written to a temporary name and renamed, so a failed run
+  leaves no partial file. Columns of exact ints beyond int64 (``object`` columns such as
+  storage words and difficulties) are written as decimal text, in both formats.
+
+  Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
+  ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
+  alone reaches the real service; nothing starts the embedded devnet (``--seed``).
+
+  Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
+  key, a budget the plan exceeds), reported on one line; 1 a failure of the service or the
+  network, also on one line; 130 interrupted. Keys and secrets are never printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
 from feeslab.devnet.server import DEFAULT_CREDITS_PER_SECOND, DEFAULT_DAILY_CREDITS
 
@@ -57,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _serve_parser(sub)
+    _fetch_parser(sub)
     return parser
 
 
@@ -116,6 +135,334 @@ def _run_serve(args: argparse.Namespace) -> int:
         handle.stop()
         print("devnet stopped", flush=True)
     return 0
+
+
+# -- feeslab fetch ------------------------------------------------------------------------------
+
+FORMATS = (".parquet", ".csv")
+USER_ERROR = 2  # a user mistake: bad option, range, suffix, key or budget
+FAILURE = 1  # the service or the network failed
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_BLOCKS = re.compile(r"(\d+):(\d+)(?::(\d+))?")
+
+
+class UsageError(Exception):
+    """A user mistake found before anything is sent: reported on one line, exit status 2."""
+
+
+def _one_line_error(parser: argparse.ArgumentParser):
+    """``parser.error`` that prints one line (no usage block) and exits 2."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(USER_ERROR, f"{parser.prog}: error: {message}\n")
+
+    return error
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _fetch_parser(sub: argparse._SubParsersAction) -> None:
+    fetch = sub.add_parser(
+        "fetch",
+        help="fetch base fees, uncles or a storage slot into a Parquet or CSV file",
+        description="Fetch one frame into FILE.parquet or FILE.csv; the credit plan is printed "
+        "before anything is sent and the ledger after.",
+    )
+    fetch.error = _one_line_error(fetch)  # type: ignore[method-assign]
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="where to write: FILE.parquet or FILE.csv",
+    )
+    where = common.add_argument_group("connection (default: the embedded devnet)")
+    where.add_argument(
+        "--url", help="root of a running devnet or service (as `feeslab serve` prints); needs a key"
+    )
+    where.add_argument("--api-key", help="default: $INFURA_API_KEY")
+    where.add_argument("--api-key-secret", help="default: $INFURA_API_KEY_SECRET")
+    where.add_argument("--network", default="mainnet", help="network (default %(default)s)")
+    where.add_argument(
+        "--seed", type=int, default=0, help="the embedded devnet's seed (default %(default)s)"
+    )
+    run = common.add_argument_group("running")
+    run.add_argument(
+        "--budget",
+        type=_non_negative,
+        metavar="CREDITS",
+        help="refuse to start if the plan needs more credits",
+    )
+    run.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the answer cache"
+    )
+    run.add_argument("--quiet", action="store_true", help="print neither plan, ledger nor progress")
+
+    kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
+    kinds.required = True
+    fees = kinds.add_parser(
+        "base-fees",
+        parents=[common],
+        help="base fees per block: eth_feeHistory over --start/--stop, else the Gas API's last 500",
+        description="With --start/--stop: Lab.fee_history (eth_feeHistory, 1,024 blocks per "
+        "call). Without: Lab.base_fee_history (the Gas API's last 500 base fees).",
+    )
+    fees.add_argument("--start", type=_non_negative, help="first block")
+    fees.add_argument("--stop", type=_non_negative, help="block after the last, as in range()")
+    fees.add_argument(
+        "--percentiles",
+        default="10,50,90",
+        help="tip percentiles with a range (default %(default)s)",
+    )
+    fees.add_argument(
+        "--chain-id",
+        type=_non_negative,
+        help="the Gas API's chain, without a range (default: the node's)",
+    )
+    uncles = kinds.add_parser(
+        "uncles",
+        parents=[common],
+        help="every uncle included by blocks --start .. --stop - 1",
+        description="Lab.uncles: one row per uncle (or per block with --per-block).",
+    )
+    uncles.add_argument("--start", type=_non_negative, required=True, help="first block")
+    uncles.add_argument(
+        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
+    )
+    uncles.add_argument(
+        "--per-block",
+        action="store_true",
+        help="one row per scanned block with its uncle_count instead",
+    )
+    storage = kinds.add_parser(
+        "storage",
+        parents=[common],
+        help="one storage slot of a contract at a range of blocks",
+        description="Lab.storage_series: the word at --slot of --address after each block.",
+    )
+    storage.add_argument("--address", required=True, help="the contract, 0x + 40 hex digits")
+    storage.add_argument(
+        "--slot",
+        type=_non_negative,
+        required=True,
+        help="the slot, decimal or 0x hex (see feeslab.slots)",
+    )
+    storage.add_argument(
+        "--blocks",
+        required=True,
+        metavar="A:B[:STEP]",
+        help="blocks A .. B - 1 every STEP, as in range()",
+    )
+    for parser in (fees, uncles, storage):
+        parser.error = _one_line_error(parser)  # type: ignore[method-assign]
+    fetch.set_defaults(func=_run_fetch)
+
+
+def _check_range(start: int | None, stop: int | None, what: str = "--start/--stop") -> None:
+    if start is None or stop is None:
+        raise UsageError(f"give both --start and --stop ({what})")
+    if stop <= start:
+        raise UsageError(f"--stop ({stop}) must be greater than --start ({start}), as in range()")
+
+
+def _parse_blocks(text: str) -> range:
+    match = _BLOCKS.fullmatch(text.strip())
+    if match is None:
+        raise UsageError(f"--blocks must be A:B or A:B:STEP (non-negative ints), not {text!r}")
+    start, stop, step = int(match[1]), int(match[2]), int(match[3] or 1)
+    if step <= 0:
+        raise UsageError(f"--blocks step must be positive, not {step}")
+    if stop <= start:
+        raise UsageError(f"--blocks {text}: B ({stop}) must be greater than A ({start})")
+    return range(start, stop, step)
+
+
+def _parse_percentiles(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise UsageError(
+            f"--percentiles must be numbers separated by commas, not {text!r}"
+        ) from None
+    if any(not 0 <= p <= 100 for p in values) or list(values) != sorted(values):
+        raise UsageError(f"--percentiles must rise from 0 to 100, not {text!r}")
+    return values
+
+
+def _check_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Every check that needs no network: the fetch's parameters, or ``UsageError``."""
+    output = Path(args.output)
+    if output.suffix.lower() not in FORMATS:
+        raise UsageError(
+            f"unknown output format {output.suffix or '(no suffix)'!r} of "
+            f"{output.name!r}: use FILE.parquet or FILE.csv"
+        )
+    if not output.parent.is_dir():
+        raise UsageError(f"no directory {str(output.parent)!r} to write {output.name!r} into")
+    if output.is_dir():
+        raise UsageError(f"{str(output)!r} is a directory")
+    if args.url is not None and not (args.api_key or os.environ.get("INFURA_API_KEY")):
+        raise UsageError("--url needs --api-key (or INFURA_API_KEY in the environment)")
+    params: dict[str, Any] = {"output": output}
+    if args.kind == "base-fees":
+        if args.start is None and args.stop is None:
+            params["chain_id"] = args.chain_id
+        else:
+            _check_range(args.start, args.stop)
+            if args.chain_id is not None:
+                raise UsageError(
+                    "--chain-id is for the Gas API (no range); a --start/--stop "
+                    "range reads the node's chain"
+                )
+            params["percentiles"] = _parse_percentiles(args.percentiles)
+    elif args.kind == "uncles":
+        _check_range(args.start, args.stop)
+    elif args.kind == "storage":
+        if not _ADDRESS.fullmatch(args.address):
+            raise UsageError(
+                f"--address must be 0x followed by 40 hex digits, not {args.address!r}"
+            )
+        params["blocks"] = _parse_blocks(args.blocks)
+    return params
+
+
+def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
+    """Plan, check the budget, print the plan, fetch: the frame."""
+    from feeslab.fetch.credits import Budget
+
+    last = (
+        None
+        if args.kind == "base-fees" and "percentiles" not in params
+        else (params["blocks"][-1] if args.kind == "storage" else args.stop - 1)
+    )
+    if last is not None and last > (head := lab.node.head(refresh=True)):
+        raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's end")
+    if args.kind == "base-fees" and "percentiles" not in params:
+        plan = lab.plan_base_fee_history()
+    elif args.kind == "base-fees":
+        plan = lab.plan_fee_history(args.start, args.stop)
+    elif args.kind == "uncles":
+        plan = lab.plan_uncles(args.start, args.stop)
+    else:
+        plan = lab.plan_storage_series(args.address, args.slot, params["blocks"])
+    if args.budget is not None:
+        Budget(args.budget).check(plan, lab.credits)
+    say(repr(plan))
+    progress = not args.quiet
+    if args.kind == "base-fees" and "percentiles" not in params:
+        return lab.base_fee_history(params["chain_id"])
+    if args.kind == "base-fees":
+        return lab.fee_history(
+            args.start, args.stop, percentiles=params["percentiles"], progress=progress
+        )
+    if args.kind == "uncles":
+        scan = lab.uncles(args.start, args.stop, progress=progress)
+        return scan.blocks if args.per_block else scan.uncles
+    return lab.storage_series(args.address, args.slot, params["blocks"], progress=progress)
+
+
+def _portable(frame: Any) -> Any:
+    """The frame with exact-int ``object`` columns as decimal text (Parquet has no uint256)."""
+    frame = frame.copy()
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype == object and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in column.dropna()
+        ):
+            frame[name] = column.map(lambda v: None if v is None else str(v)).astype("str")
+    return frame
+
+
+def write_frame(frame: Any, path: Path) -> None:
+    """Write ``frame`` to ``path`` (.parquet or .csv) atomically: temporary file, then rename.
+
+    A failure at any point removes the temporary file and leaves ``path`` as it was.
+    """
+    portable = _portable(frame)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        if path.suffix.lower() == ".parquet":
+            portable.to_parquet(temporary, engine="pyarrow", index=False)
+        else:
+            portable.to_csv(temporary, index=False)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _ledger_text(ledger: Any) -> str:
+    table = ledger.to_frame()
+    lines = [
+        f"spent {ledger.spent:,} credits ({ledger.calls:,} calls sent, "
+        f"{ledger.cached:,} answered from the cache)"
+    ]
+    if not table.empty:
+        lines.append(table.to_string(index=False))
+    return "\n".join(lines)
+
+
+def _run_fetch(args: argparse.Namespace) -> int:
+    from feeslab.fetch.errors import BudgetExceeded, ConfigError, FeeslabError, redact
+    from feeslab.lab import connect
+
+    api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None
+    secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
+    secrets = [s for s in (api_key, secret) if s]
+    prog = f"feeslab fetch {args.kind}"
+
+    def fail(status: int, message: str) -> int:
+        text = " ".join(redact(str(message), secrets).split())  # one line, no secrets
+        print(f"{prog}: error: {text}", file=sys.stderr, flush=True)
+        return status
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(redact(text, secrets), flush=True)
+
+    try:
+        params = _check_args(args)
+    except UsageError as exc:
+        return fail(USER_ERROR, str(exc))
+    lab = None
+    try:
+        lab = connect(
+            api_key=api_key,
+            api_key_secret=secret,
+            network=args.network,
+            url=args.url,
+            seed=args.seed,
+            cache=not args.no_cache,
+            progress=not args.quiet,
+        )
+        frame = _fetch(lab, args, params, say)
+        write_frame(frame, params["output"])
+        say(_ledger_text(lab.credits))
+        say(f"wrote {len(frame):,} rows to {params['output']}")
+        return 0
+    except (UsageError, ConfigError, BudgetExceeded, ValueError) as exc:
+        return fail(USER_ERROR, str(exc))
+    except FeeslabError as exc:
+        if lab is not None:
+            say(_ledger_text(lab.credits))
+        return fail(FAILURE, f"{type(exc).__name__}: {exc}")
+    except OSError as exc:  # writing the file: disk full, permissions
+        return fail(FAILURE, f"cannot write {params['output']}: {exc}")
+    except KeyboardInterrupt:
+        return fail(130, "interrupted; nothing written (fetched answers stay in the cache)")
+    finally:
+        if lab is not None:
+            lab.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,29 +16,40 @@ plots never do I/O.
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
-from feeslab.fetch.errors import ConfigError
+from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
-from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import HTTPTransport
+from feeslab.fetch.node import NodeClient, quantity
+from feeslab.fetch.transport import HTTPTransport, RpcCall
 from feeslab.frames import (
+    call_object,
+    decode_output,
+    encode_call,
+    function_spec,
     parse_base_fee_history,
     parse_blocks,
+    parse_call_series,
+    parse_cost_estimates,
     parse_fee_history,
     parse_uncles,
     uncle_scan_frame,
 )
+from feeslab.frames.calls import ZERO_ADDRESS
 
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
 MAX_FEE_HISTORY = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
 # networks whose path prefix on a devnet differs from nothing (mainnet is served at the root)
 DEVNET_ROOT_NETWORK = "mainnet"
 
@@ -153,6 +164,7 @@ class Lab:
         newest = list(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         plan = Plan([PlanLine.of("eth_feeHistory", len(newest))], title="fee history")
         self._check_budget(plan, budget)
+        self._check_head(stop)
         answers = [
             self.node.fee_history(min(MAX_FEE_HISTORY, n - start + 1), n, percentiles)
             for n in reversed(newest)
@@ -169,6 +181,7 @@ class Lab:
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Block headers of ``start`` .. ``stop - 1`` (see ``feeslab.frames.parse_blocks``)."""
         _check_range(start, stop)
+        self._check_head(stop)
         found = self.node.blocks(range(start, stop), progress=progress)
         return parse_blocks([b for b in found if b is not None])
 
@@ -182,6 +195,7 @@ class Lab:
         (fetched, and cached for the scan) unless every header is already cached.
         """
         _check_range(start, stop)
+        self._check_head(stop)
         count = stop - start
         step = max(1, count // sample)
         probe = self.node.blocks(range(start, stop, step), progress=False)
@@ -252,7 +266,240 @@ class Lab:
         }
         return parse_storage_series(address, slot, answers)
 
+    # -- plans ---------------------------------------------------------------------------------
+
+    def plan_fee_history(self, start: int, stop: int) -> Plan:
+        """What :meth:`fee_history` of ``start`` .. ``stop - 1`` costs (a call per 1,024 blocks)."""
+        _check_range(start, stop)
+        count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
+        return Plan([PlanLine.of("eth_feeHistory", count)],
+                    title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
+
+    def plan_base_fee_history(self) -> Plan:
+        """What :meth:`base_fee_history` costs: the Gas API call, the head and two headers."""
+        return Plan(
+            [
+                PlanLine.of("baseFeeHistory", 1, kind="gas"),
+                PlanLine.of("eth_blockNumber", 1),
+                PlanLine.of("eth_getBlockByNumber", 2, note="to place the values at blocks"),
+            ],
+            title="Gas API base fee history",
+        )
+
+    def plan_storage_series(self, address: str, slot: int, blocks: Sequence[int]) -> Plan:
+        """What :meth:`storage_series` costs, less the answers already in the cache."""
+        calls = [
+            RpcCall("eth_getStorageAt", [address, quantity(slot), quantity(b)]) for b in blocks
+        ]
+        return self._plan_calls(calls, f"storage slot over {len(calls):,} blocks")
+
+    # -- contract calls and gas estimates ------------------------------------------------------
+
+    def call(
+        self,
+        to: str,
+        function: str | Mapping[str, Any],
+        args: Sequence[Any] = (),
+        *,
+        block: int | str = "latest",
+        sender: str = ZERO_ADDRESS,
+        returns: Sequence[str] | None = None,
+        abi: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Any:
+        """``eth_call`` of one function at one block, decoded.
+
+        Parameters
+        ----------
+        to : str
+            The contract's address.
+        function : dict or str
+            The function's ABI entry, a signature ``"balanceOf(address)"`` (with ``returns``,
+            or ``"balanceOf(address)(uint256)"``), or its name in ``abi``.
+        args : sequence
+            The arguments, as Python values.
+        block : int or str
+            A block number (answers about settled blocks are cached) or a tag (``"latest"``).
+        sender : str
+            The call's ``from`` [address]; the zero address by default.
+        returns : list of str, optional
+            The return types, when ``function`` is a bare signature.
+        abi : list of dict, optional
+            The contract's ABI: looks up ``function`` by name and decodes custom errors.
+
+        Returns
+        -------
+        Any
+            The single return value itself, a tuple of them when the function returns several,
+            None when it returns nothing. Ints are exact Python ints.
+
+        Raises
+        ------
+        feeslab.fetch.errors.RevertError
+            When the call reverts: ``.reason`` (``Error(string)`` or the panic text),
+            ``.panic_code``, and ``.error_name``/``.error_args`` for a custom error in ``abi``.
+        ValueError
+            When the answer does not decode as the outputs (e.g. no code at ``to``).
+        """
+        spec = function_spec(function, returns=returns, abi=abi)
+        request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
+                   "data": encode_call(spec, args)}  # fmt: skip
+        answer = self.node.run([RpcCall("eth_call", [request, _block_param(block)])],
+                               progress=False)[0]  # fmt: skip
+        if isinstance(answer.error, RevertError):
+            raise RevertError.from_rpc(answer.error.raw, abi=abi) from None
+        values = decode_output(spec, answer.unwrap())
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+
+    def call_series(
+        self,
+        to: str,
+        function: str | Mapping[str, Any],
+        args: Sequence[Any],
+        blocks: Sequence[int],
+        *,
+        sender: str = ZERO_ADDRESS,
+        returns: Sequence[str] | None = None,
+        abi: Sequence[Mapping[str, Any]] | None = None,
+        budget: int | None = None,
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """``eth_call`` of one function with the same arguments at each of ``blocks``, decoded.
+
+        A revert is data, not an exception: its decoded reason goes in that row's ``error``
+        column and the other rows are kept. Other node errors (e.g. a block beyond the head)
+        raise. Answers about settled blocks are cached, so asking again costs nothing.
+
+        Parameters
+        ----------
+        to, function, args, sender, returns, abi
+            As for :meth:`call`.
+        blocks : sequence of int
+            Block numbers (e.g. a ``range``).
+        budget : int, optional
+            Refuse (``BudgetExceeded``) before sending if this Lab's spending plus the calls
+            the cache cannot answer would pass it [credits]; ``eth_call`` is 80 credits.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per block: ``block_number`` (int64), one column per output (named as in
+            the ABI; ``uint256``/``int256`` and other ints wider than int64 as exact Python ints
+            in ``object`` columns) and ``error`` (str, missing where the call succeeded). See
+            ``feeslab.frames.parse_call_series``.
+        """
+        spec = function_spec(function, returns=returns, abi=abi)
+        request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
+                   "data": encode_call(spec, args)}  # fmt: skip
+        numbers = [_block_number(b) for b in blocks]
+        calls = [RpcCall("eth_call", [request, quantity(n)]) for n in numbers]
+        if budget is not None:
+            plan = self._plan_calls(calls, f"{spec.name}() at {len(calls):,} blocks")
+            self._check_budget(plan, budget)
+        results = self.node.run(calls, progress=progress, description="eth_call")
+        answers: dict[int, Any] = {}
+        for n, answer in zip(numbers, results, strict=True):
+            if answer.ok:
+                answers[n] = answer.result
+            elif isinstance(answer.error, RevertError):
+                answers[n] = answer.error
+            else:
+                raise answer.error
+        return parse_call_series(spec, answers, abi=abi)
+
+    def estimate_costs(
+        self,
+        transactions: Sequence[Mapping[str, Any]],
+        *,
+        block: int | str = "latest",
+        priority_fee_wei: int = 0,
+        abi: Sequence[Mapping[str, Any]] | None = None,
+        budget: int | None = None,
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """``eth_estimateGas`` of each transaction, and its cost at the block's base fee.
+
+        Parameters
+        ----------
+        transactions : list of dict
+            Each with ``from``, ``to``, ``data`` (or ``input``) and optionally ``value`` [wei]
+            and ``gas`` (see ``feeslab.frames.call_object``).
+        block : int or "latest"
+            The block whose state the estimates run on and whose ``baseFeePerGas`` prices
+            them; ``"latest"`` is resolved to the head's number first, so that estimates and
+            base fee come from the same block (reported in ``block_number``).
+        priority_fee_wei : int
+            Tip per gas to add to the base fee [wei/gas].
+        abi : list of dict, optional
+            A contract ABI whose custom errors decode the reverts.
+        budget : int, optional
+            Refuse before sending if this Lab's spending plus the calls would pass it
+            [credits]; ``eth_estimateGas`` is 300 credits.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per transaction, in order: ``block_number``, ``gas_estimate`` (Int64)
+            [gas], ``base_fee_wei``, ``priority_fee_wei`` [wei/gas] and ``cost_wei`` [wei]
+            (exact Python ints, object), ``cost_gwei``, ``cost_eth`` (float64), ``error`` (the
+            decoded revert or the node's error for that transaction; it does not raise). See
+            ``feeslab.frames.parse_cost_estimates``.
+        """
+        if isinstance(transactions, Mapping):
+            raise TypeError("transactions must be a list of dicts (wrap a single one in [])")
+        requests = [call_object(tx) for tx in transactions]
+        if block == "latest":
+            number = self.node.head(refresh=True)
+        elif isinstance(block, str):
+            raise ValueError(f'block must be a block number or "latest", not {block!r}')
+        else:
+            number = _block_number(block)
+        calls = [RpcCall("eth_estimateGas", [r, quantity(number)]) for r in requests]
+        if budget is not None:
+            plan = self._plan_calls(calls, f"gas estimates of {len(calls):,} transactions")
+            self._check_budget(plan + Plan([("eth_getBlockByNumber", 1)]), budget)
+        (header,) = self.node.blocks([number], progress=False)
+        if header is None:
+            raise ConfigError(
+                f"the node has no block {number:,} (head {self.node.head(refresh=True):,})"
+            )
+        base_fee = header.get("baseFeePerGas")
+        answers = [
+            a.result if a.ok else a.error
+            for a in self.node.run(calls, progress=progress, description="eth_estimateGas")
+        ]
+        return parse_cost_estimates(
+            answers,
+            block_number=number,
+            base_fee_wei=None if base_fee is None else int(base_fee, 16),
+            priority_fee_wei=priority_fee_wei,
+            abi=abi,
+        )
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _plan_calls(self, calls: Sequence[RpcCall], title: str) -> Plan:
+        """A plan for ``calls``, less those the cache already answers."""
+        counts: dict[str, int] = {}
+        for call in calls:
+            counts[call.method] = counts.get(call.method, 0) + 1
+        plan = Plan(list(counts.items()), title=title)
+        cache = self.node.cache if calls else None
+        if cache is None:
+            return plan
+        return plan.minus_cached(cache.count_cached((c.method, c.params) for c in calls))
+
+    def _check_head(self, stop: int) -> None:
+        """Refuse a range past the head before any block of it is fetched."""
+        head = self.node.head()
+        if stop - 1 > head:  # the head may have grown since it was last asked
+            head = self.node.head(refresh=True)
+        if stop - 1 > head:
+            raise ValueError(
+                f"stop ({stop:,}) is past the chain's head ({head:,}): the last block that "
+                f"exists is {head:,}, so stop can be at most {head + 1:,}"
+            )
 
     def _check_budget(self, plan: Plan, budget: int | None) -> None:
         if budget is not None:
@@ -265,6 +512,32 @@ def _check_range(start: int, stop: int) -> None:
             raise ValueError(f"{name} must be a non-negative block number, not {value!r}")
     if stop <= start:
         raise ValueError(f"stop ({stop}) must be greater than start ({start}), as in range()")
+
+
+def _address(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+        raise ValueError(f"{name} must be 0x followed by 40 hex digits, not {value!r}")
+    return value
+
+
+def _block_number(value: Any) -> int:
+    """A block number as an int (numpy ints accepted); bools, floats and negatives refused."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if isinstance(value, bool) or number is None or number < 0:
+        raise ValueError(f"a block must be a non-negative block number, not {value!r}")
+    return number
+
+
+def _block_param(block: int | str) -> str:
+    """A block number as a 0x quantity, or a tag as it is."""
+    if isinstance(block, str):
+        if block not in _BLOCK_TAGS:
+            raise ValueError(f"block must be a number or one of {_BLOCK_TAGS}, not {block!r}")
+        return block
+    return quantity(_block_number(block))
 
 
 def connect(

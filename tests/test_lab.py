@@ -108,6 +108,14 @@ def test_storage_series_matches_the_devnet_state(lab, devnet):
     assert lab.storage(token, 2, blocks[-1]) == state.storage_at(address, 2, blocks[-1])
 
 
+def test_a_range_past_the_head_is_refused_before_fetching(lab, truth):
+    with pytest.raises(ValueError, match="past the chain's head"):
+        lab.uncles(truth.head() - 10, truth.head() + 50_000)
+    with pytest.raises(ValueError, match="past the chain's head"):
+        lab.fee_history(truth.head(), truth.head() + 2)
+    assert set(lab.credits.by_method) == {"eth_blockNumber"}  # only the head was asked for
+
+
 def test_bad_ranges_are_clear_errors(lab):
     with pytest.raises(ValueError, match="stop"):
         lab.uncles(10, 10)

@@ -53,6 +53,10 @@ class SpawnedDevnet:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+        self._drainer.join(timeout)  # it ends at the pipe's end of file
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
     def __enter__(self) -> SpawnedDevnet:
         return self
 

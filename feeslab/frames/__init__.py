@@ -26,23 +26,47 @@ from feeslab.frames.base_fees import (
     stitch_base_fee_snapshots,
 )
 from feeslab.frames.blocks import BLOCK_DTYPES, parse_blocks
+from feeslab.frames.calls import (
+    CALL_SERIES_BASE_DTYPES,
+    COST_DTYPES,
+    FunctionSpec,
+    call_object,
+    decode_output,
+    encode_call,
+    error_text,
+    function_spec,
+    parse_call_series,
+    parse_cost_estimates,
+    transaction_cost,
+)
 from feeslab.frames.storage import STORAGE_DTYPES, decode_series, parse_storage_series
 from feeslab.frames.uncles import UNCLE_DTYPES, UNCLE_SCAN_DTYPES, parse_uncles, uncle_scan_frame
 
 __all__ = [
     "BASE_FEE_DTYPES",
     "BLOCK_DTYPES",
+    "CALL_SERIES_BASE_DTYPES",
+    "COST_DTYPES",
     "FEE_HISTORY_DTYPES",
     "STORAGE_DTYPES",
     "UNCLE_DTYPES",
     "UNCLE_SCAN_DTYPES",
+    "FunctionSpec",
+    "call_object",
+    "decode_output",
     "decode_series",
+    "encode_call",
+    "error_text",
+    "function_spec",
     "parse_base_fee_history",
     "parse_blocks",
+    "parse_call_series",
+    "parse_cost_estimates",
     "parse_fee_history",
     "parse_storage_series",
     "parse_uncles",
     "reward_column",
     "stitch_base_fee_snapshots",
+    "transaction_cost",
     "uncle_scan_frame",
 ]

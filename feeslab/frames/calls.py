@@ -1,0 +1,626 @@
+"""Contract calls and gas estimates: ABI encoding, decoding, reverts and costs, as frames.
+
+Pure functions. The fetch layer sends ``eth_call`` / ``eth_estimateGas`` and hands the
+answers here: a 0x hex result, or the JSON-RPC error (an ``RpcError`` or its JSON object).
+A revert is data, not an exception: it becomes the row's ``error`` text, decoded from
+``Error(string)``, ``Panic(uint256)`` or, given the contract's ABI, a custom error.
+
+Integers wider than int64 (``uint64`` and up, ``int72`` and up, every amount in wei) are kept
+exact as Python ints in ``object`` columns: a uint256 balance is beyond int64 and float
+precision.
+
+References
+----------
+.. [1] Solidity documentation, "Contract ABI Specification",
+   https://docs.soliditylang.org/en/latest/abi-spec.html
+.. [2] Ethereum execution APIs, ``eth_call`` and ``eth_estimateGas``,
+   https://github.com/ethereum/execution-apis
+.. [3] EIP-1559: Fee market change for ETH 1.0 chain, https://eips.ethereum.org/EIPS/eip-1559
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feeslab.fetch.errors import RevertError, RpcError, _canonical_type
+from feeslab.frames.blocks import _empty, _int64, _object_series, _quantity
+
+__all__ = [
+    "CALL_SERIES_BASE_DTYPES",
+    "COST_DTYPES",
+    "ZERO_ADDRESS",
+    "FunctionSpec",
+    "call_object",
+    "decode_output",
+    "encode_call",
+    "error_text",
+    "function_spec",
+    "parse_call_series",
+    "parse_cost_estimates",
+    "transaction_cost",
+]
+
+ZERO_ADDRESS = "0x" + "00" * 20
+WEI_PER_GWEI = 10**9
+WEI_PER_ETH = 10**18
+
+#: The columns every :func:`parse_call_series` frame has, besides one per output.
+CALL_SERIES_BASE_DTYPES: dict[str, str] = {"block_number": "int64", "error": "str"}
+
+#: Columns and dtypes of :func:`parse_cost_estimates`' frame, in order.
+COST_DTYPES: dict[str, str] = {
+    "block_number": "int64",
+    "gas_estimate": "Int64",
+    "base_fee_wei": "object",
+    "priority_fee_wei": "object",
+    "cost_wei": "object",
+    "cost_gwei": "float64",
+    "cost_eth": "float64",
+    "error": "str",
+}
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_INT_TYPE = re.compile(r"(u?int)(\d*)")
+_QUANTITY_FIELDS = ("gas", "gasPrice", "maxFeePerGas", "maxPriorityFeePerGas", "value", "nonce")
+_BYTES_FIELDS = ("data", "input")
+
+
+# -- function specs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One contract function: what encoding a call and decoding its answer need.
+
+    Attributes
+    ----------
+    name : str
+    inputs : tuple of str
+        Canonical ABI types of the arguments, e.g. ``("address", "uint256")``.
+    outputs : tuple of str
+        Canonical ABI types of the return values.
+    output_names : tuple of str
+        Column names for the outputs: the ABI's names, else ``output`` (a single unnamed
+        output) or ``output_<i>``.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    output_names: tuple[str, ...]
+
+    @property
+    def signature(self) -> str:
+        """The canonical signature, e.g. ``"balanceOf(address)"``."""
+        return f"{self.name}({','.join(self.inputs)})"
+
+    @property
+    def selector(self) -> bytes:
+        """The 4-byte function selector: the first bytes of keccak256 of the signature."""
+        from eth_hash.auto import keccak
+
+        return keccak(self.signature.encode())[:4]
+
+
+def _split_types(text: str, what: str) -> list[str]:
+    """Top-level comma-separated types of ``"a,(b,c)[],d"`` (tuples kept whole)."""
+    text = text.strip()
+    if not text:
+        return []
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced parentheses in {what}")
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"unbalanced parentheses in {what}")
+    parts.append(text[start:])
+    return [_canonical_text(p.strip().split(" ")[0], what) for p in parts]
+
+
+def _canonical_text(kind: str, what: str) -> str:
+    """``uint`` -> ``uint256`` (also inside tuples and arrays); rejects empty types."""
+    if not kind:
+        raise ValueError(f"an empty type in {what}")
+    if kind.startswith("("):
+        close = kind.rindex(")")
+        inner = ",".join(_split_types(kind[1:close], what))
+        return f"({inner}){kind[close + 1 :]}"
+    base, _, suffix = kind.partition("[")
+    if base in ("uint", "int"):
+        base += "256"
+    return base + (f"[{suffix}" if suffix else "")
+
+
+def _entry_spec(entry: Mapping[str, Any]) -> FunctionSpec:
+    if entry.get("type", "function") != "function" or "name" not in entry:
+        raise ValueError(f"not a function ABI entry: {dict(entry)!r}"[:200])
+    inputs = tuple(_canonical_type(p) for p in entry.get("inputs", []))
+    outputs = tuple(_canonical_type(p) for p in entry.get("outputs", []))
+    names = [str(p.get("name") or "") for p in entry.get("outputs", [])]
+    return FunctionSpec(entry["name"], inputs, outputs, _column_names(names))
+
+
+def _column_names(names: Sequence[str]) -> tuple[str, ...]:
+    reserved = set(CALL_SERIES_BASE_DTYPES)
+    if len(names) == 1 and not names[0]:
+        return ("output",)
+    out = []
+    for i, name in enumerate(names):
+        unique = name and names.count(name) == 1 and name not in reserved
+        out.append(name if unique else f"output_{i}")
+    return tuple(out)
+
+
+def function_spec(
+    function: str | Mapping[str, Any],
+    *,
+    returns: Sequence[str] | None = None,
+    abi: Sequence[Mapping[str, Any]] | None = None,
+) -> FunctionSpec:
+    """The function to call, from an ABI entry, a signature, or a name in ``abi``.
+
+    Parameters
+    ----------
+    function : dict or str
+        A function's ABI entry (JSON, as solc emits it); or a signature ``"name(types)"``,
+        optionally followed by its return types, ``"name(types)(types)"``; or a bare name
+        looked up in ``abi``.
+    returns : list of str, optional
+        The return types, e.g. ``["uint256"]``; needed for a signature unless ``abi`` has the
+        function. Overrides the ABI's outputs when given.
+    abi : list of dict, optional
+        The contract's ABI.
+
+    Returns
+    -------
+    FunctionSpec
+
+    Raises
+    ------
+    ValueError
+        For a malformed signature, a name that ``abi`` lacks or overloads, or an ABI entry
+        that is not a function.
+    """
+    if isinstance(function, Mapping):
+        spec = _entry_spec(function)
+    elif isinstance(function, str):
+        spec = _signature_spec(function.strip(), abi)
+    else:
+        raise TypeError(f"function must be an ABI entry or a signature, not "
+                        f"{type(function).__name__}")  # fmt: skip
+    if returns is not None:
+        if isinstance(returns, str):
+            raise TypeError('returns must be a list of types, e.g. ["uint256"], not a str')
+        outputs = tuple(_canonical_text(str(t).strip(), "returns") for t in returns)
+        spec = FunctionSpec(spec.name, spec.inputs, outputs, _column_names([""] * len(outputs)))
+    return spec
+
+
+def _signature_spec(text: str, abi: Sequence[Mapping[str, Any]] | None) -> FunctionSpec:
+    functions = [e for e in (abi or ()) if e.get("type") == "function"]
+    if _NAME.fullmatch(text):
+        found = [e for e in functions if e.get("name") == text]
+        if not found:
+            where = "the given abi" if abi else "no abi (pass abi= or a signature)"
+            raise ValueError(f"no function {text!r} in {where}")
+        if len(found) > 1:
+            raise ValueError(f"{text!r} is overloaded in the abi; give its signature")
+        return _entry_spec(found[0])
+    match = re.fullmatch(r"([A-Za-z_$][A-Za-z0-9_$]*)\((.*)", text, re.DOTALL)
+    if match is None:
+        raise ValueError(f'not a function signature: {text!r} (expected "name(types)")')
+    name, rest = match.groups()
+    depth, end = 1, None
+    for i, char in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            end = i
+            break
+    if end is None:
+        raise ValueError(f"unbalanced parentheses in {text!r}")
+    inputs = tuple(_split_types(rest[:end], repr(text)))
+    tail = rest[end + 1 :].strip()
+    for entry in functions:
+        spec = _entry_spec(entry)
+        if spec.name == name and spec.inputs == inputs and not tail:
+            return spec
+    outputs: tuple[str, ...] = ()
+    if tail:
+        if not (tail.startswith("(") and tail.endswith(")")):
+            raise ValueError(f"unexpected text after the arguments of {text!r}: {tail!r}")
+        outputs = tuple(_split_types(tail[1:-1], repr(text)))
+    return FunctionSpec(name, inputs, outputs, _column_names([""] * len(outputs)))
+
+
+# -- encoding and decoding ---------------------------------------------------------------------
+
+
+def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
+    """Calldata for calling ``spec`` with ``args``: selector + ABI-encoded arguments.
+
+    Parameters
+    ----------
+    spec : FunctionSpec
+    args : sequence
+        One Python value per input (ints, 0x address strings, bytes, tuples, lists).
+
+    Returns
+    -------
+    str
+        0x hex calldata.
+    """
+    from eth_abi import encode
+
+    if isinstance(args, str | bytes | Mapping):
+        raise TypeError(f"args must be a list of arguments, not a {type(args).__name__}")
+    args = list(args)
+    if len(args) != len(spec.inputs):
+        raise ValueError(f"{spec.signature} takes {len(spec.inputs)} argument(s), "
+                         f"got {len(args)}")  # fmt: skip
+    try:
+        encoded = encode(list(spec.inputs), args)
+    except Exception as exc:  # eth_abi's EncodingError and friends
+        raise ValueError(f"cannot encode arguments for {spec.signature}: {exc}") from None
+    return "0x" + (spec.selector + encoded).hex()
+
+
+def decode_output(spec: FunctionSpec, result: str) -> tuple:
+    """The return values of ``spec`` from an ``eth_call`` result.
+
+    Parameters
+    ----------
+    spec : FunctionSpec
+    result : str
+        The 0x hex ``eth_call`` result.
+
+    Returns
+    -------
+    tuple
+        One Python value per output: ints exact, addresses as lower-case 0x hex, ``bytes``
+        for ``bytesN``/``bytes``, tuples for structs and lists for arrays.
+
+    Raises
+    ------
+    ValueError
+        When the result is not valid hex or does not decode as the outputs (an empty ``0x``
+        usually means no contract code at that address at that block).
+    """
+    from eth_abi import decode
+
+    if not isinstance(result, str) or not result.startswith("0x"):
+        raise ValueError(f"an eth_call result must be 0x hex, not {result!r}"[:200])
+    try:
+        data = bytes.fromhex(result[2:])
+    except ValueError:
+        raise ValueError(f"an eth_call result is not hex: {result[:80]!r}") from None
+    if not spec.outputs:
+        return ()
+    if not data:
+        raise ValueError(
+            "empty answer (0x) where outputs "
+            f"({','.join(spec.outputs)}) were expected: no contract code there at that block?"
+        )
+    try:
+        return tuple(decode(list(spec.outputs), data))
+    except Exception as exc:
+        raise ValueError(
+            f"cannot decode {len(data)} bytes as ({','.join(spec.outputs)}): {exc}"
+        ) from None
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    if isinstance(value, tuple | list):
+        inner = ", ".join(_format_value(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, str) and not _ADDRESS.fullmatch(value):
+        return repr(value)
+    return str(value)
+
+
+def error_text(
+    error: RpcError | Mapping[str, Any], abi: Sequence[Mapping[str, Any]] | None = None
+) -> str:
+    """A one-line reading of a JSON-RPC error; reverts decoded.
+
+    Parameters
+    ----------
+    error : RpcError or dict
+        The error (or the ``error`` member of an answer).
+    abi : list of dict, optional
+        The contract's ABI, whose ``error`` entries decode custom errors.
+
+    Returns
+    -------
+    str
+        For a revert: the ``Error(string)`` reason (``"feeslab: not allowed"``); a panic as
+        ``"Panic(0x12): division or modulo by zero"``; a custom error as
+        ``"Unauthorized(0x5b38..., 7)"``; undecoded data as ``"custom error 0x<selector>
+        (data 0x...)"``; no data as ``"execution reverted"``. Any other error as
+        ``"<code>: <message>"``.
+    """
+    raw = error.raw if isinstance(error, RpcError) else error
+    if not isinstance(raw, Mapping):
+        return str(raw)
+    if not (isinstance(error, RevertError) or RevertError.recognises(raw)):
+        code, message = raw.get("code"), raw.get("message", "")
+        return f"{code}: {message}" if code is not None else str(message)
+    revert = RevertError.from_rpc(raw, abi=abi)
+    if revert.error_name is not None:
+        args = ", ".join(_format_value(a) for a in revert.error_args or ())
+        return f"{revert.error_name}({args})"
+    if revert.panic_code is not None:
+        return f"Panic(0x{revert.panic_code:02x}): {revert.reason}"
+    if revert.reason is not None:
+        return revert.reason
+    if len(revert.data) >= 4:
+        shown = revert.data.hex()
+        shown = shown if len(shown) <= 136 else shown[:136] + "..."
+        return f"custom error 0x{revert.data[:4].hex()} (data 0x{shown}; pass abi= to decode)"
+    if revert.data:
+        return f"execution reverted (data 0x{revert.data.hex()})"
+    return "execution reverted"
+
+
+# -- call series -------------------------------------------------------------------------------
+
+
+def _output_dtype(kind: str) -> str:
+    match = _INT_TYPE.fullmatch(kind)
+    if match:
+        bits = int(match.group(2) or 256)
+        signed = match.group(1) == "int"
+        return "Int64" if (signed and bits <= 64) or (not signed and bits <= 56) else "object"
+    if kind == "bool":
+        return "boolean"
+    if kind in ("address", "string") or (kind.startswith("bytes") and "[" not in kind):
+        return "str"
+    return "object"
+
+
+def _output_value(kind: str, value: Any) -> Any:
+    if isinstance(value, bytes) and _output_dtype(kind) == "str":
+        return "0x" + value.hex()
+    return value
+
+
+def _output_series(kind: str, values: list[Any]) -> pd.Series:
+    dtype = _output_dtype(kind)
+    if dtype == "object":
+        return _object_series(values)
+    return pd.Series(values, dtype=dtype)
+
+
+def parse_call_series(
+    spec: FunctionSpec,
+    answers: Mapping[Any, str | RpcError | Mapping[str, Any]],
+    *,
+    abi: Sequence[Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """One function's ``eth_call`` answers at several blocks, decoded.
+
+    Parameters
+    ----------
+    spec : FunctionSpec
+        The function called (see :func:`function_spec`).
+    answers : dict
+        ``{block_number: answer}``: block numbers as ints (or 0x quantities); each answer the
+        0x hex result, or the error (an ``RpcError`` or a JSON-RPC error object).
+    abi : list of dict, optional
+        The contract's ABI, to decode custom errors.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, sorted by block number, RangeIndex, columns (dtype):
+
+        ``block_number`` (int64)
+        one column per output, named by ``spec.output_names``
+            ``uint8`` .. ``uint56`` and ``int8`` .. ``int64``: ``Int64`` (nullable);
+            wider ints (``uint256``, ``int256``, ``uint64``, ...): ``object``, exact Python
+            ints; ``bool``: ``boolean``; ``address`` (lower-case), ``string``, ``bytes`` and
+            ``bytesN`` (0x hex): ``str``; arrays and tuples: ``object``. Missing (``<NA>``
+            / None) in rows with an error.
+        ``error`` (str)
+            Missing when the call succeeded; else the decoded revert (see
+            :func:`error_text`) or why the answer did not decode.
+
+        No answers give an empty frame with these columns.
+    """
+    if not isinstance(answers, Mapping):
+        raise TypeError(f"answers must be a dict {{block_number: answer}}, not "
+                        f"{type(answers).__name__}")  # fmt: skip
+    rows = sorted(
+        ((_quantity(block, f"answers key {block!r}"), answer) for block, answer in answers.items()),
+        key=lambda row: row[0],
+    )
+    numbers = [b for b, _ in rows]
+    if len(set(numbers)) != len(numbers):
+        raise ValueError("answers has the same block twice (as an int and as hex)")
+    values: list[list[Any]] = [[] for _ in spec.outputs]
+    errors: list[str | None] = []
+    for block, answer in rows:
+        decoded: tuple | None = None
+        if isinstance(answer, str):
+            try:
+                decoded = decode_output(spec, answer)
+            except ValueError as exc:
+                errors.append(str(exc))
+            else:
+                errors.append(None)
+        elif isinstance(answer, RpcError | Mapping):
+            errors.append(error_text(answer, abi))
+        else:
+            raise TypeError(f"answers[{block}] must be a 0x hex result or an error, not "
+                            f"{type(answer).__name__}")  # fmt: skip
+        for i, kind in enumerate(spec.outputs):
+            values[i].append(None if decoded is None else _output_value(kind, decoded[i]))
+    columns: dict[str, Any] = {"block_number": _int64(numbers, "block_number", "answers")}
+    for name, kind, column in zip(spec.output_names, spec.outputs, values, strict=True):
+        columns[name] = _output_series(kind, column)
+    columns["error"] = pd.Series(errors, dtype="str")
+    if not rows:
+        return _empty({"block_number": "int64",
+                       **{n: _output_dtype(k) for n, k in zip(spec.output_names, spec.outputs,
+                                                              strict=True)},
+                       "error": "str"})  # fmt: skip
+    return pd.DataFrame(columns)
+
+
+# -- gas estimates and their cost --------------------------------------------------------------
+
+
+def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
+    """A transaction dict as a JSON-RPC call object (``eth_call``/``eth_estimateGas``).
+
+    Parameters
+    ----------
+    transaction : dict
+        ``from``, ``to`` (0x addresses), ``data`` or ``input`` (0x hex or bytes), ``value``,
+        ``gas``, ``gasPrice``, ``maxFeePerGas``, ``maxPriorityFeePerGas``, ``nonce`` (ints
+        or 0x quantities) [wei for fees and value]. Other keys are passed on unchanged.
+
+    Returns
+    -------
+    dict
+        The same keys with ints as 0x quantities and bytes as 0x hex.
+    """
+    if not isinstance(transaction, Mapping):
+        raise TypeError(f"a transaction must be a dict, not {type(transaction).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in transaction.items():
+        if value is None:
+            continue
+        if key in ("from", "to"):
+            if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+                raise ValueError(f"{key!r} must be 0x followed by 40 hex digits, got {value!r}")
+        elif key in _QUANTITY_FIELDS and not isinstance(value, str):
+            value = hex(_quantity(value, f"transaction {key!r}"))
+        elif key in _BYTES_FIELDS and isinstance(value, bytes | bytearray):
+            value = "0x" + bytes(value).hex()
+        out[key] = value
+    return out
+
+
+def transaction_cost(gas: int, base_fee_wei: int, priority_fee_wei: int = 0) -> int:
+    """What ``gas`` units cost at a base fee plus a priority fee.
+
+    Parameters
+    ----------
+    gas : int
+        Gas used [gas].
+    base_fee_wei : int
+        The block's base fee per gas [wei/gas].
+    priority_fee_wei : int
+        The tip per gas paid on top [wei/gas].
+
+    Returns
+    -------
+    int
+        ``gas * (base_fee_wei + priority_fee_wei)``, exact [wei].
+    """
+    for name, value in (("gas", gas), ("base_fee_wei", base_fee_wei),
+                        ("priority_fee_wei", priority_fee_wei)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+    return int(gas) * (int(base_fee_wei) + int(priority_fee_wei))
+
+
+def parse_cost_estimates(
+    answers: Sequence[str | RpcError | Mapping[str, Any]],
+    *,
+    block_number: int,
+    base_fee_wei: int | None,
+    priority_fee_wei: int = 0,
+    abi: Sequence[Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """``eth_estimateGas`` answers for a list of transactions, with their cost.
+
+    Parameters
+    ----------
+    answers : list
+        One per transaction, in order: the 0x quantity ``eth_estimateGas`` answered, or its
+        error (an ``RpcError`` or a JSON-RPC error object).
+    block_number : int
+        The block whose state the estimates ran on.
+    base_fee_wei : int or None
+        That block's base fee per gas [wei/gas]; None before London (costs are then missing).
+    priority_fee_wei : int
+        Tip per gas added to the base fee [wei/gas].
+    abi : list of dict, optional
+        The contract's ABI, to decode custom errors.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per transaction, in order, RangeIndex, columns (dtype):
+
+        ``block_number`` (int64)
+        ``gas_estimate`` (Int64, nullable) [gas]
+            Missing when the estimate failed.
+        ``base_fee_wei``, ``priority_fee_wei`` (object: Python int) [wei/gas]
+        ``cost_wei`` (object: Python int) [wei]
+            ``gas_estimate * (base_fee_wei + priority_fee_wei)``, exact; None when missing.
+        ``cost_gwei``, ``cost_eth`` (float64) [gwei], [ETH]
+            The same, correctly rounded to the nearest float; NaN when missing.
+        ``error`` (str)
+            Missing when the estimate succeeded; else the decoded revert or the node's error
+            (see :func:`error_text`).
+    """
+    if isinstance(answers, Mapping | str):
+        raise TypeError("answers must be a list, one answer per transaction")
+    block = _quantity(block_number, "block_number")
+    if base_fee_wei is not None:
+        base_fee_wei = _quantity(base_fee_wei, "base_fee_wei")
+    tip = _quantity(priority_fee_wei, "priority_fee_wei")
+    gas: list[int | None] = []
+    costs: list[int | None] = []
+    errors: list[str | None] = []
+    for i, answer in enumerate(answers):
+        if isinstance(answer, str):
+            estimate = _quantity(answer, f"answers[{i}]")
+            gas.append(estimate)
+            errors.append(None)
+            costs.append(None if base_fee_wei is None
+                         else transaction_cost(estimate, base_fee_wei, tip))  # fmt: skip
+        elif isinstance(answer, RpcError | Mapping):
+            gas.append(None)
+            costs.append(None)
+            errors.append(error_text(answer, abi))
+        else:
+            raise TypeError(f"answers[{i}] must be a 0x quantity or an error, not "
+                            f"{type(answer).__name__}")  # fmt: skip
+    n = len(gas)
+    if not n:
+        return _empty(COST_DTYPES)
+    return pd.DataFrame(
+        {
+            "block_number": np.full(n, block, dtype=np.int64),
+            "gas_estimate": pd.Series(gas, dtype="Int64"),
+            "base_fee_wei": _object_series([base_fee_wei] * n),
+            "priority_fee_wei": _object_series([tip] * n),
+            "cost_wei": _object_series(costs),
+            "cost_gwei": np.array(
+                [np.nan if c is None else c / WEI_PER_GWEI for c in costs], dtype=np.float64
+            ),
+            "cost_eth": np.array(
+                [np.nan if c is None else c / WEI_PER_ETH for c in costs], dtype=np.float64
+            ),
+            "error": pd.Series(errors, dtype="str"),
+        }
+    )
