@@ -235,9 +235,7 @@ class Lab:
             raise ConfigError(
                 f"the node has no block {missing[0]:,} (head {self.node.head(refresh=True):,})"
             )
-        wanted = [
-            (int(b["number"], 16), i) for b in headers for i in range(len(b["uncles"]))
-        ]
+        wanted = [(int(b["number"], 16), i) for b in headers for i in range(len(b["uncles"]))]
         objects = self.node.uncles(wanted, progress=progress)
         rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
         uncles = parse_uncles(rows)
