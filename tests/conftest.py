@@ -70,3 +70,27 @@ def _close_figures() -> Iterator[None]:
     pyplot = sys.modules.get("matplotlib.pyplot")  # only if a test imported it
     if pyplot is not None:
         pyplot.close("all")
+
+
+@pytest.fixture
+def lab(devnet, tmp_path):
+    """A Lab on the session devnet, with a cache of its own."""
+    import feeslab
+
+    lab = feeslab.connect(
+        url=devnet.url,
+        api_key=devnet.api_key,
+        api_key_secret=devnet.api_key_secret,
+        cache=tmp_path,
+        progress=False,
+    )
+    yield lab
+    lab.close()
+
+
+@pytest.fixture(scope="module")
+def truth():
+    """The session devnet's chain 1, built in-process: ground truth for what it serves."""
+    from feeslab.devnet.chain import build_chains
+
+    return build_chains(7).by_id[1]

@@ -10,24 +10,6 @@ from feeslab.devnet.chain import build_chains
 SEED = 7  # the session devnet's seed
 
 
-@pytest.fixture
-def lab(devnet, tmp_path):
-    lab = feeslab.connect(
-        url=devnet.url,
-        api_key=devnet.api_key,
-        api_key_secret=devnet.api_key_secret,
-        cache=tmp_path,
-        progress=False,
-    )
-    yield lab
-    lab.close()
-
-
-@pytest.fixture(scope="module")
-def truth():
-    return build_chains(SEED).by_id[1]
-
-
 def test_connect_validates_its_options(monkeypatch):
     monkeypatch.delenv("INFURA_API_KEY", raising=False)
     with pytest.raises(feeslab.ConfigError, match="not both"):

@@ -7,31 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-import feeslab
-from feeslab.devnet.chain import build_chains
 from feeslab.fetch.errors import BudgetExceeded, RevertError, RpcError
 from feeslab.frames import encode_call, function_spec
 from feeslab.slots import IMPLEMENTATION_SLOT, mapping_slot
-
-SEED = 7  # the session devnet's seed
-
-
-@pytest.fixture
-def lab(devnet, tmp_path):
-    lab = feeslab.connect(
-        url=devnet.url,
-        api_key=devnet.api_key,
-        api_key_secret=devnet.api_key_secret,
-        cache=tmp_path,
-        progress=False,
-    )
-    yield lab
-    lab.close()
-
-
-@pytest.fixture(scope="module")
-def truth():
-    return build_chains(SEED).by_id[1]
 
 
 @pytest.fixture(scope="module")
