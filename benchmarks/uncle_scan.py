@@ -336,7 +336,7 @@ NOTE = (
     f"uncle scan: blocks {START:,}-{STOP - 1:,} of chain 1 (seed {SEED}), one `feeslab serve` "
     f"subprocess per latency (--latency-ms is a server option), --credits-per-second "
     f"{CREDITS_PER_SECOND:.0e} and --daily-credits {DAILY_CREDITS:.0e} so the plan's limits are "
-    f"not what is measured; feeslab with connect()'s defaults (max_batch 100, max_concurrency 8); "
+    f"not what is measured; feeslab with connect()'s defaults (max_batch 500, max_concurrency 8); "
     f"medians of {REPEAT[0]} runs at 0 ms and {REPEAT[50]} at 50 ms; the loop is timed on a "
     f"subset and extrapolated by calls."
 )
