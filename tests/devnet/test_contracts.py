@@ -406,9 +406,8 @@ def test_eip1967_slots_in_the_bytecode(artifacts: dict[str, Artifact]) -> None:
 
 def test_rebuild_reproduces_artifacts(tmp_path: Path) -> None:
     if not (REPO / "node_modules" / ".bin" / "solcjs").exists():
-        pytest.skip(
-            reason="node_modules/.bin/solcjs is missing: run `make contracts` to install solc-js"
-        )
+        why = "node_modules/.bin/solcjs is missing: run `make contracts` to install solc-js"
+        pytest.skip(reason=why)
     node = shutil.which("node")
     if node is None:
         pytest.skip(reason="node is not on PATH")

@@ -154,9 +154,8 @@ def _wait_until_up(process: subprocess.Popen[bytes], node: Endpoint, log: Any) -
 def node() -> Iterator[Endpoint]:
     """ganache on a free loopback port: chain 1, shanghai, deterministic unlocked accounts."""
     if not NODE_BIN.exists():
-        pytest.skip(
-            reason=f"{NODE_BIN} is missing: run `make test` (or `npm ci`) to install ganache"
-        )
+        why = f"{NODE_BIN} is missing: run `make test` (or `npm ci`) to install ganache"
+        pytest.skip(reason=why)
     port = _free_port()
     command = [
         str(NODE_BIN),
