@@ -49,7 +49,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -498,6 +498,51 @@ class _Core:
         error.__cause__ = exc
         return _Retry(error)
 
+    def batch_steps(
+        self, calls: Sequence[RpcCall], stop: threading.Event | None
+    ) -> Generator[tuple[str, Any], Any, list[RpcResult]]:
+        """One batch's attempts, as steps for a sync or async driver (``_send_batch``).
+
+        Yields ``("sleep", seconds)`` (answered with None) and ``("post", body)`` (answered
+        with the httpx response, or with the httpx error thrown in); returns the results.
+        """
+        ids = self.next_ids(len(calls))
+        pending = dict(zip(ids, calls, strict=True))
+        done: dict[int, RpcResult] = {}
+        failure: _Retry | None = None
+        for attempt in range(self.retries + 1):
+            wait = self.before_send(pending.values())
+            if wait > 0:
+                yield ("sleep", wait)
+            if stop is not None and stop.is_set():
+                raise _Stopped
+            body = _build_body(list(pending.values()), list(pending))
+            try:
+                response = yield ("post", body)
+                outcome = self.interpret(response, pending)
+            except _Retry as retry:
+                failure = retry
+            except httpx.HTTPError as exc:
+                failure = self.transport_error(exc)
+            except FeeslabError:
+                if stop is not None:
+                    stop.set()
+                raise
+            else:
+                done.update(outcome.answered)
+                pending = {rid: pending[rid] for rid in outcome.retry_ids}
+                if not pending:
+                    break
+                failure = self.partial_failure(outcome)
+            if attempt < self.retries:
+                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
+                wait = self.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
+                if wait > 0:
+                    yield ("sleep", wait)
+        else:
+            raise self.give_up(failure, len(pending), self.retries + 1)
+        return [done[rid] for rid in ids]
+
 
 async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
     """Run ``coros`` concurrently; results in order.
@@ -637,43 +682,22 @@ class AsyncHTTPTransport:
     async def _send_batch(
         self, calls: Sequence[RpcCall], stop: threading.Event | None = None
     ) -> list[RpcResult]:
-        core = self._core
-        ids = core.next_ids(len(calls))
-        pending = dict(zip(ids, calls, strict=True))
-        done: dict[int, RpcResult] = {}
-        failure: _Retry | None = None
-        for attempt in range(core.retries + 1):
-            wait = core.before_send(pending.values())
-            if wait > 0:
-                await self._sleep(wait)
-            if stop is not None and stop.is_set():
-                raise _Stopped
-            body = _build_body(list(pending.values()), list(pending))
+        steps = self._core.batch_steps(calls, stop)
+        reply: Any = None
+        thrown: BaseException | None = None
+        while True:
             try:
-                response = await self._client.post(core.url, content=body)
-                outcome = core.interpret(response, pending)
-            except _Retry as retry:
-                failure = retry
-            except httpx.HTTPError as exc:
-                failure = core.transport_error(exc)
-            except FeeslabError:
-                if stop is not None:
-                    stop.set()
-                raise
+                kind, arg = steps.throw(thrown) if thrown else steps.send(reply)
+            except StopIteration as finished:
+                return finished.value
+            reply, thrown = None, None
+            if kind == "sleep":
+                await self._sleep(arg)
             else:
-                done.update(outcome.answered)
-                pending = {rid: pending[rid] for rid in outcome.retry_ids}
-                if not pending:
-                    break
-                failure = core.partial_failure(outcome)
-            if attempt < core.retries:
-                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
-                wait = core.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
-                if wait > 0:
-                    await self._sleep(wait)
-        else:
-            raise core.give_up(failure, len(pending), core.retries + 1)
-        return [done[rid] for rid in ids]
+                try:
+                    reply = await self._client.post(self._core.url, content=arg)
+                except httpx.HTTPError as exc:
+                    thrown = exc
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -795,43 +819,22 @@ class HTTPTransport:
     def _send_batch(
         self, calls: Sequence[RpcCall], stop: threading.Event | None = None
     ) -> list[RpcResult]:
-        core = self._core
-        ids = core.next_ids(len(calls))
-        pending = dict(zip(ids, calls, strict=True))
-        done: dict[int, RpcResult] = {}
-        failure: _Retry | None = None
-        for attempt in range(core.retries + 1):
-            wait = core.before_send(pending.values())
-            if wait > 0:
-                self._sleep(wait)
-            if stop is not None and stop.is_set():
-                raise _Stopped
-            body = _build_body(list(pending.values()), list(pending))
+        steps = self._core.batch_steps(calls, stop)
+        reply: Any = None
+        thrown: BaseException | None = None
+        while True:
             try:
-                response = self._client.post(core.url, content=body)
-                outcome = core.interpret(response, pending)
-            except _Retry as retry:
-                failure = retry
-            except httpx.HTTPError as exc:
-                failure = core.transport_error(exc)
-            except FeeslabError:
-                if stop is not None:
-                    stop.set()
-                raise
+                kind, arg = steps.throw(thrown) if thrown else steps.send(reply)
+            except StopIteration as finished:
+                return finished.value
+            reply, thrown = None, None
+            if kind == "sleep":
+                self._sleep(arg)
             else:
-                done.update(outcome.answered)
-                pending = {rid: pending[rid] for rid in outcome.retry_ids}
-                if not pending:
-                    break
-                failure = core.partial_failure(outcome)
-            if attempt < core.retries:
-                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
-                wait = core.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
-                if wait > 0:
-                    self._sleep(wait)
-        else:
-            raise core.give_up(failure, len(pending), core.retries + 1)
-        return [done[rid] for rid in ids]
+                try:
+                    reply = self._client.post(self._core.url, content=arg)
+                except httpx.HTTPError as exc:
+                    thrown = exc
 
     def close(self) -> None:
         """Close the connection pool and the worker threads."""
