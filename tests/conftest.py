@@ -72,6 +72,17 @@ def _close_figures() -> Iterator[None]:
         pyplot.close("all")
 
 
+@pytest.fixture(autouse=True)
+def _seed_randomness() -> None:
+    # tests that draw random cases get the same cases every run
+    import random
+
+    import numpy as np
+
+    random.seed(20261122)
+    np.random.seed(20261122)
+
+
 @pytest.fixture
 def lab(devnet, tmp_path):
     """A Lab on the session devnet, with a cache of its own."""

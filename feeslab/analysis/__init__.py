@@ -1,0 +1,13 @@
+"""Pure functions on Series and DataFrames: statistics of fees, uncles and storage.
+
+No I/O happens here: frames come from :class:`feeslab.Lab` (or any source with the same
+columns), results go to :mod:`feeslab.plots`. One module per topic::
+
+    feeslab.analysis.fees      EIP-1559 arithmetic, utilisation, volatility, forecast bounds
+    feeslab.analysis.uncles    uncle rates with intervals, depth, rewards, miners, a model
+    feeslab.analysis.storage   decoded storage series: balances, proxy upgrades, oracle rounds
+"""
+
+from feeslab.analysis import fees, storage, uncles
+
+__all__ = ["fees", "storage", "uncles"]

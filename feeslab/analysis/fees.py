@@ -1,0 +1,3 @@
+"""Analysis of fees (being written)."""
+
+__all__: list[str] = []

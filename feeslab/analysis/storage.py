@@ -1,0 +1,3 @@
+"""Analysis of storage (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Analysis of uncles (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,15 @@
+"""Matplotlib plots of the frames :mod:`feeslab.analysis` returns.
+
+Every function is ``plot_<thing>(frame, *, ax=None, **kwargs) -> Axes``: a figure is made only
+when ``ax`` is None, ``plt.show()`` is never called, statistics are never computed here (they
+come from :mod:`feeslab.analysis`), and axis labels carry units.
+"""
+
+from feeslab.plots import fees as _fees
+from feeslab.plots import storage as _storage
+from feeslab.plots import uncles as _uncles
+from feeslab.plots.fees import *  # noqa: F403
+from feeslab.plots.storage import *  # noqa: F403
+from feeslab.plots.uncles import *  # noqa: F403
+
+__all__ = sorted([*_fees.__all__, *_storage.__all__, *_uncles.__all__])

@@ -1,0 +1,3 @@
+"""Plots of fees (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Plots of storage (being written)."""
+
+__all__: list[str] = []

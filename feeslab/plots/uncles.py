@@ -1,0 +1,3 @@
+"""Plots of uncles (being written)."""
+
+__all__: list[str] = []
