@@ -1085,6 +1085,11 @@ class Chain:
     def __repr__(self) -> str:
         return f"<Chain {self.chain_id} ({self.network}) head={self.head()}>"
 
+    @property
+    def history(self) -> History:
+        """The process-wide history behind this chain (shared by chains of the same seed)."""
+        return self._h
+
     def head(self) -> int:
         """Number of the current head block."""
         if self.block_time is None:

@@ -26,10 +26,12 @@ London on), keys sorted as Go prints a map. The synthetic history has no transac
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from feeslab.devnet._encoded import EncodedCache
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
 from feeslab.devnet.evm import ZERO_ADDRESS, CallRequest, Executor, estimate_gas
 from feeslab.devnet.evm import call as evm_call
@@ -183,8 +185,13 @@ def _is_hex_digits(text: str) -> bool:
     return all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+_PLAIN_UINT64 = re.compile(r"0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,15})")
+
+
 def _decode_uint64(text: str) -> int:
     """hexutil.DecodeUint64: a strict hex quantity, with its plain error messages."""
+    if _PLAIN_UINT64.fullmatch(text):  # the usual case, checked at C speed
+        return int(text, 16)
     if not text:
         raise _ArgError("empty hex string")
     if not _has_hex_prefix(text):
@@ -949,3 +956,53 @@ def dispatch(ctx: Any, method: str, params: Any) -> Any:
     handler, decoders, required = entry
     args = decode_params(params, decoders, required)
     return handler(ctx, *args)
+
+
+# -- the HTTP/WebSocket fast path ------------------------------------------------------------
+
+# encoded JSON of canonical blocks and uncles, keyed by (history, kind, number[, index]): a
+# block at or below the head never changes, and histories are shared process-wide by seed
+ENCODED = EncodedCache()
+
+
+def _encoded_block(ctx: Any, tag: int | str, full_tx: bool) -> Any:
+    if tag == "pending":
+        return eth_get_block_by_number(ctx, tag, full_tx)
+    chain = ctx.chain
+    number = resolve_tag(chain, tag)
+    if not 0 <= number <= chain.head():
+        return None
+    return ENCODED.get(
+        (chain.history, "block", number), lambda: eth_get_block_by_number(ctx, number, full_tx)
+    )
+
+
+def _encoded_uncle(ctx: Any, tag: int | str, index: int) -> Any:
+    chain = ctx.chain
+    number = resolve_tag(chain, tag)
+    if tag == "pending" or not 0 <= number <= chain.head():
+        return eth_get_uncle_by_block_number_and_index(ctx, tag, index)
+    return ENCODED.get(
+        (chain.history, "uncle", number, index),
+        lambda: eth_get_uncle_by_block_number_and_index(ctx, number, index),
+    )
+
+
+_ENCODED_HANDLERS: dict[str, Callable[..., Any]] = {
+    "eth_getBlockByNumber": _encoded_block,
+    "eth_getUncleByBlockNumberAndIndex": _encoded_uncle,
+}
+
+
+def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
+    """:func:`dispatch` for the servers: canonical blocks and uncles come as cached
+    :class:`~feeslab.devnet._encoded.Encoded` JSON, which ``jsonrpc.execute`` splices in.
+
+    Same answers, same errors as :func:`dispatch`; in-process callers that want plain values
+    use :func:`dispatch`.
+    """
+    fast = _ENCODED_HANDLERS.get(method)
+    if fast is None:
+        return dispatch(ctx, method, params)
+    _, decoders, required = METHODS[method]
+    return fast(ctx, *decode_params(params, decoders, required))

@@ -81,7 +81,8 @@ class Devnet:
     latency_ms : float
         Delay added before answering each HTTP request and each WebSocket message.
     dispatch : callable
-        ``dispatch(ctx, method, params)``; ``feeslab.devnet.rpc.dispatch`` unless replaced.
+        ``dispatch(ctx, method, params)``; ``feeslab.devnet.rpc.dispatch_encoded`` (plain
+        results, or cached encoded JSON for canonical blocks) unless replaced.
     format_new_head : callable
         ``format_new_head(block) -> dict``; ``feeslab.devnet.rpc.format_new_head``.
     gas : object
@@ -94,7 +95,7 @@ class Devnet:
     ledger: CreditLedger
     block_time: float | None = None
     latency_ms: float = 0.0
-    dispatch: Dispatcher = rpc.dispatch
+    dispatch: Dispatcher = rpc.dispatch_encoded
     format_new_head: Callable[[Any], dict] = rpc.format_new_head
     gas: Any = gasapi
     info_extra: dict[str, Any] = field(default_factory=dict)

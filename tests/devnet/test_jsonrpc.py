@@ -235,3 +235,25 @@ def test_deep_nesting_is_refused_even_with_a_raised_recursion_limit():
         assert answer(b"[" * 900 + b"]" * 900)[0]["error"]["code"] == -32600
     finally:
         sys.setrecursionlimit(old)
+
+
+def test_depth_check_skips_brackets_inside_strings_and_counts_wide_batches_right():
+    wide = json.dumps([call(id_=i) for i in range(800)]).encode()  # > 1,000 brackets, depth 3
+    assert len(answer(wide)) == 800
+    quoted = b'[{"jsonrpc":"2.0","id":"' + b"[" * 5_000 + b'","method":"echo","params":[1]}]'
+    assert answer(quoted)[0]["id"] == "[" * 5_000
+    assert answer(b"[" * 1_001 + b"]" * 1_001)["error"]["code"] == -32700
+
+
+def test_encoded_results_are_spliced_with_the_callers_id():
+    from feeslab.devnet._encoded import Encoded, encode
+
+    def local(ctx, method, params):
+        return Encoded(encode({"b": [1, "x"]}))
+
+    body = [call(id_=7), call(id_="seven"), call(id_=None), {"jsonrpc": "2.0", "method": "n"}]
+    assert answer(json.dumps(body), local) == [
+        {"jsonrpc": "2.0", "id": 7, "result": {"b": [1, "x"]}},
+        {"jsonrpc": "2.0", "id": "seven", "result": {"b": [1, "x"]}},
+        {"jsonrpc": "2.0", "id": None, "result": {"b": [1, "x"]}},
+    ]  # the notification (no id) gets no answer

@@ -547,3 +547,48 @@ def test_http_errors(devnet):
     assert answer["error"]["message"] == "the method eth_foo does not exist/is not available"
     answer = post(devnet, {"jsonrpc": "2.0", "id": 5, "method": "eth_chainId"}, "sepolia")
     assert answer["result"] == hex(11155111)
+
+
+def test_encoded_fast_path_answers_exactly_as_dispatch(chains):
+    from feeslab.devnet._encoded import Encoded
+    from feeslab.devnet.rpc import dispatch_encoded
+
+    ctx = CallContext(chain=chains.by_id[1], chains=chains, transport="http")
+    head = ctx.chain.head()
+    cases = (
+        [("eth_getBlockByNumber", [hex(n), False]) for n in (0, 1, 100_000, head)]
+        + [("eth_getBlockByNumber", [tag, True]) for tag in ("latest", "earliest", "pending")]
+        + [
+            ("eth_getBlockByNumber", [hex(head + 1), False]),
+            ("eth_getBlockByNumber", ["0X1", False]),  # geth takes an upper-case prefix too
+            ("eth_getUncleByBlockNumberAndIndex", [hex(100_000), "0x0"]),
+            ("eth_getUncleByBlockNumberAndIndex", [hex(100_000), "0x5"]),
+            ("eth_chainId", []),
+        ]
+    )
+    for n in range(100_000, 100_200):
+        cases.append(("eth_getUncleByBlockNumberAndIndex", [hex(n), "0x0"]))
+    for method, params in cases:
+        for _ in range(2):  # a miss, then a hit
+            fast = dispatch_encoded(ctx, method, params)
+            plain = dispatch(ctx, method, params)
+            got = json.loads(fast) if isinstance(fast, Encoded) else fast
+            assert got == plain, (method, params)
+    for bad in (["0x01", False], [hex(2**64), False], ["0x", False], ["latest"]):
+        with pytest.raises(RpcError) as fast_error:
+            dispatch_encoded(ctx, "eth_getBlockByNumber", bad)
+        with pytest.raises(RpcError) as plain_error:
+            dispatch(ctx, "eth_getBlockByNumber", bad)
+        assert fast_error.value.to_json() == plain_error.value.to_json()
+
+
+def test_encoded_cache_stays_within_its_byte_bound():
+    from feeslab.devnet._encoded import EncodedCache
+
+    cache = EncodedCache(max_bytes=100)
+    for i in range(50):
+        assert cache.get(i, lambda i=i: {"n": i}) == f'{{"n":{i}}}'.encode()
+        assert cache.size <= 100
+    assert 0 < len(cache) < 50
+    assert cache.get("missing", lambda: None) is None
+    assert "missing" not in cache._items  # a block above the head may exist later
