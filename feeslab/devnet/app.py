@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
 import logging
-import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -41,7 +38,7 @@ from starlette.websockets import WebSocket
 from feeslab._costs import GAS_API_COSTS, event_cost, gas_api_cost, http_status_cost
 from feeslab.devnet import auth
 from feeslab.devnet.credits import Decision, payment_required_body, too_many_requests_body
-from feeslab.devnet.errors import INVALID_PARAMS, RpcError
+from feeslab.devnet.errors import RpcError
 from feeslab.devnet.gasapi import NoBaseFeeError
 from feeslab.devnet.jsonrpc import (
     MAX_BODY_BYTES,
@@ -52,6 +49,7 @@ from feeslab.devnet.jsonrpc import (
     parse_request,
     request_costs,
 )
+from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
 
 if TYPE_CHECKING:
     from feeslab.devnet.server import Devnet
@@ -259,13 +257,6 @@ async def devnet_info(request: Request) -> Response:
 _connection_serials = itertools.count(1)
 
 
-@dataclass
-class _Subscription:
-    id: str
-    last: int  # last head announced (or the head when subscribing)
-    active: bool = False  # set once the eth_subscribe answer went out, so events come after it
-
-
 class _WsSession:
     """One WebSocket connection: its messages, its subscriptions and the task pushing heads."""
 
@@ -275,9 +266,7 @@ class _WsSession:
         self.chain = chain
         self.ctx = CallContext(chain=chain, chains=devnet.chains, transport="ws")
         self.serial = next(_connection_serials)
-        self.sub_counter = itertools.count(1)
-        self.subs: dict[str, _Subscription] = {}
-        self.subs_lock = threading.Lock()  # dispatch runs on worker threads
+        self.heads = HeadSubscriptions(chain, devnet.format_new_head, prefix=str(self.serial))
         self.send_lock = asyncio.Lock()
         self.closed = False
 
@@ -285,29 +274,10 @@ class _WsSession:
 
     def dispatch(self, ctx: CallContext, method: str, params: Any) -> Any:
         if method == "eth_subscribe":
-            return self._subscribe(params)
+            return self.heads.subscribe(params)
         if method == "eth_unsubscribe":
-            return self._unsubscribe(params)
+            return self.heads.unsubscribe(params)
         return self.devnet.dispatch(ctx, method, params)
-
-    def _subscribe(self, params: Any) -> str:
-        if not isinstance(params, list) or not params or not isinstance(params[0], str):
-            raise RpcError(INVALID_PARAMS, "missing subscription kind")
-        kind = params[0]
-        if kind != "newHeads":
-            raise RpcError(INVALID_PARAMS, f"unsupported subscription kind {_clip(kind)!r}")
-        n = next(self.sub_counter)
-        digest = hashlib.blake2b(f"{self.serial}:{n}".encode(), digest_size=16).hexdigest()
-        sub = _Subscription(id="0x" + digest, last=self.chain.head())
-        with self.subs_lock:
-            self.subs[sub.id] = sub
-        return sub.id
-
-    def _unsubscribe(self, params: Any) -> bool:
-        if not isinstance(params, list) or not params or not isinstance(params[0], str):
-            raise RpcError(INVALID_PARAMS, "missing subscription id")
-        with self.subs_lock:
-            return self.subs.pop(params[0], None) is not None
 
     # sending ---------------------------------------------------------------------------------
 
@@ -348,9 +318,7 @@ class _WsSession:
         payload = await run_in_threadpool(execute, rpc_request, self.ctx, self.dispatch)
         if payload is not None:
             await self.send(payload)
-        with self.subs_lock:
-            for sub in self.subs.values():
-                sub.active = True
+        self.heads.activate()
 
     async def receive_loop(self) -> None:
         while not self.closed:
@@ -363,39 +331,24 @@ class _WsSession:
 
     # newHeads ------------------------------------------------------------------------------
 
-    def _poll_interval(self) -> float:
-        block_time = self.devnet.block_time
-        return 1.0 if not block_time else min(block_time / 4, 0.25)
-
-    def _header(self, number: int) -> dict | None:
-        block = self.chain.block(number)
-        return None if block is None else self.devnet.format_new_head(block)
-
     async def push_heads(self) -> None:
-        interval = self._poll_interval()
+        interval = poll_interval(self.devnet.block_time)
         cost = event_cost("newHeads")
+
+        def charge() -> bool:
+            return self.devnet.ledger.charge_event("newHeads", cost)
+
         while not self.closed:
             await asyncio.sleep(interval)
-            with self.subs_lock:
-                if not any(sub.active for sub in self.subs.values()):
-                    continue
-            head = self.chain.head()
-            headers: dict[int, dict | None] = {}
-            with self.subs_lock:
-                due = [s for s in self.subs.values() if s.active and s.last < head]
-            for sub in due:
-                for number in range(sub.last + 1, head + 1):
-                    if sub.id not in self.subs or self.closed:
-                        break
-                    if number not in headers:
-                        headers[number] = await run_in_threadpool(self._header, number)
-                    sub.last = number
-                    if headers[number] is None:
-                        continue
-                    if not self.devnet.ledger.charge_event("newHeads", cost):
-                        await self.close_for_payment()
-                        return
-                    await self.send(encode(_notification(sub.id, headers[number])))
+            if not self.heads.active:
+                continue
+            events, exhausted = await run_in_threadpool(self.heads.due, charge)
+            for sub_id, header in events:
+                if not await self.send(encode(_notification(sub_id, header))):
+                    return
+            if exhausted:
+                await self.close_for_payment()
+                return
 
     async def run(self) -> None:
         pusher = asyncio.create_task(self.push_heads())

@@ -1,0 +1,136 @@
+"""``eth_subscribe("newHeads")`` on one chain for one connection: its ids and the heads due.
+
+Shared by the node WebSocket (``app._WsSession``) and the wallet (``wallet.WalletConnection``),
+which wrap the same events differently (``eth_subscription``, or ``wallet_notify`` around it).
+
+A subscription announces every block after the head it was created at, in order, once: a
+follower calls :meth:`HeadSubscriptions.due` every :func:`poll_interval` seconds and sends what
+it returns. A subscription only becomes due once :meth:`~HeadSubscriptions.activate` is called,
+after its ``eth_subscribe`` answer went out, so no event can overtake that answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from feeslab.devnet.errors import INVALID_PARAMS, RpcError
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def poll_interval(block_time: float | None) -> float:
+    """Seconds between two looks at the head [s]: a quarter block, at most 0.25 s.
+
+    A chain that does not grow (``block_time`` None) is looked at once a second.
+    """
+    return 1.0 if not block_time else min(block_time / 4, 0.25)
+
+
+@dataclass
+class _Subscription:
+    id: str
+    last: int  # last head announced (or the head when subscribing)
+    active: bool = False  # set once the eth_subscribe answer went out, so events come after it
+
+
+class HeadSubscriptions:
+    """The ``newHeads`` subscriptions of one connection on one chain.
+
+    Parameters
+    ----------
+    chain : Chain
+        ``head()`` and ``block(number)``.
+    format_head : callable
+        ``format_head(block) -> dict``, the event's ``result``.
+    prefix : str
+        Makes the subscription ids of this connection (and scope) unique in the process.
+    """
+
+    def __init__(self, chain: Any, format_head: Callable[[Any], dict], prefix: str) -> None:
+        self.chain = chain
+        self.format_head = format_head
+        self.prefix = prefix
+        self._counter = itertools.count(1)
+        self._subs: dict[str, _Subscription] = {}
+        self._lock = threading.Lock()  # calls run on worker threads
+
+    def __len__(self) -> int:
+        return len(self._subs)
+
+    def subscribe(self, params: Any) -> str:
+        """``eth_subscribe`` params -> a new subscription id (geth's errors for the rest)."""
+        if not isinstance(params, list) or not params or not isinstance(params[0], str):
+            raise RpcError(INVALID_PARAMS, "missing subscription kind")
+        kind = params[0]
+        if kind != "newHeads":
+            raise RpcError(INVALID_PARAMS, f"unsupported subscription kind {_clip(kind)!r}")
+        n = next(self._counter)
+        digest = hashlib.blake2b(f"{self.prefix}:{n}".encode(), digest_size=16).hexdigest()
+        sub = _Subscription(id="0x" + digest, last=self.chain.head())
+        with self._lock:
+            self._subs[sub.id] = sub
+        return sub.id
+
+    def unsubscribe(self, params: Any) -> bool:
+        """``eth_unsubscribe`` params -> whether that subscription existed."""
+        if not isinstance(params, list) or not params or not isinstance(params[0], str):
+            raise RpcError(INVALID_PARAMS, "missing subscription id")
+        with self._lock:
+            return self._subs.pop(params[0], None) is not None
+
+    def clear(self) -> None:
+        """End every subscription."""
+        with self._lock:
+            self._subs.clear()
+
+    def activate(self) -> None:
+        """Make every subscription due: call once their ``eth_subscribe`` answers went out."""
+        with self._lock:
+            for sub in self._subs.values():
+                sub.active = True
+
+    @property
+    def active(self) -> bool:
+        """Whether some subscription may have events due."""
+        with self._lock:
+            return any(sub.active for sub in self._subs.values())
+
+    def due(self, charge: Callable[[], bool]) -> tuple[list[tuple[str, dict]], bool]:
+        """The events due now, oldest block first per subscription; marks them announced.
+
+        Parameters
+        ----------
+        charge : callable
+            Called once per event before it is counted; False means the balance cannot pay:
+            no further event is produced.
+
+        Returns
+        -------
+        events : list of (subscription id, header)
+        exhausted : bool
+            True when ``charge`` refused an event.
+        """
+        head = self.chain.head()
+        with self._lock:
+            subs = [s for s in self._subs.values() if s.active and s.last < head]
+        headers: dict[int, dict | None] = {}
+        events: list[tuple[str, dict]] = []
+        for sub in subs:
+            for number in range(sub.last + 1, head + 1):
+                if number not in headers:
+                    block = self.chain.block(number)
+                    headers[number] = None if block is None else self.format_head(block)
+                header = headers[number]
+                if header is not None and not charge():
+                    return events, True
+                sub.last = number
+                if header is not None:
+                    events.append((sub.id, header))
+        return events, False
