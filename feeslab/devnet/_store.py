@@ -6,11 +6,12 @@ reaches its chain's configured height it is saved here; a later process with
 the same seed loads it instead of generating.
 
 The file name is a digest of everything that determines the history: the
-simulator's source, ``data/chains.json``, the chain's parameters and the seed.
-Change any of them and the old file is simply never read again.  Files are
-written atomically (temporary file, then rename); a file that fails to load is
-ignored (and removed), never trusted.  ``FEESLAB_CACHE_DIR`` moves the store
-(``<dir>/devnet``), ``FEESLAB_DEVNET_CACHE=0`` turns it off.
+simulator's source (with the EIP-1559 rule it imports), ``data/chains.json``,
+the chain's parameters and the seed.  Change any of them and the old file is
+simply never read again.  Files are written atomically (temporary file, then
+rename); a file that fails to load is ignored (and removed), never trusted.
+``FEESLAB_CACHE_DIR`` moves the store (``<dir>/devnet``), ``FEESLAB_DEVNET_CACHE=0``
+turns it off.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ def history_file(history: History) -> Path | None:
     directory = store_dir()
     if directory is None:
         return None
+    from feeslab import _eip1559
     from feeslab.devnet import chain
 
     digest = hashlib.sha256()
     for part in (
         Path(chain.__file__).read_bytes(),
+        Path(_eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
         chains_json_bytes(),
         repr(history.params).encode(),
         str(history.seed).encode(),

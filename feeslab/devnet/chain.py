@@ -67,6 +67,7 @@ except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
     from eth_hash.auto import keccak
 
 from feeslab._chaindata import load_chains
+from feeslab._eip1559 import next_base_fee  # the one EIP-1559 rule, shared with the analysis
 from feeslab.devnet import _store
 
 if TYPE_CHECKING:
@@ -233,24 +234,6 @@ def block_size(header: Header, uncles: Sequence[Header]) -> int:
             [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
         )
     )
-
-
-def next_base_fee(
-    parent_base_fee: int,
-    parent_gas_used: int,
-    parent_gas_limit: int,
-    elasticity_multiplier: int,
-    max_change_denominator: int,
-) -> int:
-    """EIP-1559's base fee of a child block, in exact integer arithmetic [wei]."""
-    target = parent_gas_limit // elasticity_multiplier
-    if parent_gas_used == target:
-        return parent_base_fee
-    if parent_gas_used > target:
-        delta = parent_base_fee * (parent_gas_used - target) // target // max_change_denominator
-        return parent_base_fee + max(1, delta)
-    delta = parent_base_fee * (target - parent_gas_used) // target // max_change_denominator
-    return parent_base_fee - delta
 
 
 # -- parameters ----------------------------------------------------------------

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from feeslab import _eip1559
+
 HISTORY_BLOCKS = 500
 GWEI = 10**9
 
@@ -54,12 +56,10 @@ def format_gwei(wei: int) -> str:
 
 
 def nearest_rank(values: Sequence[int], percentile: int) -> int:
-    """The nearest-rank ``percentile`` (0..100) of integer ``values``."""
+    """The nearest-rank ``percentile`` (0..100) of integer ``values`` (see the module)."""
     if not values:
         raise NoBaseFeeError("no values")
-    ordered = sorted(values)
-    rank = -(-percentile * len(ordered) // 100)  # ceil in integers
-    return ordered[max(1, rank) - 1]
+    return _eip1559.nearest_rank(values, percentile)
 
 
 def _window(chain: Any) -> tuple[int, int]:
