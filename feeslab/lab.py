@@ -34,6 +34,7 @@ from feeslab.frames import (
     call_object,
     decode_output,
     encode_call,
+    error_text,
     function_spec,
     parse_base_fee_history,
     parse_blocks,
@@ -48,6 +49,7 @@ from feeslab.frames.calls import ZERO_ADDRESS
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
 MAX_FEE_HISTORY = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
+_NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
 # networks whose path prefix on a devnet differs from nothing (mainnet is served at the root)
@@ -473,6 +475,107 @@ class Lab:
             base_fee_wei=None if base_fee is None else int(base_fee, 16),
             priority_fee_wei=priority_fee_wei,
             abi=abi,
+        )
+
+    def gas_needed(
+        self,
+        transactions: Sequence[Mapping[str, Any]],
+        *,
+        block: int | str = "latest",
+        abi: Sequence[Mapping[str, Any]] | None = None,
+        budget: int | None = None,
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """The least gas each transaction succeeds with, found exactly, beside its estimate.
+
+        ``eth_estimateGas`` binary-searches the gas limit and stops within 1.5 % of the least
+        one that succeeds (geth's estimator). This runs :meth:`estimate_costs`, then the same
+        search to the end: ``eth_call`` of the transaction at the same block with ``gas`` set,
+        between 20,999 (below any transaction's intrinsic gas, so failing) and the estimate
+        (checked to succeed). Each step probes every transaction in one batch: 12 to 20
+        ``eth_call`` per transaction (80 credits each), settled successes cached.
+
+        For code that runs straight through without refunds, the gas needed is the gas the
+        transaction uses; refunds (EIP-3529) make the gas used smaller, and a call into
+        another contract needs more than it uses, as a 64th of the gas is kept back (EIP-150).
+
+        Parameters
+        ----------
+        transactions, block, abi, progress
+            As for :meth:`estimate_costs` (a missing ``from`` is the zero address, as
+            ``eth_estimateGas`` assumes).
+        budget : int, optional
+            Refuse before sending if this Lab's spending plus the estimates, and then plus the
+            search's most ``eth_call``, would pass it [credits].
+
+        Returns
+        -------
+        pandas.DataFrame
+            :meth:`estimate_costs`' frame with two more columns: ``gas_needed`` (Int64) [gas],
+            missing where the estimate failed or the transaction fails with its own estimate
+            (``error`` says which); ``eth_calls`` (int64), the probes sent or read from the
+            cache for it.
+        """
+        requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
+        frame = self.estimate_costs(
+            transactions, block=block, abi=abi, budget=budget, progress=progress
+        )
+        if frame.empty:
+            return frame.assign(gas_needed=pd.Series(dtype="Int64"),
+                                eth_calls=pd.Series(dtype="int64"))  # fmt: skip
+        number = quantity(int(frame["block_number"].iloc[0]))
+        # search state per transaction: lo fails, hi succeeds (once checked)
+        search = {
+            i: [_NEVER_ENOUGH_GAS, int(g), False]
+            for i, g in enumerate(frame["gas_estimate"])
+            if not pd.isna(g)
+        }
+        if budget is not None:
+            most = sum(1 + (hi - lo).bit_length() for lo, hi, _ in search.values())
+            self._check_budget(Plan([("eth_call", most)], title="gas search"), budget)
+        needed: list[int | None] = [None] * len(frame)
+        calls = [0] * len(frame)
+        errors = frame["error"].tolist()
+        while search:
+            probes: list[tuple[int, int]] = []
+            for i, (lo, hi, checked) in search.items():
+                if not checked:  # the estimate itself, and just under geth's 1.5 % stop
+                    probes.append((i, hi))
+                    guess = hi - -(-hi * 15 // 1000)
+                    if lo < guess < hi:
+                        probes.append((i, guess))
+                else:
+                    probes.append((i, (lo + hi) // 2))
+            batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
+                     for i, gas in probes]  # fmt: skip
+            answers = self.node.run(batch, progress=progress, description="gas search")
+            for (i, gas), answer in zip(probes, answers, strict=True):
+                calls[i] += 1
+                if i not in search:
+                    continue
+                failed = not answer.ok
+                if failed and not (
+                    isinstance(answer.error, RevertError) or answer.error.code == -32000
+                ):
+                    raise answer.error
+                state = search[i]
+                if gas == state[1] and not state[2]:
+                    if failed:
+                        errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
+                                     f"{error_text(answer.error, abi)}")  # fmt: skip
+                        del search[i]
+                        continue
+                    state[2] = True
+                elif failed:
+                    state[0] = max(state[0], gas)
+                else:
+                    state[1] = min(state[1], gas)
+            for i in [i for i, (lo, hi, checked) in search.items() if checked and hi - lo <= 1]:
+                needed[i] = search.pop(i)[1]
+        return frame.assign(
+            gas_needed=pd.Series(needed, dtype="Int64"),
+            eth_calls=pd.Series(calls, dtype="int64"),
+            error=pd.Series(errors, dtype="str"),
         )
 
     # -- helpers -------------------------------------------------------------------------------
