@@ -10,6 +10,10 @@ Routes (``{key}`` is the API key; mainnet also answers without a network prefix)
 ``GET /v3/{key}/networks/{chain_id}/{endpoint}``  Gas API, key only
 ``GET /devnet/credits``, ``/devnet/info``  the ledger and the chains (HTTP Basic)
 ``GET /devnet/contracts``                  deployed contracts, ABIs, storage layouts
+``WS /wallet``                             the multichain wallet API (CAIP-25), no key
+``POST /devnet/wallet``                    play the wallet's user: change the grants of open
+                                           sessions (HTTP Basic; body: ``DevnetWallet.
+                                           change_grant`` options as JSON)
 =========================================  ====================================================
 
 Order of checks on a node request: network (404), key (401), HTTP method (405), content type
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -50,6 +55,7 @@ from feeslab.devnet.jsonrpc import (
     request_costs,
 )
 from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
+from feeslab.devnet.wallet import wallet_ws
 
 if TYPE_CHECKING:
     from feeslab.devnet.server import Devnet
@@ -252,6 +258,31 @@ async def devnet_info(request: Request) -> Response:
     return _json(await run_in_threadpool(devnet.info))
 
 
+USER_EDITS = ("revoke", "remove_chains", "remove_methods", "remove_accounts", "add_accounts")
+
+
+async def devnet_wallet_user(request: Request) -> Response:
+    devnet = _devnet(request)
+    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
+    if problem:
+        return _unauthorized(problem, basic=True)
+    if request.method != "POST":
+        return _rejected(None, 405, {"error": "method not allowed"}, {"Allow": "POST"})
+    try:
+        edits = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return _json({"error": "the body must be a JSON object"}, 400)
+    unknown = sorted(set(edits) - set(USER_EDITS)) if isinstance(edits, dict) else None
+    if unknown is None or unknown:
+        body = {"error": f"unknown options {unknown}" if unknown else "the body must be an object"}
+        return _json({**body, "options": list(USER_EDITS)}, 400)
+    try:
+        changed = await run_in_threadpool(lambda: devnet.wallet.change_grant(**edits))
+    except ValueError as exc:  # CaipError: a malformed ID or an account the wallet lacks
+        return _json({"error": str(exc)}, 400)
+    return _json({"changed": changed})
+
+
 # -- node JSON-RPC over WebSocket -------------------------------------------------------------
 
 _connection_serials = itertools.count(1)
@@ -437,6 +468,8 @@ routes = [
     Route("/devnet/credits", devnet_credits),
     Route("/devnet/info", devnet_info),
     Route("/devnet/contracts", devnet_contracts),
+    Route("/devnet/wallet", devnet_wallet_user, methods=ALL_METHODS),
+    WebSocketRoute("/wallet", wallet_ws),
     Route("/networks/{chain_id}/{endpoint}", gas_basic, methods=ALL_METHODS),
     Route("/v3/{key}/networks/{chain_id}/{endpoint}", gas_key, methods=ALL_METHODS),
     Route("/v3/{key}", node_http, methods=ALL_METHODS),

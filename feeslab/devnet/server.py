@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import uvicorn
@@ -45,6 +46,7 @@ WS_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """geth's WebSocket read limit; a larger message closes the connection with 1009."""
 
 STARTUP_TIMEOUT = 60.0
+_WALLET_LOCK = threading.Lock()
 
 
 class _DenialNoiseFilter(logging.Filter):
@@ -87,6 +89,9 @@ class Devnet:
         ``format_new_head(block) -> dict``; ``feeslab.devnet.rpc.format_new_head``.
     gas : object
         Namespace with the Gas API functions: the module ``feeslab.devnet.gasapi``.
+    wallet_user : WalletUser, optional
+        Who approves the wallet's connection requests (``feeslab.devnet.wallet``); None: the
+        default user (approves what is asked, one account per chain).
     """
 
     seed: int
@@ -99,6 +104,20 @@ class Devnet:
     format_new_head: Callable[[Any], dict] = rpc.format_new_head
     gas: Any = gasapi
     info_extra: dict[str, Any] = field(default_factory=dict)
+    wallet_user: Any = None
+
+    @cached_property
+    def wallet(self) -> Any:
+        """The emulated multichain wallet (``feeslab.devnet.wallet.DevnetWallet``), made on
+        first use."""
+        from feeslab.devnet.wallet import DevnetWallet
+
+        with _WALLET_LOCK:
+            if "wallet" not in self.__dict__:  # another thread may have made it meanwhile
+                self.__dict__["wallet"] = DevnetWallet(
+                    self.chains, self.seed, user=self.wallet_user, format_head=self.format_new_head
+                )
+            return self.__dict__["wallet"]
 
     def __repr__(self) -> str:
         networks = [chain.network for chain in self.chains]
@@ -159,7 +178,7 @@ class DevnetHandle:
         ``{url}/{network}/v3/{api_key}``.
     ws_url : str
         ``ws://HOST:PORT``; WebSocket endpoints are ``{ws_url}/ws/v3/{api_key}`` and
-        ``{ws_url}/{network}/ws/v3/{api_key}``.
+        ``{ws_url}/{network}/ws/v3/{api_key}``; the multichain wallet is ``{ws_url}/wallet``.
     api_key, api_key_secret : str
         The credentials it accepts.
     seed : int
@@ -199,6 +218,12 @@ class DevnetHandle:
     def contracts(self) -> dict[str, Any]:
         """The deployed contracts: names, addresses, ABIs, storage layouts, accounts."""
         return self.devnet.contracts()
+
+    @property
+    def wallet(self) -> Any:
+        """The emulated multichain wallet (``WS {ws_url}/wallet``); play its user with
+        ``wallet.change_grant(...)``."""
+        return self.devnet.wallet
 
     @property
     def running(self) -> bool:
@@ -315,6 +340,7 @@ def start(
     api_key_secret: str | None = None,
     allow_remote: bool = False,
     warm: bool = True,
+    wallet_user: Any = None,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -344,6 +370,9 @@ def start(
         right away (mainnet first), so that later requests find it ready.  The
         server answers meanwhile; a request for a block not yet generated
         generates what it needs.
+    wallet_user : feeslab.devnet.wallet.WalletUser, optional
+        The wallet's user policy: which chains, methods and how many accounts per chain they
+        approve (default: what is asked, one account per chain).
 
     Returns
     -------
@@ -359,6 +388,7 @@ def start(
         ledger=CreditLedger(daily_credits, credits_per_second),
         block_time=block_time,
         latency_ms=latency_ms,
+        wallet_user=wallet_user,
     )
     handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
     if warm:

@@ -4,8 +4,11 @@
 
     FeeslabError
      ├── ConfigError            bad or missing configuration: URL, key
+     ├── CaipError              (also a ValueError) a CAIP chain ID, account ID or scope that
+     │                          breaks its standard's rules: .field names it, .value
      ├── TransportError         the network failed after the retries (connect/read errors,
      │                          timeouts, 5xx); the httpx/websockets error is the __cause__
+     │    └── NotificationTimeout  (also a TimeoutError) no wallet notification in time
      ├── ProtocolError          an answer that is not JSON-RPC: malformed JSON, missing ids,
      │                          an unexpected HTTP status
      ├── AuthError              401/403: what the service said, never the key
@@ -14,8 +17,12 @@
      │                          kept and a rerun resumes
      ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
      └── RpcError               a JSON-RPC error object: .code, .message, .data
-          └── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
-                                 .panic_code, .error_name/.error_args (custom error + user ABI)
+          ├── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
+          │                      .panic_code, .error_name/.error_args (custom error + user ABI)
+          └── WalletError        the wallet refused: CAIP-25/EIP-1193 codes (5000 unknown error,
+               │                 5100 networks not supported, 5302 bad sessionProperties, ...)
+               ├── WalletUnauthorized  4100: no session, or a scope/method it did not grant
+               └── UserRejected        4001: the user declined the request
 
 Every message goes through ``redact`` when the exception is built, so neither ``str`` nor
 ``repr`` of any of them can show an API key, a secret or Basic credentials.
@@ -39,14 +46,19 @@ __all__ = [
     "PANIC_REASONS",
     "AuthError",
     "BudgetExceeded",
+    "CaipError",
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
+    "NotificationTimeout",
     "ProtocolError",
     "RateLimited",
     "RevertError",
     "RpcError",
     "TransportError",
+    "UserRejected",
+    "WalletError",
+    "WalletUnauthorized",
     "redact",
 ]
 
@@ -112,6 +124,48 @@ class TransportError(FeeslabError):
 
     The last underlying error (httpx or websockets) is chained as ``__cause__``.
     """
+
+
+class CaipError(FeeslabError, ValueError):
+    """A CAIP-2 chain ID, CAIP-10 account ID or CAIP-217 scope that breaks the rules.
+
+    Attributes
+    ----------
+    field : str
+        Where the bad value is, e.g. ``optionalScopes["eip155:1"].methods[2]``.
+    value : Any
+        The value refused.
+    """
+
+    def __init__(self, field: str, problem: str, value: Any = None) -> None:
+        shown = "" if value is None else f" (got {_short_repr(value)})"
+        super().__init__(f"{field}: {problem}{shown}")
+        self.field = field
+        self.value = value
+
+
+class NotificationTimeout(TransportError, TimeoutError):
+    """No wallet notification arrived within the time asked for.
+
+    Attributes
+    ----------
+    timeout : float
+        The wait [s].
+    """
+
+    def __init__(self, timeout: float, received: int = 0) -> None:
+        got = f" after {received} notification{'s' if received != 1 else ''}" if received else ""
+        super().__init__(
+            f"no wallet notification arrived within {timeout:g} s{got}; is a subscription or "
+            "session open on a live chain (connect(block_time=...))?"
+        )
+        self.timeout = timeout
+        self.received = received
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class ProtocolError(FeeslabError):
@@ -254,6 +308,44 @@ class RpcError(FeeslabError):
         )
         err.raw = dict(error)
         return err
+
+
+# -- wallet errors ----------------------------------------------------------------------------
+
+
+class WalletError(RpcError):
+    """An error the wallet answered with (CAIP-25 and EIP-1193 codes).
+
+    ``code`` is one of 4001 (user rejected), 4100 (unauthorized), 4200 (unsupported method),
+    4900/4901 (disconnected), 5000 (unknown error with request), 5001/5002 (user disapproved
+    methods/notifications), 5100 (requested networks are not supported), 5101/5102 (methods/
+    notifications not supported), 5300-5302 (invalid scoped/session properties), or -32602 for
+    params the wallet cannot read. Errors of a method invoked *through* the wallet (a revert,
+    a node's -32602) come as the node's own ``RpcError``/``RevertError`` instead.
+    """
+
+    CODES = frozenset(
+        {4001, 4100, 4200, 4900, 4901, 5000, 5001, 5002, 5100, 5101, 5102, 5300, 5301, 5302}
+    )
+
+    @classmethod
+    def from_wallet(cls, error: Any, *, secrets: Iterable[str] = ()) -> RpcError:
+        """The error for a wallet answer's ``error`` member: a ``WalletError`` (or subclass)
+        for the wallet's codes, else what ``RpcError.from_object`` makes of it."""
+        if not isinstance(error, Mapping) or error.get("code") not in cls.CODES:
+            return RpcError.from_object(error, secrets=secrets)
+        kind = {4100: WalletUnauthorized, 4001: UserRejected}.get(error["code"], WalletError)
+        err = kind(error["code"], str(error.get("message", "")), error.get("data"), secrets=secrets)
+        err.raw = dict(error)
+        return err
+
+
+class WalletUnauthorized(WalletError):
+    """4100: no active session, or a scope or method the session did not grant (§4.3 rule 2)."""
+
+
+class UserRejected(WalletError):
+    """4001: the user declined the request."""
 
 
 # -- reverts ----------------------------------------------------------------------------------
