@@ -8,33 +8,48 @@ Layers, in the order data flows: ``feeslab.fetch`` (clients, transports, credits
 them as a local stand-in for the service.
 """
 
+from feeslab.caip import AccountId, ChainId, Scope, Session
 from feeslab.fetch.errors import (
     AuthError,
     BudgetExceeded,
+    CaipError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
+    NotificationTimeout,
     ProtocolError,
     RateLimited,
     RevertError,
     RpcError,
     TransportError,
+    UserRejected,
+    WalletError,
+    WalletUnauthorized,
 )
 from feeslab.lab import Lab, UncleScan, connect
 
 __all__ = [
+    "AccountId",
     "AuthError",
     "BudgetExceeded",
+    "CaipError",
+    "ChainId",
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
     "Lab",
+    "NotificationTimeout",
     "ProtocolError",
     "RateLimited",
     "RevertError",
     "RpcError",
+    "Scope",
+    "Session",
     "TransportError",
     "UncleScan",
+    "UserRejected",
+    "WalletError",
+    "WalletUnauthorized",
     "connect",
 ]
 

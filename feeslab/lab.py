@@ -9,7 +9,8 @@
 
 The key and secret come from the arguments or from ``INFURA_API_KEY`` /
 ``INFURA_API_KEY_SECRET``. A ``Lab`` gives the node client (``lab.node``), the Gas API
-client (``lab.gas``), the credits ledger (``lab.credits``) and the frame functions below.
+client (``lab.gas``), the credits ledger (``lab.credits``), the multichain wallet client
+(``lab.wallet``, on a devnet or with ``wallet_url=``) and the frame functions below.
 Data flows one way: the fetch layer answers, ``feeslab.frames`` parses, and analysis and
 plots never do I/O.
 """
@@ -21,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -45,6 +46,9 @@ from feeslab.frames import (
     uncle_scan_frame,
 )
 from feeslab.frames.calls import ZERO_ADDRESS
+
+if TYPE_CHECKING:
+    from feeslab.fetch.wallet import WalletClient
 
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
@@ -90,12 +94,15 @@ class Lab:
         credits: CreditLedger,
         devnet: Any = None,
         network: str = "mainnet",
+        wallet_url: str | None = None,
     ) -> None:
         self.node = node
         self.gas = gas
         self.credits = credits
         self.devnet = devnet
         self.network = network
+        self.wallet_url = wallet_url
+        self._wallet: Any = None
 
     def __repr__(self) -> str:
         where = "devnet" if self.devnet is not None else "service"
@@ -107,8 +114,32 @@ class Lab:
         self.node.transport.close()
         if self.gas is not None:
             self.gas.close()
+        if self._wallet is not None:
+            self._wallet.close()
         if self.devnet is not None:
             self.devnet.stop()
+
+    @property
+    def wallet(self) -> WalletClient:
+        """The multichain wallet client (CAIP-25 sessions; see ``feeslab.fetch.wallet``),
+        connected on first use.
+
+        On a devnet it is the devnet's emulated wallet (``WS /wallet``). The real service has
+        no wallet endpoint: the multichain API belongs to MetaMask's desktop extension, so a
+        Lab on the service needs ``connect(wallet_url=...)``.
+        """
+        if self._wallet is None:
+            if self.wallet_url is None:
+                raise ConfigError(
+                    "this Lab has no wallet: the multichain wallet API (CAIP-25) is served by "
+                    "MetaMask's desktop extension, not by the node service. Use the devnet "
+                    "(feeslab.connect() without a key, or url= of a running devnet), or pass "
+                    "connect(wallet_url='ws://.../wallet') for a wallet you can reach"
+                )
+            from feeslab.fetch.wallet import WalletClient
+
+            self._wallet = WalletClient(url=self.wallet_url)
+        return self._wallet
 
     def __enter__(self) -> Lab:
         return self
@@ -654,6 +685,8 @@ def connect(
     credits_per_second: float | None = None,
     max_batch: int = 500,
     max_concurrency: int = 8,
+    wallet_url: str | None = None,
+    block_time: float | None = None,
 ) -> Lab:
     """A :class:`Lab` on the real service, a running devnet, any node, or the embedded devnet.
 
@@ -681,11 +714,19 @@ def connect(
     max_batch, max_concurrency : int
         JSON-RPC calls per HTTP request (500: fewer round trips on a slow link, and within
         geth's limit of 1,000 per batch), and requests in flight.
+    wallet_url : str, optional
+        The multichain wallet's WebSocket for ``lab.wallet``; default on a devnet its
+        ``/wallet`` (the real service has none: the wallet API is MetaMask's extension).
+    block_time : float, optional
+        The embedded devnet's chains grow one block every ``block_time`` [s] (live mode:
+        ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.
     """
     if url is not None and rpc_url is not None:
         raise ConfigError("give url= (a devnet or service root) or rpc_url= (a node), not both")
     api_key = api_key or os.environ.get("INFURA_API_KEY") or None
     api_key_secret = api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
+    if block_time is not None and (url is not None or rpc_url is not None or api_key):
+        raise ConfigError("block_time= sets the embedded devnet's pace; this Lab starts none")
     ledger = CreditLedger()
     devnet = None
     if rpc_url is not None:
@@ -695,12 +736,14 @@ def connect(
             raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         node_url, gas_root = f"{url.rstrip('/')}{prefix}/v3/{api_key}", url
+        wallet_url = wallet_url or _ws_root(url) + "/wallet"
     elif api_key:
         node_url, gas_root = INFURA_NODE.format(network=network, key=api_key), INFURA_GAS
     else:
         import feeslab.devnet
 
-        devnet = feeslab.devnet.start(seed=seed)
+        devnet = feeslab.devnet.start(seed=seed, block_time=block_time)
+        wallet_url = wallet_url or f"{devnet.ws_url}/wallet"
         api_key, api_key_secret = devnet.api_key, devnet.api_key_secret
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         node_url, gas_root = f"{devnet.url}{prefix}/v3/{api_key}", devnet.url
@@ -717,4 +760,15 @@ def connect(
         gas = GasClient(
             base_url=gas_root, api_key=api_key, api_key_secret=api_key_secret, ledger=ledger
         )
-    return Lab(node=node, gas=gas, credits=ledger, devnet=devnet, network=network)
+    return Lab(
+        node=node, gas=gas, credits=ledger, devnet=devnet, network=network, wallet_url=wallet_url
+    )
+
+
+def _ws_root(url: str) -> str:
+    """The WebSocket root of an HTTP(S) root: ``http://h:p/`` -> ``ws://h:p``."""
+    root = url.rstrip("/")
+    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
+        if root.startswith(http):
+            return ws + root[len(http) :]
+    return root
