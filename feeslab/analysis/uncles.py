@@ -1,3 +1,1505 @@
-"""Analysis of uncles (being written)."""
+"""Uncle (ommer) statistics: rates with intervals, depth, rewards, miners, a delay model.
 
-__all__: list[str] = []
+Pure functions on the frames :class:`feeslab.Lab` returns (or any frames with the same
+columns); no I/O. The inputs are
+
+* a *blocks* frame: one row per scanned block with ``block_number`` and ``uncle_count``
+  (``UncleScan.blocks``), or the fuller :func:`feeslab.frames.parse_blocks` frame, which
+  also has ``timestamp``, ``miner`` and ``gas_used`` for daily rates, miners and the model;
+* an *uncles* frame: :func:`feeslab.frames.parse_uncles` (``UncleScan.uncles``), one row per
+  uncle with its including ``block_number``, ``uncle_number``, ``depth`` and ``miner``.
+
+What is here::
+
+    rates       uncle_rate, uncle_rate_by_window, uncle_rate_by_day, uncle_rate_by_era
+    depth       depth_distribution
+    rewards     reward_schedule, reward_era, block_reward, uncle_rewards, rewards_by_era
+    miners      miner_shares, herfindahl_index, miner_concentration, miner_uncles
+    model       fork_heights, fit_propagation_delay (-> DelayFit), model_vs_data,
+                stale_probability, implied_delay
+
+Intervals: binomial proportions use Wilson's score interval or the exact Clopper-Pearson
+interval; counts use Garwood's exact Poisson interval. A *rate* is uncles per block. In the
+fork model each height either forks (a rival block is found before the first one has
+propagated) or not, and a fork leaves a stale block that a later block includes, so uncles
+over blocks reads as a binomial proportion. Where that reading breaks (more uncles than
+blocks in a group) the binomial methods refuse; Garwood's interval holds regardless.
+
+References
+----------
+.. [1] G. Wood, "Ethereum: a secure decentralised generalised transaction ledger" (Yellow
+   Paper), section 11.3 "Reward Application" and 11.1 "Ommer Validation".
+.. [2] EIP-649, "Metropolis Difficulty Bomb Delay and Block Reward Reduction" (3 ETH).
+.. [3] EIP-1234, "Constantinople Difficulty Bomb Delay and Block Reward Adjustment" (2 ETH).
+.. [4] EIP-3675, "Upgrade consensus to Proof-of-Stake" (no block or ommer rewards).
+.. [5] go-ethereum, ``consensus/ethash/consensus.go``, ``accumulateRewards``.
+.. [6] C. Decker and R. Wattenhofer, "Information propagation in the Bitcoin network",
+   IEEE P2P 2013.
+.. [7] A. Gervais, G. O. Karame, K. Wuest, V. Glykantzis, H. Ritzdorf and S. Capkun, "On the
+   security and performance of proof of work blockchains", ACM CCS 2016.
+.. [8] E. B. Wilson, "Probable inference, the law of succession, and statistical
+   inference", JASA 22 (1927) 209-212.
+.. [9] C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits
+   illustrated in the case of the binomial", Biometrika 26 (1934) 404-413.
+.. [10] F. Garwood, "Fiducial limits for the Poisson distribution", Biometrika 28 (1936)
+   437-442.
+.. [11] O. C. Herfindahl, "Concentration in the steel industry", PhD thesis, Columbia
+   University, 1950; A. O. Hirschman, "The paternity of an index", AER 54 (1964) 761.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from feeslab._chaindata import chain_entry
+
+__all__ = [
+    "DelayFit",
+    "block_reward",
+    "depth_distribution",
+    "fit_propagation_delay",
+    "fork_heights",
+    "herfindahl_index",
+    "implied_delay",
+    "miner_concentration",
+    "miner_shares",
+    "miner_uncles",
+    "model_vs_data",
+    "reward_era",
+    "reward_schedule",
+    "rewards_by_era",
+    "stale_probability",
+    "uncle_rate",
+    "uncle_rate_by_day",
+    "uncle_rate_by_era",
+    "uncle_rate_by_window",
+    "uncle_rewards",
+]
+
+Heights = Literal["protocol", "devnet"]
+Method = Literal["wilson", "clopper-pearson", "garwood"]
+_METHODS = ("wilson", "clopper-pearson", "garwood")
+_WEI_PER_ETH = 10**18
+# units of common covariates of the delay model (by column suffix), for labels
+_KNOWN_UNITS = {("gas_used", 1_000_000): "Mgas", ("size_bytes", 1_000): "kB"}
+
+
+# -- intervals -------------------------------------------------------------------------------
+
+
+def _check_confidence(confidence: float) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise TypeError(f"confidence must be a number in (0, 1), not {confidence!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return float(confidence)
+
+
+def _lgamma(values: np.ndarray) -> np.ndarray:
+    return np.array([math.lgamma(v) for v in np.ravel(values)]).reshape(np.shape(values))
+
+
+def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 1e-15
+    a, b, x = (np.array(v, dtype=float).reshape(-1) for v in (a, b, x))
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+    h = d.copy()
+    active = np.arange(len(x))  # elements still converging: the rest are left alone
+    # converges in O(sqrt(max(a, b))) steps
+    steps = int(10 * math.sqrt(float(np.max(np.maximum(a, b), initial=1.0)))) + 100
+    for m in range(1, steps):
+        if not len(active):
+            break
+        m2 = 2 * m
+        ai, bi, xi = a[active], b[active], x[active]
+        ci, di, hi = c[active], d[active], h[active]
+        for aa in (
+            m * (bi - m) * xi / ((qam[active] + m2) * (ai + m2)),
+            -(ai + m) * (qab[active] + m) * xi / ((ai + m2) * (qap[active] + m2)),
+        ):
+            di = 1.0 + aa * di
+            di = 1.0 / np.where(np.abs(di) < tiny, tiny, di)
+            ci = 1.0 + aa / ci
+            ci = np.where(np.abs(ci) < tiny, tiny, ci)
+            delta = di * ci
+            hi = hi * delta
+        c[active], d[active], h[active] = ci, di, hi
+        active = active[np.abs(delta - 1.0) >= eps]
+    return h
+
+
+def _betainc(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Regularised incomplete beta function I_x(a, b), elementwise (a, b > 0)."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
+    out = np.where(x <= 0.0, 0.0, 1.0)
+    inside = (x > 0.0) & (x < 1.0)
+    if not inside.any():
+        return out
+    a, b, x = a[inside], b[inside], x[inside]
+    swap = x >= (a + 1.0) / (a + b + 2.0)
+    aa, bb, xx = np.where(swap, b, a), np.where(swap, a, b), np.where(swap, 1.0 - x, x)
+    front = np.exp(
+        _lgamma(aa + bb) - _lgamma(aa) - _lgamma(bb) + aa * np.log(xx) + bb * np.log1p(-xx)
+    )
+    value = front * _betacf(aa, bb, xx) / aa
+    out[inside] = np.where(swap, 1.0 - value, value)
+    return out
+
+
+def _gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Regularised lower incomplete gamma function P(a, x), elementwise (a > 0)."""
+    a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
+    out = np.zeros(a.shape)
+    series = (x > 0.0) & (x < a + 1.0)
+    if series.any():
+        aa, xx = a[series], x[series]
+        term = 1.0 / aa
+        total = term.copy()
+        ap = aa.copy()
+        for _ in range(100_000):
+            ap = ap + 1.0
+            term = term * xx / ap
+            total = total + term
+            if np.all(np.abs(term) < np.abs(total) * 1e-16):
+                break
+        out[series] = total * np.exp(-xx + aa * np.log(xx) - _lgamma(aa))
+    fraction = x >= a + 1.0
+    if fraction.any():
+        aa, xx = a[fraction], x[fraction]
+        tiny = 1e-300
+        b = xx + 1.0 - aa
+        c = np.full(aa.shape, 1.0 / tiny)
+        d = 1.0 / b
+        h = d.copy()
+        steps = int(10 * math.sqrt(float(np.max(aa)))) + 200
+        for i in range(1, steps):
+            an = -i * (i - aa)
+            b = b + 2.0
+            d = an * d + b
+            d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+            c = b + an / c
+            c = np.where(np.abs(c) < tiny, tiny, c)
+            delta = d * c
+            h = h * delta
+            if np.all(np.abs(delta - 1.0) < 1e-15):
+                break
+        out[fraction] = 1.0 - np.exp(-xx + aa * np.log(xx) - _lgamma(aa)) * h
+    return out
+
+
+def _quantile(
+    cdf: Any, pdf: Any, target: float, low: np.ndarray, high: np.ndarray, guess: np.ndarray
+) -> np.ndarray:
+    """The x in [low, high] where the increasing ``cdf(x)`` meets ``target``, elementwise.
+
+    Newton steps from ``guess``, kept inside a shrinking bracket (bisection when a step
+    would leave it), so it converges in a few evaluations and never diverges.
+    """
+    low, high = low.astype(float).copy(), high.astype(float).copy()
+    x = np.where((guess > low) & (guess < high), guess, 0.5 * (low + high))
+    for _ in range(200):
+        miss = cdf(x) - target
+        low = np.where(miss < 0, x, low)
+        high = np.where(miss < 0, high, x)
+        density = pdf(x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = x - miss / density
+        bad = ~np.isfinite(step) | (step <= low) | (step >= high)
+        step = np.where(bad, 0.5 * (low + high), step)
+        done = np.abs(step - x) <= 1e-13 * np.maximum(np.abs(x), 1e-300)
+        x = step
+        if np.all(done | (high - low <= 1e-15 * np.maximum(1.0, high))):
+            break
+    return x
+
+
+def _beta_quantile(a: np.ndarray, b: np.ndarray, q: float, guess: np.ndarray) -> np.ndarray:
+    """The q-quantile of Beta(a, b), elementwise."""
+    log_norm = _lgamma(a + b) - _lgamma(a) - _lgamma(b)
+
+    def pdf(p: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.exp(log_norm + (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p))
+
+    zeros, ones = np.zeros(a.shape), np.ones(a.shape)
+    return _quantile(lambda p: _betainc(a, b, p), pdf, q, zeros, ones, guess)
+
+
+def _gamma_quantile(a: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of Gamma(a, 1), elementwise, from the Wilson-Hilferty guess."""
+    z = NormalDist().inv_cdf(q)
+    guess = a * (1.0 - 1.0 / (9.0 * a) + z / np.sqrt(9.0 * a)) ** 3
+    log_norm = -_lgamma(a)
+
+    def pdf(x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.exp(log_norm + (a - 1.0) * np.log(x) - x)
+
+    # the quantile lies far below a + 12 sqrt(a) + 40 for any sensible confidence
+    high = a + 12.0 * np.sqrt(a) + 40.0
+    return _quantile(lambda x: _gammainc(a, x), pdf, q, np.zeros(a.shape), high, guess)
+
+
+def _binomial_interval(
+    successes: Any, trials: Any, confidence: float, method: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided interval of a binomial proportion; NaN where ``trials`` is 0."""
+    x = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    x, n = np.broadcast_arrays(x, n)
+    alpha = 1.0 - confidence
+    empty = n == 0
+    n_safe = np.where(empty, 1.0, n)
+    x_safe = np.where(empty, 0.0, x)
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    centre = (x_safe + z * z / 2.0) / (n_safe + z * z)
+    spread = np.sqrt(x_safe * (n_safe - x_safe) / n_safe + z * z / 4.0)
+    half = z / (n_safe + z * z) * spread
+    # exact ends: no successes or no failures
+    lower = np.where(x_safe == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    upper = np.where(x_safe == n_safe, 1.0, np.clip(centre + half, 0.0, 1.0))
+    if method == "clopper-pearson":
+        # quantiles of Beta(x, n - x + 1) and Beta(x + 1, n - x); Wilson's bounds start them
+        some = x_safe > 0
+        if some.any():
+            a, b = x_safe[some], n_safe[some] - x_safe[some] + 1.0
+            lower[some] = _beta_quantile(a, b, alpha / 2.0, lower[some])
+        short = x_safe < n_safe
+        if short.any():
+            a, b = x_safe[short] + 1.0, n_safe[short] - x_safe[short]
+            upper[short] = _beta_quantile(a, b, 1.0 - alpha / 2.0, upper[short])
+    return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
+
+
+def _poisson_interval(counts: Any, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Garwood's exact interval of a Poisson mean from an observed count."""
+    k = np.asarray(counts, dtype=float)
+    alpha = 1.0 - confidence
+    lower = np.zeros(k.shape)
+    some = k > 0
+    if some.any():
+        lower[some] = _gamma_quantile(k[some], alpha / 2.0)
+    upper = _gamma_quantile(k + 1.0, 1.0 - alpha / 2.0)
+    return lower, upper
+
+
+# -- input checks ----------------------------------------------------------------------------
+
+
+def _require(frame: Any, columns: Sequence[str], name: str) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, not {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{name} has no {', '.join(repr(c) for c in missing)} column"
+            f"{'s' if len(missing) > 1 else ''} (it has {', '.join(map(str, frame.columns))})"
+        )
+    return frame
+
+
+def _unique_blocks(blocks: pd.DataFrame, name: str = "blocks") -> None:
+    duplicated = blocks["block_number"].duplicated()
+    if duplicated.any():
+        first = int(blocks["block_number"][duplicated].iloc[0])
+        raise ValueError(f"{name} lists block {first} twice")
+
+
+def _check_method(method: str) -> str:
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {', '.join(_METHODS)}; got {method!r}")
+    return method
+
+
+def _check_heights(heights: str) -> str:
+    if heights not in ("protocol", "devnet"):
+        raise ValueError(
+            f"heights must be 'protocol' (the real chain's fork heights) or 'devnet' (the "
+            f"embedded devnet's compressed heights), not {heights!r}"
+        )
+    return heights
+
+
+# -- rates -----------------------------------------------------------------------------------
+
+
+def _rate_table(
+    blocks: Any, uncles: Any, index: pd.Index, confidence: float, method: str
+) -> pd.DataFrame:
+    blocks = np.asarray(blocks, dtype=np.int64)
+    uncles = np.asarray(uncles, dtype=np.int64)
+    if method == "garwood":
+        count_lower, count_upper = _poisson_interval(uncles, confidence)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lower = np.where(blocks > 0, count_lower / np.maximum(blocks, 1), np.nan)
+            upper = np.where(blocks > 0, count_upper / np.maximum(blocks, 1), np.nan)
+    else:
+        over = uncles > blocks
+        if over.any():
+            where = index[np.flatnonzero(over)[0]]
+            raise ValueError(
+                f"{where!s}: {uncles[over][0]} uncles in {blocks[over][0]} blocks is not a "
+                f"binomial proportion; use method='garwood' (a Poisson count per block)"
+            )
+        lower, upper = _binomial_interval(uncles, blocks, confidence, method)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(blocks > 0, uncles / np.maximum(blocks, 1), np.nan)
+    return pd.DataFrame(
+        {"blocks": blocks, "uncles": uncles, "rate": rate, "lower": lower, "upper": upper},
+        index=index,
+    )
+
+
+def uncle_rate(
+    blocks: pd.DataFrame,
+    *,
+    by: str | Sequence[Any] | pd.Series | None = None,
+    confidence: float = 0.95,
+    method: Method = "wilson",
+) -> pd.DataFrame:
+    """Uncles per block, with a confidence interval, over the whole frame or per group.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        One row per scanned block: ``block_number`` and ``uncle_count`` [uncles] (zeros
+        included), e.g. ``UncleScan.blocks`` or :func:`feeslab.frames.parse_blocks`.
+    by : str or array-like, optional
+        A column of ``blocks``, or labels aligned with its rows; one result row per label,
+        in the order labels first appear along ``block_number``. ``None``: one row, ``"all"``.
+    confidence : float
+        Two-sided coverage of the interval, in (0, 1).
+    method : {"wilson", "clopper-pearson", "garwood"}
+        ``"wilson"``: Wilson's score interval [8]_ for uncles out of blocks;
+        ``"clopper-pearson"``: the exact binomial interval [9]_; ``"garwood"``: the exact
+        Poisson interval of the uncle count [10]_ divided by the blocks (valid whatever the
+        uncles per block).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by group (``by``'s name, or ``"group"``), columns ``blocks`` (int64),
+        ``uncles`` (int64), ``rate`` [uncles/block] and its ``lower``, ``upper`` bounds
+        [uncles/block] (float64; NaN for a group without blocks).
+
+    Raises
+    ------
+    ValueError
+        When a column is missing, a block is listed twice, ``confidence`` is outside (0, 1),
+        or a binomial method meets more uncles than blocks.
+
+    References
+    ----------
+    .. [8] E. B. Wilson, JASA 22 (1927) 209-212.
+    .. [9] C. J. Clopper and E. S. Pearson, Biometrika 26 (1934) 404-413.
+    .. [10] F. Garwood, Biometrika 28 (1936) 437-442.
+    """
+    _require(blocks, ["block_number", "uncle_count"], "blocks")
+    _unique_blocks(blocks)
+    confidence = _check_confidence(confidence)
+    _check_method(method)
+    counts = blocks["uncle_count"].to_numpy(dtype=np.int64)
+    if (counts < 0).any():
+        raise ValueError("blocks.uncle_count has negative values")
+    if by is None:
+        return _rate_table([len(counts)], [int(counts.sum())], pd.Index(["all"], name="group"),
+                           confidence, method)  # fmt: skip
+    if isinstance(by, str):
+        _require(blocks, [by], "blocks")
+        labels, name = blocks[by].to_numpy(), by
+    else:
+        labels = np.asarray(by, dtype=object) if not isinstance(by, pd.Series) else by.to_numpy()
+        if len(labels) != len(blocks):
+            raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
+        name = getattr(by, "name", None) or "group"
+    order = np.argsort(blocks["block_number"].to_numpy(), kind="stable")
+    frame = pd.DataFrame({"label": labels[order], "uncles": counts[order]})
+    grouped = frame.groupby("label", sort=False)["uncles"].agg(["size", "sum"])
+    return _rate_table(grouped["size"], grouped["sum"], pd.Index(grouped.index, name=name),
+                       confidence, method)  # fmt: skip
+
+
+def uncle_rate_by_window(
+    blocks: pd.DataFrame,
+    window: int = 1_000,
+    *,
+    confidence: float = 0.95,
+    method: Method = "wilson",
+) -> pd.DataFrame:
+    """Uncle rate in aligned windows of block numbers: ``[k * window, (k + 1) * window)``.
+
+    Windows without scanned blocks are left out, so a scan of samples from several eras gives
+    one row per window sampled. See :func:`uncle_rate` for ``confidence`` and ``method``.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        ``block_number`` and ``uncle_count`` per scanned block.
+    window : int
+        Window length [blocks], > 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``start_block`` (int64), columns ``stop_block`` (exclusive), ``blocks``
+        (scanned blocks in the window), ``uncles``, ``rate``, ``lower``, ``upper``
+        [uncles/block].
+    """
+    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window <= 0:
+        raise ValueError(f"window must be a positive number of blocks, not {window!r}")
+    _require(blocks, ["block_number", "uncle_count"], "blocks")
+    start = pd.Series(blocks["block_number"].to_numpy(dtype=np.int64) // window * window,
+                      name="start_block")  # fmt: skip
+    table = uncle_rate(blocks, by=start, confidence=confidence, method=method)
+    table.index = table.index.astype(np.int64)
+    table.insert(0, "stop_block", table.index.to_numpy() + int(window))
+    return table
+
+
+def uncle_rate_by_day(
+    blocks: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    method: Method = "garwood",
+) -> pd.DataFrame:
+    """Uncles per UTC day, with Garwood's interval of the count and the rate per block.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        ``block_number``, ``uncle_count`` and ``timestamp`` (datetime64, UTC) per scanned
+        block, e.g. :func:`feeslab.frames.parse_blocks`. Days only partly scanned count only
+        the blocks scanned.
+    confidence : float
+        Two-sided coverage, in (0, 1).
+    method : {"garwood", "wilson", "clopper-pearson"}
+        The interval of the rate (see :func:`uncle_rate`); the count's interval
+        (``uncles_lower``, ``uncles_upper``) is always Garwood's.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``day`` (datetime64[ns, UTC], midnight), columns ``blocks``, ``uncles``,
+        ``uncles_lower``, ``uncles_upper`` [uncles/day, for the blocks scanned], ``rate``,
+        ``lower``, ``upper`` [uncles/block].
+
+    References
+    ----------
+    .. [10] F. Garwood, Biometrika 28 (1936) 437-442.
+    """
+    _require(blocks, ["block_number", "uncle_count", "timestamp"], "blocks")
+    stamps = blocks["timestamp"]
+    if not isinstance(stamps.dtype, pd.DatetimeTZDtype):
+        raise TypeError(f"blocks.timestamp must be tz-aware datetime64 (UTC), not {stamps.dtype}")
+    day = stamps.dt.tz_convert("UTC").dt.floor("D").rename("day").reset_index(drop=True)
+    table = uncle_rate(blocks.reset_index(drop=True), by=day, confidence=confidence,
+                       method=method)  # fmt: skip
+    lower, upper = _poisson_interval(table["uncles"].to_numpy(), _check_confidence(confidence))
+    table.insert(2, "uncles_lower", lower)
+    table.insert(3, "uncles_upper", upper)
+    table.index = pd.DatetimeIndex(table.index, name="day")
+    return table.sort_index()
+
+
+def uncle_rate_by_era(
+    blocks: pd.DataFrame,
+    *,
+    chain_id: int = 1,
+    heights: Heights = "protocol",
+    confidence: float = 0.95,
+    method: Method = "wilson",
+) -> pd.DataFrame:
+    """Uncle rate per block-reward era (see :func:`reward_schedule`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``era`` in chain order (eras without scanned blocks left out), columns
+        ``blocks``, ``uncles``, ``rate``, ``lower``, ``upper`` [uncles/block].
+    """
+    _require(blocks, ["block_number", "uncle_count"], "blocks")
+    era = reward_era(blocks["block_number"], chain_id=chain_id, heights=heights)
+    return uncle_rate(blocks, by=era.to_numpy(), confidence=confidence,
+                      method=method).rename_axis("era")  # fmt: skip
+
+
+# -- depth -----------------------------------------------------------------------------------
+
+
+def depth_distribution(
+    uncles: pd.DataFrame,
+    *,
+    max_depth: int = 6,
+    confidence: float = 0.95,
+    method: Literal["wilson", "clopper-pearson"] = "wilson",
+) -> pd.DataFrame:
+    """How far back uncles are included: counts and shares by depth, with intervals.
+
+    Parameters
+    ----------
+    uncles : pandas.DataFrame
+        :func:`feeslab.frames.parse_uncles`' frame (``depth`` [blocks] is used).
+    max_depth : int
+        The deepest uncle the protocol allows [blocks]: 6 on Ethereum (the Yellow Paper's
+        ommer validity: the uncle's parent is one of the 7 ancestors before the including
+        block's parent). Deeper uncles raise ``ValueError``.
+    confidence : float
+        Two-sided coverage of each share's interval, in (0, 1).
+    method : {"wilson", "clopper-pearson"}
+        Interval of each share, taken on its own (one depth against all others).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``depth`` 1..``max_depth`` (every depth, zeros included), columns
+        ``uncles`` (int64), ``share`` of all uncles [1], its ``lower`` and ``upper`` bounds,
+        and ``reward_fraction``: the uncle's share of the block reward, ``(8 - depth) / 8``
+        (Yellow Paper 11.3; EIP-649, EIP-1234).
+
+    References
+    ----------
+    .. [1] Yellow Paper, sections 11.1 and 11.3.
+    """
+    _require(uncles, ["depth"], "uncles")
+    confidence = _check_confidence(confidence)
+    if method not in ("wilson", "clopper-pearson"):
+        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"max_depth must be a positive int, not {max_depth!r}")
+    depth = uncles["depth"].to_numpy(dtype=np.int64)
+    bad = (depth < 1) | (depth > max_depth)
+    if bad.any():
+        raise ValueError(
+            f"uncle depth {int(depth[bad][0])} is outside 1..{max_depth} (row "
+            f"{int(np.flatnonzero(bad)[0])})"
+        )
+    counts = np.bincount(depth, minlength=max_depth + 1)[1:]
+    total = int(counts.sum())
+    lower, upper = _binomial_interval(counts, np.full(max_depth, total), confidence, method)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = counts / total if total else np.full(max_depth, np.nan)
+    index = pd.Index(np.arange(1, max_depth + 1, dtype=np.int64), name="depth")
+    return pd.DataFrame(
+        {
+            "uncles": counts.astype(np.int64),
+            "share": share,
+            "lower": lower,
+            "upper": upper,
+            "reward_fraction": (8 - index.to_numpy()) / 8,
+        },
+        index=index,
+    )
+
+
+# -- rewards ---------------------------------------------------------------------------------
+
+
+def reward_schedule(chain_id: int = 1, *, heights: Heights = "protocol") -> pd.DataFrame:
+    """The block reward eras of a chain, from ``data/chains.json``.
+
+    Parameters
+    ----------
+    chain_id : int
+        A chain of ``data/chains.json`` (1, 11155111, 137, 8453).
+    heights : {"protocol", "devnet"}
+        ``"protocol"``: the real chain's fork heights (mainnet: 5 ETH from genesis, 3 ETH from
+        Byzantium at 4,370,000, 2 ETH from Constantinople at 7,280,000, nothing from the
+        merge at 15,537,394). ``"devnet"``: the embedded devnet's compressed heights (same
+        sequence of rules; chain 1: 30,000, 60,000 and 165,000).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per era, in chain order, columns ``era`` (str: the forks activated at its
+        first block, ``"genesis"`` for block 0), ``from_block`` (int64), ``stop_block``
+        (Int64, exclusive; ``<NA>`` for the last era), ``consensus`` (``ethash``,
+        ``proof-of-stake``, ...), ``block_reward_wei`` (object: exact int) [wei],
+        ``uncles_allowed`` (bool), ``max_uncles`` and ``max_depth`` (Int64; ``<NA>`` where
+        there are no uncles) and ``source`` (the protocol fact's source).
+
+    Raises
+    ------
+    KeyError
+        ``chain_id`` is not in ``data/chains.json``.
+
+    References
+    ----------
+    .. [1] EIP-649, EIP-1234, EIP-3675; go-ethereum ``consensus/ethash/consensus.go``.
+    """
+    _check_heights(heights)
+    entry = chain_entry(int(chain_id))
+    protocol = entry["protocol"]
+    half = protocol if heights == "protocol" else entry["devnet"]
+    rewards = half["block_rewards_wei"]
+    forks = {
+        name: int(value["block"] if isinstance(value, Mapping) else value)
+        for name, value in half["forks"].items()
+    }
+    consensus = [(int(c["from_block"]), c["kind"]) for c in half["consensus"]]
+    uncle_rules = protocol.get("uncles")
+    sources = [r.get("source", "") for r in protocol["block_rewards_wei"]]
+    rows = []
+    for i, reward in enumerate(rewards):
+        start = int(reward["from_block"])
+        stop = int(rewards[i + 1]["from_block"]) if i + 1 < len(rewards) else None
+        kind = [k for b, k in consensus if b <= start][-1]
+        named = [name for name, block in forks.items() if block == start]
+        allowed = uncle_rules is not None and kind == "ethash"
+        rows.append(
+            {
+                "era": "/".join(named) if start > 0 and named else "genesis",
+                "from_block": start,
+                "stop_block": stop,
+                "consensus": kind,
+                "block_reward_wei": int(reward["value"]),
+                "uncles_allowed": allowed,
+                "max_uncles": int(uncle_rules["max_per_block"]) if allowed else None,
+                "max_depth": int(uncle_rules["max_depth"]) if allowed else None,
+                # the devnet keeps the real chain's sequence of rules: same sources
+                "source": reward.get("source") or (sources[i] if i < len(sources) else ""),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["from_block"] = frame["from_block"].astype(np.int64)
+    for column in ("stop_block", "max_uncles", "max_depth"):
+        frame[column] = frame[column].astype("Int64")
+    frame["block_reward_wei"] = frame["block_reward_wei"].astype(object)
+    return frame
+
+
+def _era_positions(numbers: np.ndarray, schedule: pd.DataFrame) -> np.ndarray:
+    if (numbers < 0).any():
+        raise ValueError(f"block number {int(numbers[numbers < 0][0])} is negative")
+    return np.searchsorted(schedule["from_block"].to_numpy(), numbers, side="right") - 1
+
+
+def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
+    if isinstance(block_numbers, pd.Series):
+        return block_numbers.to_numpy(dtype=np.int64), block_numbers.index
+    values = np.asarray(block_numbers)
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"block numbers must be integers, not {values.dtype}")
+    return values.astype(np.int64).reshape(-1), None
+
+
+def reward_era(
+    block_numbers: Any, *, chain_id: int = 1, heights: Heights = "protocol"
+) -> pd.Series:
+    """The reward era (see :func:`reward_schedule`) of each block number.
+
+    Returns
+    -------
+    pandas.Series
+        ``era`` labels (str), aligned with ``block_numbers`` (its index, if a Series).
+    """
+    numbers, index = _numbers(block_numbers)
+    schedule = reward_schedule(chain_id, heights=heights)
+    eras = schedule["era"].to_numpy()[_era_positions(numbers, schedule)]
+    return pd.Series(eras, index=index, name="era", dtype=object)
+
+
+def block_reward(
+    block_numbers: Any, *, chain_id: int = 1, heights: Heights = "protocol"
+) -> pd.Series:
+    """The static block reward of each block number [wei], exact.
+
+    Returns
+    -------
+    pandas.Series
+        ``block_reward_wei`` (object: Python int) [wei], aligned with ``block_numbers``.
+
+    References
+    ----------
+    .. [1] EIP-649 (3 ETH), EIP-1234 (2 ETH), EIP-3675 (0); go-ethereum
+       ``FrontierBlockReward``, ``ByzantiumBlockReward``, ``ConstantinopleBlockReward``.
+    """
+    numbers, index = _numbers(block_numbers)
+    schedule = reward_schedule(chain_id, heights=heights)
+    values = schedule["block_reward_wei"].to_numpy()[_era_positions(numbers, schedule)]
+    out = np.empty(len(values), dtype=object)
+    out[:] = [int(v) for v in values]
+    return pd.Series(out, index=index, name="block_reward_wei", dtype=object)
+
+
+def uncle_rewards(
+    uncles: pd.DataFrame, *, chain_id: int = 1, heights: Heights = "protocol"
+) -> pd.DataFrame:
+    """What each uncle earned its miner, and what its including block earned for it.
+
+    An uncle at depth ``d`` (including block ``N``, uncle ``U = N - d``) earns
+    ``(U + 8 - N) * R / 8`` and the including block ``R / 32`` on top of its own reward, in
+    integer wei, with ``R`` the block reward in force at the *including* block ``N`` — as
+    geth's ``accumulateRewards`` computes it.
+
+    Parameters
+    ----------
+    uncles : pandas.DataFrame
+        :func:`feeslab.frames.parse_uncles`' frame (``block_number`` and ``depth`` used).
+    chain_id : int
+        A chain of ``data/chains.json``.
+    heights : {"protocol", "devnet"}
+        Fork heights of the real chain or of the devnet (see :func:`reward_schedule`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``uncles`` with ``era`` (str), ``block_reward_wei``, ``uncle_reward_wei`` and
+        ``nephew_reward_wei`` (object: exact ints) [wei] added.
+
+    Raises
+    ------
+    ValueError
+        An uncle where the rules allow none (after the merge, on chains without uncles), or
+        deeper than the chain's maximum depth.
+
+    References
+    ----------
+    .. [1] Yellow Paper, section 11.3 "Reward Application".
+    .. [2] EIP-649 and EIP-1234, "Specification" (uncle and nephew rewards).
+    .. [3] go-ethereum ``consensus/ethash/consensus.go`` ``accumulateRewards``.
+    """
+    _require(uncles, ["block_number", "depth"], "uncles")
+    schedule = reward_schedule(chain_id, heights=heights)
+    including = uncles["block_number"].to_numpy(dtype=np.int64)
+    depth = uncles["depth"].to_numpy(dtype=np.int64)
+    position = _era_positions(including, schedule)
+    allowed = schedule["uncles_allowed"].to_numpy()[position]
+    if (~allowed).any():
+        i = int(np.flatnonzero(~allowed)[0])
+        raise ValueError(
+            f"block {including[i]:,} includes an uncle, but chain {chain_id} allows none in "
+            f"its {schedule['era'].iloc[position[i]]} era ({heights} heights)"
+        )
+    limit = schedule["max_depth"].to_numpy(dtype="float64", na_value=np.nan)[position]
+    bad = (depth < 1) | (depth > limit)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"block {including[i]:,} includes an uncle at depth {depth[i]}; chain {chain_id} "
+            f"allows 1..{int(limit[i])}"
+        )
+    reward = [int(r) for r in schedule["block_reward_wei"].to_numpy()[position]]
+    out = uncles.copy()
+    out["era"] = schedule["era"].to_numpy()[position]
+    out["block_reward_wei"] = _exact(reward)
+    out["uncle_reward_wei"] = _exact(
+        [(8 - int(d)) * r // 8 for d, r in zip(depth, reward, strict=True)]
+    )
+    out["nephew_reward_wei"] = _exact([r // 32 for r in reward])
+    return out
+
+
+def _exact(values: Sequence[int]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def rewards_by_era(
+    blocks: pd.DataFrame,
+    uncles: pd.DataFrame,
+    *,
+    chain_id: int = 1,
+    heights: Heights = "protocol",
+) -> pd.DataFrame:
+    """Issuance of the scanned blocks per era: block rewards, nephew and uncle rewards.
+
+    Transaction fees are not issuance and are left out.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        ``block_number`` and ``uncle_count`` per scanned block.
+    uncles : pandas.DataFrame
+        The uncles those blocks include (:func:`feeslab.frames.parse_uncles`).
+    chain_id, heights
+        See :func:`reward_schedule`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``era`` (chain order, eras without scanned blocks left out), columns
+        ``blocks``, ``uncles`` (int64); ``block_rewards_wei``, ``nephew_rewards_wei``,
+        ``uncle_rewards_wei``, ``issuance_wei`` (object: exact sums) [wei];
+        ``block_reward_eth``, ``nephew_reward_eth``, ``uncle_reward_eth`` [ETH/block] (the
+        average per scanned block, float) and ``uncle_share`` [1]: the part of issuance
+        paid because of uncles (uncle plus nephew rewards).
+
+    Raises
+    ------
+    ValueError
+        When an uncle's including block is not in ``blocks``, or ``uncle_count`` disagrees
+        with the uncles listed.
+    """
+    _require(blocks, ["block_number", "uncle_count"], "blocks")
+    _unique_blocks(blocks)
+    paid = uncle_rewards(uncles, chain_id=chain_id, heights=heights)
+    numbers = blocks["block_number"].to_numpy(dtype=np.int64)
+    listed = pd.Series(paid["block_number"].to_numpy(dtype=np.int64)).value_counts()
+    counts = pd.Series(blocks["uncle_count"].to_numpy(dtype=np.int64), index=numbers)
+    outside = listed.index.difference(counts.index)
+    if len(outside):
+        raise ValueError(f"uncles of block {int(outside.min()):,}, which is not in blocks")
+    differ = listed.ne(counts.reindex(listed.index))
+    if differ.any():
+        n = int(listed.index[differ.to_numpy()].min())
+        raise ValueError(
+            f"block {n:,}: uncle_count is {counts[n]} but uncles lists {listed[n]} uncles"
+        )
+    order = np.argsort(numbers, kind="stable")
+    numbers = numbers[order]
+    uncle_count = counts.to_numpy()[order]
+    era = reward_era(numbers, chain_id=chain_id, heights=heights).to_numpy()
+    reward = [int(r) for r in block_reward(numbers, chain_id=chain_id, heights=heights)]
+    paid_era = paid["era"].to_numpy()
+    paid_wei = [int(r) for r in paid["uncle_reward_wei"]]
+    rows = {}
+    for label in pd.unique(era):
+        here = np.flatnonzero(era == label)
+        blocks_here = len(here)
+        block_wei = sum(reward[i] for i in here)
+        nephew_wei = sum(reward[i] // 32 * int(uncle_count[i]) for i in here)
+        uncle_wei = sum(w for e, w in zip(paid_era, paid_wei, strict=True) if e == label)
+        issued = block_wei + nephew_wei + uncle_wei
+        rows[label] = {
+            "blocks": blocks_here,
+            "uncles": int(uncle_count[here].sum()),
+            "block_rewards_wei": block_wei,
+            "nephew_rewards_wei": nephew_wei,
+            "uncle_rewards_wei": uncle_wei,
+            "issuance_wei": issued,
+            "block_reward_eth": block_wei / _WEI_PER_ETH / blocks_here,
+            "nephew_reward_eth": nephew_wei / _WEI_PER_ETH / blocks_here,
+            "uncle_reward_eth": uncle_wei / _WEI_PER_ETH / blocks_here,
+            "uncle_share": (nephew_wei + uncle_wei) / issued if issued else np.nan,
+        }
+    columns = ["blocks", "uncles", "block_rewards_wei", "nephew_rewards_wei",
+               "uncle_rewards_wei", "issuance_wei", "block_reward_eth", "nephew_reward_eth",
+               "uncle_reward_eth", "uncle_share"]  # fmt: skip
+    table = pd.DataFrame(
+        {
+            c: _exact([r[c] for r in rows.values()])
+            if c.endswith("_wei")
+            else np.array([r[c] for r in rows.values()], dtype=float)
+            for c in columns
+        },
+        index=pd.Index(list(rows), dtype=object),
+    )
+    table = table.astype({"blocks": np.int64, "uncles": np.int64})
+    table.index.name = "era"
+    return table
+
+
+# -- miners ----------------------------------------------------------------------------------
+
+
+def miner_shares(
+    blocks: pd.DataFrame,
+    *,
+    column: str = "miner",
+    confidence: float = 0.95,
+    method: Literal["wilson", "clopper-pearson"] = "wilson",
+) -> pd.DataFrame:
+    """Each miner's share of the blocks, with an interval.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        One row per block with the producer in ``column`` (:func:`feeslab.frames.parse_blocks`
+        has ``miner``; pass ``column="miner"`` of an uncles frame for stale blocks).
+    column : str
+        The producer column.
+    confidence : float
+        Two-sided coverage, in (0, 1).
+    method : {"wilson", "clopper-pearson"}
+        Interval of each share, taken on its own.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by miner (most blocks first; ties by address), columns ``blocks`` (int64),
+        ``share`` [1], ``lower``, ``upper``.
+    """
+    _require(blocks, [column], "blocks")
+    confidence = _check_confidence(confidence)
+    if method not in ("wilson", "clopper-pearson"):
+        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    counts = blocks[column].value_counts()
+    counts = counts.rename_axis(column).reset_index(name="blocks")
+    counts = counts.sort_values(["blocks", column], ascending=[False, True]).set_index(column)
+    total = int(counts["blocks"].sum())
+    lower, upper = _binomial_interval(counts["blocks"], total, confidence, method)
+    counts["blocks"] = counts["blocks"].astype(np.int64)
+    counts["share"] = counts["blocks"] / total if total else np.nan
+    counts["lower"], counts["upper"] = lower, upper
+    return counts
+
+
+def herfindahl_index(shares: Any, *, unbiased: bool = False) -> float:
+    """Herfindahl-Hirschman index of concentration: the sum of squared shares [1].
+
+    Parameters
+    ----------
+    shares : array-like or pandas.Series
+        Shares or counts per producer (normalised by their sum); e.g. ``miner_shares(...)
+        ["blocks"]``.
+    unbiased : bool
+        With counts, ``(sum(n_i**2) - N) / (N * (N - 1))``: the probability that two blocks
+        drawn without replacement share a producer, which removes the upward bias of the
+        plain index on a finite sample (e.g. 1/N for N blocks by N miners, not 1/N + ...).
+
+    Returns
+    -------
+    float
+        In [1/k, 1] for k producers (multiply by 10,000 for the antitrust "points" scale);
+        NaN for no blocks.
+
+    References
+    ----------
+    .. [11] Herfindahl (1950); Hirschman, AER 54 (1964) 761.
+    """
+    values = np.asarray(shares, dtype=float)
+    if (values < 0).any() or not np.isfinite(values).all():
+        raise ValueError("shares must be finite and non-negative")
+    total = values.sum()
+    if total <= 0:
+        return math.nan
+    if unbiased:
+        if not np.allclose(values, np.round(values)) or total < 2:
+            raise ValueError("unbiased=True needs counts (integers) of at least 2 blocks")
+        return float(((values**2).sum() - total) / (total * (total - 1)))
+    return float(((values / total) ** 2).sum())
+
+
+def miner_concentration(
+    blocks: pd.DataFrame,
+    *,
+    by: str | Sequence[Any] | pd.Series | None = None,
+    column: str = "miner",
+) -> pd.DataFrame:
+    """Concentration of block production: HHI, top share and the Nakamoto coefficient.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        One row per block with its producer in ``column``.
+    by : str or array-like, optional
+        Groups (a column or labels aligned with rows), e.g. ``reward_era(...)`` or a
+        window start; ``None``: one row, ``"all"``.
+    column : str
+        The producer column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per group: ``blocks``, ``miners`` (int64), ``hhi`` and ``hhi_unbiased`` (see
+        :func:`herfindahl_index`) [1], ``top_share`` [1] and ``nakamoto`` (int64: the fewest
+        producers with more than half of the blocks).
+    """
+    _require(blocks, [column], "blocks")
+    if by is None:
+        labels = np.array(["all"] * len(blocks), dtype=object)
+        name = "group"
+    elif isinstance(by, str):
+        _require(blocks, [by], "blocks")
+        labels, name = blocks[by].to_numpy(), by
+    else:
+        labels = np.asarray(by, dtype=object) if not isinstance(by, pd.Series) else by.to_numpy()
+        if len(labels) != len(blocks):
+            raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
+        name = getattr(by, "name", None) or "group"
+    frame = pd.DataFrame({"label": labels, "miner": blocks[column].to_numpy()})
+    if "block_number" in blocks:
+        frame = frame.iloc[np.argsort(blocks["block_number"].to_numpy(), kind="stable")]
+    rows = {}
+    for label, group in frame.groupby("label", sort=False):
+        counts = np.sort(group["miner"].value_counts().to_numpy())[::-1]
+        total = int(counts.sum())
+        rows[label] = {
+            "blocks": total,
+            "miners": len(counts),
+            "hhi": herfindahl_index(counts),
+            "hhi_unbiased": herfindahl_index(counts, unbiased=True) if total > 1 else np.nan,
+            "top_share": counts[0] / total,
+            "nakamoto": int(np.searchsorted(np.cumsum(counts), total / 2, side="right") + 1),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = name
+    return table.astype({"blocks": np.int64, "miners": np.int64, "nakamoto": np.int64})
+
+
+def miner_uncles(
+    blocks: pd.DataFrame,
+    uncles: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    method: Literal["wilson", "clopper-pearson"] = "wilson",
+) -> pd.DataFrame:
+    """Per miner: how often its blocks went stale, and how often it includes uncles.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        :func:`feeslab.frames.parse_blocks`' frame (``block_number``, ``miner``,
+        ``uncle_count``) of the scanned blocks.
+    uncles : pandas.DataFrame
+        The uncles those blocks include (``miner`` is the stale block's producer).
+    confidence, method
+        The intervals (see :func:`uncle_rate`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by miner (most blocks first), columns ``blocks`` (canonical blocks mined),
+        ``share`` [1] of the canonical blocks, ``stale`` (its blocks that became uncles),
+        ``stale_rate`` = stale / (blocks + stale) [1] with ``stale_lower``, ``stale_upper``;
+        ``including`` (its blocks that include at least one uncle) and ``including_rate`` =
+        including / blocks [1] with ``including_lower``, ``including_upper``. A miner whose
+        blocks never include uncles shows ``including == 0`` with an upper bound that says
+        how sure that is.
+
+    References
+    ----------
+    .. [7] Gervais et al., CCS 2016 (stale rates and their dependence on the miner).
+    """
+    _require(blocks, ["block_number", "miner", "uncle_count"], "blocks")
+    _require(uncles, ["block_number", "miner"], "uncles")
+    _unique_blocks(blocks)
+    confidence = _check_confidence(confidence)
+    if method not in ("wilson", "clopper-pearson"):
+        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    outside = ~uncles["block_number"].isin(blocks["block_number"])
+    if outside.any():
+        first = int(uncles["block_number"][outside].min())
+        raise ValueError(f"uncles of block {first:,}, which is not in blocks")
+    mined = blocks["miner"].value_counts()
+    stale = uncles["miner"].value_counts()
+    including = blocks.loc[blocks["uncle_count"] > 0, "miner"].value_counts()
+    miners = mined.index.union(stale.index)
+    table = pd.DataFrame(
+        {
+            "blocks": mined.reindex(miners, fill_value=0).astype(np.int64),
+            "stale": stale.reindex(miners, fill_value=0).astype(np.int64),
+            "including": including.reindex(miners, fill_value=0).astype(np.int64),
+        }
+    )
+    table.index.name = "miner"
+    table = table.reset_index().sort_values(["blocks", "miner"], ascending=[False, True])
+    table = table.set_index("miner")
+    total = int(table["blocks"].sum())
+    table.insert(1, "share", table["blocks"] / total if total else np.nan)
+    produced = table["blocks"] + table["stale"]
+    table["stale_rate"] = table["stale"] / produced.where(produced > 0)
+    table["stale_lower"], table["stale_upper"] = _binomial_interval(
+        table["stale"], produced, confidence, method
+    )
+    table = table[["blocks", "share", "stale", "stale_rate", "stale_lower", "stale_upper",
+                   "including"]]  # fmt: skip
+    table["including_rate"] = table["including"] / table["blocks"].where(table["blocks"] > 0)
+    table["including_lower"], table["including_upper"] = _binomial_interval(
+        table["including"], table["blocks"], confidence, method
+    )
+    return table
+
+
+# -- the propagation-delay model -------------------------------------------------------------
+
+
+def stale_probability(delay_s: Any, block_time_s: Any) -> Any:
+    """Chance that a rival block is found while a block propagates: ``1 - exp(-tau / T)``.
+
+    Block discovery is a Poisson process with mean interval ``T``; a block that needs ``tau``
+    to reach the other miners races any block found in that time (Decker and Wattenhofer
+    2013; Gervais et al. 2016).
+
+    Parameters
+    ----------
+    delay_s : float or array-like
+        Propagation delay ``tau`` [s], >= 0.
+    block_time_s : float or array-like
+        Mean block interval ``T`` [s], > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Probability that the height forks [1].
+
+    References
+    ----------
+    .. [6] Decker and Wattenhofer, IEEE P2P 2013, section V.
+    .. [7] Gervais et al., CCS 2016, section 3.
+    """
+    tau = np.asarray(delay_s, dtype=float)
+    interval = np.asarray(block_time_s, dtype=float)
+    if (tau < 0).any() or (interval <= 0).any():
+        raise ValueError("delay_s must be >= 0 and block_time_s > 0")
+    out = -np.expm1(-tau / interval)
+    return float(out) if out.ndim == 0 else out
+
+
+def implied_delay(rate: Any, block_time_s: Any) -> Any:
+    """The propagation delay that explains a fork rate: ``tau = -T log(1 - rate)`` [s].
+
+    The inverse of :func:`stale_probability`; applied to an interval's bounds it gives an
+    interval of the delay (the map is increasing).
+
+    Parameters
+    ----------
+    rate : float or array-like
+        Forks (uncles) per block [1], in [0, 1).
+    block_time_s : float or array-like
+        Mean block interval [s], > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Delay [s].
+    """
+    r = np.asarray(rate, dtype=float)
+    interval = np.asarray(block_time_s, dtype=float)
+    if ((r < 0) | (r >= 1)).any() or (interval <= 0).any():
+        raise ValueError("rate must be in [0, 1) and block_time_s > 0")
+    out = -interval * np.log1p(-r)
+    return float(out) if out.ndim == 0 else out
+
+
+def fork_heights(
+    blocks: pd.DataFrame,
+    uncles: pd.DataFrame,
+    *,
+    max_depth: int = 6,
+    interval_window: int = 1024,
+) -> pd.DataFrame:
+    """One row per height whose fork outcome is fully observed: the data of the delay model.
+
+    A fork at height ``h`` leaves a stale block numbered ``h`` that blocks ``h + 1`` ..
+    ``h + max_depth`` may include; a height is kept only when all of them were scanned, so
+    a fork there cannot have been missed (the last ``max_depth`` blocks of each scanned run
+    drop out).
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        :func:`feeslab.frames.parse_blocks`' frame (``block_number`` and ``timestamp``; every
+        other column is carried along, e.g. ``gas_used`` as the model's covariate).
+    uncles : pandas.DataFrame
+        The uncles those blocks include (``uncle_number`` used).
+    max_depth : int
+        Deepest uncle allowed [blocks] (6 on Ethereum).
+    interval_window : int
+        Blocks in the centred moving average of block intervals that estimates the mean
+        block time at each height (within a contiguous run of scanned blocks).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``blocks``' rows for the kept heights, sorted, plus ``forks`` (int64: uncles
+        numbered ``h``), ``forked`` (bool) and ``block_time_s`` [s].
+    """
+    _require(blocks, ["block_number", "timestamp"], "blocks")
+    _require(uncles, ["uncle_number"], "uncles")
+    _unique_blocks(blocks)
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"max_depth must be a positive int, not {max_depth!r}")
+    if (
+        isinstance(interval_window, bool)
+        or not isinstance(interval_window, int)
+        or interval_window < 2
+    ):
+        raise ValueError(f"interval_window must be an int >= 2, not {interval_window!r}")
+    frame = blocks.sort_values("block_number").reset_index(drop=True)
+    numbers = frame["block_number"].to_numpy(dtype=np.int64)
+    stamps = frame["timestamp"]
+    if not isinstance(stamps.dtype, pd.DatetimeTZDtype):
+        raise TypeError(f"blocks.timestamp must be tz-aware datetime64 (UTC), not {stamps.dtype}")
+    seconds = (stamps - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
+    run = np.concatenate([[0], np.cumsum(np.diff(numbers) != 1)])
+    gaps = pd.Series(np.diff(seconds, prepend=np.nan)).where(
+        pd.Series(np.r_[False, run[1:] == run[:-1]])
+    )
+    frame["block_time_s"] = (
+        gaps.groupby(run)
+        .transform(lambda g: g.rolling(interval_window, center=True, min_periods=2).mean())
+        .to_numpy()
+    )
+    scanned = set(numbers.tolist())
+    complete = np.array(
+        [all(h + k in scanned for k in range(1, max_depth + 1)) for h in numbers.tolist()],
+        dtype=bool,
+    )
+    stale = uncles["uncle_number"].value_counts()
+    frame["forks"] = stale.reindex(numbers, fill_value=0).to_numpy(dtype=np.int64)
+    frame["forked"] = frame["forks"] > 0
+    kept = frame[complete & frame["block_time_s"].notna().to_numpy()]
+    return kept.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class DelayFit:
+    """A fitted propagation-delay model: ``P(fork) = 1 - exp(-tau / T)``, ``tau`` linear.
+
+    ``tau = base + sum_k coef_k * x_k / per_k`` [s], with ``T`` each height's mean block
+    time. Made by :func:`fit_propagation_delay`.
+
+    Attributes
+    ----------
+    params : pandas.DataFrame
+        Indexed by ``base`` and each covariate, columns ``estimate``, ``std_error``,
+        ``lower``, ``upper`` ([s] for ``base``, [s per ``per`` units] for a covariate).
+    covariance : numpy.ndarray
+        Covariance of the estimates (inverse Fisher information).
+    covariates : dict of str to float
+        Covariate column -> ``per`` (the unit its coefficient is given per).
+    block_time : str or float
+        The block-time column used, or a constant [s].
+    heights, forks : int
+        Heights fitted and how many forked.
+    log_likelihood : float
+    confidence : float
+    """
+
+    params: pd.DataFrame
+    covariance: np.ndarray
+    covariates: dict[str, float]
+    block_time: str | float
+    heights: int
+    forks: int
+    log_likelihood: float
+    confidence: float
+    units: dict[str, str] = field(default_factory=dict)
+
+    def delay(self, frame: pd.DataFrame) -> pd.Series:
+        """The model's propagation delay at each row of ``frame`` [s]."""
+        design = _design(frame, self.covariates)
+        return pd.Series(design @ self.params["estimate"].to_numpy(), index=frame.index,
+                         name="delay_s")  # fmt: skip
+
+    def stale_probability(self, frame: pd.DataFrame) -> pd.Series:
+        """The model's fork probability at each row of ``frame`` [1]."""
+        interval = _block_times(frame, self.block_time)
+        tau = np.maximum(self.delay(frame).to_numpy(), 0.0)
+        return pd.Series(-np.expm1(-tau / interval), index=frame.index, name="stale_probability")
+
+
+def _design(frame: pd.DataFrame, covariates: Mapping[str, float]) -> np.ndarray:
+    _require(frame, list(covariates), "heights")
+    columns = [np.ones(len(frame))]
+    for name, per in covariates.items():
+        values = frame[name].to_numpy(dtype=float)
+        if not np.isfinite(values).all():
+            raise ValueError(f"heights.{name} has missing or infinite values")
+        columns.append(values / per)
+    return np.column_stack(columns)
+
+
+def _block_times(frame: pd.DataFrame, block_time: str | float) -> np.ndarray:
+    if isinstance(block_time, str):
+        _require(frame, [block_time], "heights")
+        interval = frame[block_time].to_numpy(dtype=float)
+    else:
+        interval = np.full(len(frame), float(block_time))
+    if not (np.isfinite(interval) & (interval > 0)).all():
+        raise ValueError("block times must be finite and > 0 [s]")
+    return interval
+
+
+def _unit(name: str, per: float) -> str:
+    """How a covariate's coefficient is counted: ``Mgas`` for gas per million, ..."""
+    for (suffix, scale), unit in _KNOWN_UNITS.items():
+        if name.endswith(suffix) and per == scale:
+            return unit
+    if per == 1:
+        return name
+    return f"{per:,.0f} {name}" if float(per).is_integer() else f"{per:g} {name}"
+
+
+def fit_propagation_delay(
+    heights: pd.DataFrame,
+    *,
+    covariates: Mapping[str, float] | None = None,
+    block_time: str | float = "block_time_s",
+    confidence: float = 0.95,
+) -> DelayFit:
+    """Fit the propagation-delay model of forks to observed heights, by maximum likelihood.
+
+    Each height ``i`` forks with probability ``p_i = 1 - exp(-tau_i / T_i)`` (a rival block
+    is found, at rate ``1/T_i``, while the first propagates for ``tau_i``), with the delay
+    linear in covariates such as the block's gas [6]_ [7]_::
+
+        tau_i = base + sum_k coef_k * x_ik / per_k     [s]
+
+    The likelihood is Bernoulli; it is maximised by Fisher scoring (step-halving keeps every
+    ``tau_i`` positive), and the intervals are Wald intervals from the Fisher information.
+
+    Parameters
+    ----------
+    heights : pandas.DataFrame
+        :func:`fork_heights`' frame: ``forked`` (bool), the covariates and the block times.
+    covariates : mapping of str to float, optional
+        Column -> the unit its coefficient is per; default ``{"gas_used": 1_000_000}`` (the
+        delay grows by ``coef`` seconds per million gas). ``{}`` fits a constant delay.
+    block_time : str or float
+        Column of mean block times [s], or one value for all heights.
+    confidence : float
+        Coverage of the parameters' intervals, in (0, 1).
+
+    Returns
+    -------
+    DelayFit
+
+    Raises
+    ------
+    ValueError
+        Too few heights or forks to identify the parameters, or the fit does not converge.
+
+    References
+    ----------
+    .. [6] Decker and Wattenhofer, IEEE P2P 2013: delay grows linearly with block size.
+    .. [7] Gervais et al., CCS 2016: stale rate from block size, interval and propagation.
+    """
+    covariates = dict({"gas_used": 1_000_000} if covariates is None else covariates)
+    confidence = _check_confidence(confidence)
+    for name, per in covariates.items():
+        if not isinstance(per, int | float) or isinstance(per, bool) or not per > 0:
+            raise ValueError(f"covariates[{name!r}] must be a positive unit, not {per!r}")
+    _require(heights, ["forked"], "heights")
+    y = heights["forked"].to_numpy(dtype=bool).astype(float)
+    design = _design(heights, covariates)
+    interval = _block_times(heights, block_time)
+    z = design / interval[:, None]
+    k = design.shape[1]
+    forks = int(y.sum())
+    if forks < k or len(y) - forks < k:
+        raise ValueError(f"{len(y):,} heights with {forks:,} forks cannot identify {k} parameters")
+    if np.linalg.matrix_rank(design) < k:
+        raise ValueError("the covariates are constant or collinear over these heights")
+
+    def loglik(eta: np.ndarray) -> float:
+        return float(np.sum(y * np.log(-np.expm1(-eta)) - (1.0 - y) * eta))
+
+    # start: a constant delay matching the mean fork rate
+    beta = np.zeros(k)
+    beta[0] = float(np.mean(implied_delay(min(y.mean(), 0.99), interval)))
+    eta = z @ beta
+    current = loglik(eta)
+    for _ in range(200):
+        score = z.T @ (y / np.expm1(eta) - (1.0 - y))
+        information = z.T @ (z / np.expm1(eta)[:, None])
+        step = np.linalg.solve(information, score)
+        scale = 1.0
+        while True:
+            trial = beta + scale * step
+            eta_trial = z @ trial
+            if (eta_trial > 0).all() and loglik(eta_trial) >= current - 1e-9:
+                break
+            scale /= 2.0
+            if scale < 1e-10:
+                raise ValueError("the delay model did not converge (a delay turned negative)")
+        beta, eta = trial, eta_trial
+        previous, current = current, loglik(eta)
+        if np.max(np.abs(scale * step)) < 1e-10 * (1.0 + np.max(np.abs(beta))) or (
+            abs(current - previous) < 1e-12 * abs(current)
+        ):
+            break
+    else:
+        raise ValueError("the delay model did not converge in 200 steps")
+    information = z.T @ (z / np.expm1(eta)[:, None])
+    covariance = np.linalg.inv(information)
+    error = np.sqrt(np.diag(covariance))
+    half = NormalDist().inv_cdf(0.5 + confidence / 2.0) * error
+    names = ["base", *covariates]
+    params = pd.DataFrame(
+        {"estimate": beta, "std_error": error, "lower": beta - half, "upper": beta + half},
+        index=pd.Index(names, name="parameter"),
+    )
+    units = {"base": "s"} | {n: f"s per {_unit(n, p)}" for n, p in covariates.items()}
+    return DelayFit(
+        params=params,
+        covariance=covariance,
+        covariates=covariates,
+        block_time=block_time,
+        heights=len(y),
+        forks=forks,
+        log_likelihood=current,
+        confidence=confidence,
+        units=units,
+    )
+
+
+def model_vs_data(
+    heights: pd.DataFrame,
+    fit: DelayFit,
+    *,
+    column: str | None = None,
+    bins: int = 8,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Observed fork rate against the model's, in bins of one covariate.
+
+    Parameters
+    ----------
+    heights : pandas.DataFrame
+        :func:`fork_heights`' frame (the fitted one, or held-out heights).
+    fit : DelayFit
+        From :func:`fit_propagation_delay`.
+    column : str, optional
+        The covariate to bin by (default the fit's first covariate).
+    bins : int
+        Bins of equal counts (quantiles), >= 1; fewer when values repeat.
+    confidence : float
+        Coverage of the observed rate's Wilson interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per bin: ``x`` (the mean of ``column`` in the bin, in the fit's unit for
+        it), ``heights``, ``forks`` (int64), ``rate``, ``lower``, ``upper`` (observed)
+        and ``predicted`` (the mean of the model's probabilities over the bin's heights)
+        [forks/block]. ``attrs["x_label"]`` names ``x`` with its unit.
+    """
+    if not isinstance(fit, DelayFit):
+        raise TypeError(f"fit must be a DelayFit, not {type(fit).__name__}")
+    column = column or next(iter(fit.covariates), None)
+    if column is None:
+        raise ValueError("the fit has no covariate; name a column to bin by")
+    _require(heights, [column, "forked"], "heights")
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"bins must be a positive int, not {bins!r}")
+    per = fit.covariates.get(column, 1.0)
+    x = heights[column].to_numpy(dtype=float) / per
+    labels = pd.qcut(x, bins, labels=False, duplicates="drop")
+    frame = pd.DataFrame(
+        {
+            "bin": labels,
+            "x": x,
+            "forks": heights["forked"].to_numpy(dtype=bool).astype(np.int64),
+            "predicted": fit.stale_probability(heights).to_numpy(),
+        }
+    )
+    grouped = frame.groupby("bin")
+    table = pd.DataFrame(
+        {
+            "x": grouped["x"].mean(),
+            "heights": grouped.size().astype(np.int64),
+            "forks": grouped["forks"].sum().astype(np.int64),
+            "predicted": grouped["predicted"].mean(),
+        }
+    )
+    rates = _rate_table(table["heights"], table["forks"], table.index,
+                        _check_confidence(confidence), "wilson")  # fmt: skip
+    table["rate"], table["lower"], table["upper"] = rates["rate"], rates["lower"], rates["upper"]
+    table = table[["x", "heights", "forks", "rate", "lower", "upper", "predicted"]]
+    table.index = pd.RangeIndex(len(table), name="bin")
+    table.attrs["x_label"] = f"{column.replace('_', ' ')} [{_unit(column, per)}]"
+    return table
