@@ -60,6 +60,18 @@ def test_uncle_scan_finds_every_uncle_and_costs_what_it_planned(lab, truth):
     assert scan.plan.total == pytest.approx(80 * (stop - start) + 150 * len(expected), rel=0.2)
 
 
+def test_uncle_scan_without_a_cache_asks_for_each_header_once(devnet, truth):
+    # the plan's header sample is part of the scan: it is not fetched a second time
+    start, stop = 50_000, 52_000
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key, cache=False,
+                         progress=False) as lab:  # fmt: skip
+        scan = lab.uncles(start, stop)
+        calls = lab.credits.to_frame().set_index("method")["calls"]
+    assert calls["eth_getBlockByNumber"] == stop - start
+    assert calls["eth_getUncleByBlockNumberAndIndex"] == len(scan.uncles)
+    assert len(scan.uncles) == sum(len(truth.block(n).uncles) for n in range(start, stop))
+
+
 def test_a_rerun_of_settled_data_sends_no_request(lab):
     lab.uncles(30_000, 30_500)
     lab.fee_history(100_000, 101_000)

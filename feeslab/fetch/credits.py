@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -145,20 +146,21 @@ class CreditLedger:
             Credits charged for the request: the sum of its calls' prices when served, 5 for a
             rejected request (other 4xx), else 0 [credits].
         """
-        names = [c if isinstance(c, str) else c.method for c in calls]
-        prices = [unit_cost(name, kind=kind) for name in names]
+        # a batch repeats a few methods many times: book each method once
+        counts = Counter(c if isinstance(c, str) else c.method for c in calls)
+        prices = {name: unit_cost(name, kind=kind) for name in counts}
         served = 200 <= http_status < 300
         with self._lock:
-            for name, price in zip(names, prices, strict=True):
+            for name, n in counts.items():
                 row = self._row(name)
-                row.calls += 1
+                row.calls += n
                 if served:
-                    row.credits += price
+                    row.credits += prices[name] * n
                 else:
-                    row.refused += 1
+                    row.refused += n
             if served:
-                return sum(prices)
-            fee = http_status_cost(http_status) if names else 0
+                return sum(prices[name] * n for name, n in counts.items())
+            fee = http_status_cost(http_status) if counts else 0
             if fee:
                 self._row(FEE_ROW).credits += fee
             return fee

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.errors import (
     AuthError,
@@ -60,7 +61,9 @@ class GasClient:
         self.retries = retries
         self._sleep = sleep
         auth = (api_key, api_key_secret) if api_key_secret else None
-        self._client = httpx.Client(timeout=timeout, auth=auth, transport=transport)
+        self._client = httpx.Client(
+            timeout=timeout, auth=auth, transport=transport, verify=shared_ssl_context()
+        )
 
     def __repr__(self) -> str:
         return f"<GasClient {self._base}>"

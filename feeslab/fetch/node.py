@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.errors import CreditsExhausted, ProtocolError
@@ -160,6 +161,16 @@ class NodeClient:
         on_chunk: Callable[[int], None] | None = None,
     ) -> list[RpcResult]:
         """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
+        with gc_paused():
+            return self._run(calls, progress, description, on_chunk)
+
+    def _run(
+        self,
+        calls: Sequence[RpcCall],
+        progress: bool | None,
+        description: str,
+        on_chunk: Callable[[int], None] | None,
+    ) -> list[RpcResult]:
         answers: list[RpcResult | None] = [None] * len(calls)
         # the per-call checks cost time on big fetches: skip them when there is no cache
         use_cache = self._cache_option is not False

@@ -49,6 +49,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import http_status_cost, method_cost
+from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
     ConfigError,
@@ -214,7 +216,7 @@ class _Retry(Exception):
 
 def _build_body(calls: Sequence[RpcCall], ids: Sequence[int]) -> bytes:
     items = [
-        {"jsonrpc": "2.0", "id": i, "method": c.method, "params": list(c.params)}
+        {"jsonrpc": "2.0", "id": i, "method": c.method, "params": c.params}
         for c, i in zip(calls, ids, strict=True)
     ]
     payload: Any = items[0] if len(items) == 1 else items
@@ -338,10 +340,22 @@ def read_items(
     answered: dict[int, RpcResult] = {}
     retry_ids: list[int] = []
     hints: list[float] = []
+    if isinstance(items, list) and len(items) == len(calls):
+        # the usual answer: every call answered once with a result; checked, then taken whole
+        try:
+            answered = {item["id"]: RpcResult(calls[item["id"]], item["result"]) for item in items}
+        except (KeyError, TypeError):
+            answered = {}
+        else:
+            if len(answered) == len(calls) and all("error" not in item for item in items):
+                return _Outcome(answered, [])
+            answered = {}
     for item in items:
         if not isinstance(item, Mapping):
             continue
         rid = item.get("id")
+        if not isinstance(rid, int | str):  # a list or an object as id: not one we sent
+            continue
         if rid not in calls or rid in answered or rid in retry_ids:
             continue
         call = calls[rid]
@@ -445,7 +459,8 @@ class _Core:
         with self._lock:
             self.attempts += 1
             if status == 200:
-                self.credits_spent += sum(method_cost(c.method) for c in calls)
+                methods = Counter(c.method for c in calls)
+                self.credits_spent += sum(method_cost(m) * n for m, n in methods.items())
             else:
                 self.credits_spent += http_status_cost(status)
         if self.on_response is not None:
@@ -571,7 +586,7 @@ def _client_kwargs(
     merged = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
     merged.update(headers or {})
     timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-    return {"headers": merged, "timeout": timeout, "auth": auth}
+    return {"headers": merged, "timeout": timeout, "auth": auth, "verify": shared_ssl_context()}
 
 
 # -- async ---------------------------------------------------------------------------------------

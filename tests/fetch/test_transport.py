@@ -637,3 +637,42 @@ def test_options_are_keyword_only() -> None:
         HTTPTransport(URL)  # type: ignore[misc]
     with pytest.raises(TypeError):
         AsyncHTTPTransport(URL)  # type: ignore[misc]
+
+
+def test_answer_matching_fast_and_slow_paths_agree() -> None:
+    from feeslab.fetch.transport import read_items
+
+    calls = {i: RpcCall("eth_chainId", []) for i in (1, 2, 3)}
+    whole = read_items([{"jsonrpc": "2.0", "id": i, "result": hex(i)} for i in (3, 1, 2)], calls)
+    assert {i: r.result for i, r in whole.answered.items()} == {1: "0x1", 2: "0x2", 3: "0x3"}
+    assert whole.retry_ids == []
+    # one error item, a duplicate, an unknown id, a non-object: the careful path decides
+    odd = [
+        {"id": 1, "error": {"code": -32000, "message": "no"}},
+        {"id": 2, "result": "0x2"},
+        {"id": 2, "result": "0xdead"},
+    ]
+    outcome = read_items(odd, calls)
+    assert not outcome.answered[1].ok and outcome.answered[2].result == "0x2"
+    assert outcome.retry_ids == [3]
+    for items in ([{"id": 9, "result": 1}, {"id": 1, "result": 1}, {"id": 2, "result": 1}],
+                  ["x", {"id": 1, "result": 1}, {"id": 2, "result": 1}],
+                  [{"id": [1], "result": 1}, {"id": 1, "result": 1}, {"id": 2, "result": 1}],
+                  [{"id": 1}, {"id": 2, "result": 1}, {"id": 3, "result": 1}]):  # fmt: skip
+        outcome = read_items(items, calls)
+        assert sorted([*outcome.answered, *outcome.retry_ids]) == [1, 2, 3]
+        assert outcome.retry_ids  # something was not answered: it goes again
+
+
+def test_clients_share_one_tls_context() -> None:
+    from feeslab.fetch._tls import shared_ssl_context
+
+    first = HTTPTransport(url="https://example.invalid/v3/k")
+    second = HTTPTransport(url="https://example.invalid/v3/k")
+    try:
+        assert shared_ssl_context() is shared_ssl_context()
+        assert shared_ssl_context().verify_mode.name == "CERT_REQUIRED"
+        assert shared_ssl_context().check_hostname
+    finally:
+        first.close()
+        second.close()
