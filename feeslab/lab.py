@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
 from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
+UNCLE_SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
 MAX_FEE_HISTORY = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
 _NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
@@ -215,10 +217,11 @@ class Lab:
         """Block headers of ``start`` .. ``stop - 1`` (see ``feeslab.frames.parse_blocks``)."""
         _check_range(start, stop)
         self._check_head(stop)
-        found = self.node.blocks(range(start, stop), progress=progress)
-        return parse_blocks([b for b in found if b is not None])
+        with gc_paused():  # the decoded headers die before the collector resumes
+            found = self.node.blocks(range(start, stop), progress=progress)
+            return parse_blocks([b for b in found if b is not None])
 
-    def plan_uncles(self, start: int, stop: int, *, sample: int = 200) -> Plan:
+    def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE) -> Plan:
         """What :meth:`uncles` will cost, before it runs.
 
         Headers first (``eth_getBlockByNumber``: their ``uncles`` list says which blocks have
@@ -227,11 +230,16 @@ class Lab:
         indexes everywhere. The number of uncles is estimated from a sample of headers
         (fetched, and cached for the scan) unless every header is already cached.
         """
+        return self._plan_uncles(start, stop, sample)[0]
+
+    def _plan_uncles(self, start: int, stop: int, sample: int) -> tuple[Plan, dict[int, Any]]:
+        """The plan, and the sampled headers by number (the scan need not fetch them again)."""
         _check_range(start, stop)
         self._check_head(stop)
         count = stop - start
         step = max(1, count // sample)
-        probe = self.node.blocks(range(start, stop, step), progress=False)
+        numbers = range(start, stop, step)
+        probe = self.node.blocks(numbers, progress=False)
         found = sum(len(b["uncles"]) for b in probe if b is not None)
         per_block = found / max(1, len(probe))
         lines = [
@@ -242,7 +250,8 @@ class Lab:
                 estimated=step > 1,
             ),
         ]
-        return Plan(lines, title=f"uncle scan of blocks {start:,} to {stop - 1:,}")
+        plan = Plan(lines, title=f"uncle scan of blocks {start:,} to {stop - 1:,}")
+        return plan, dict(zip(numbers, probe, strict=True))
 
     def uncles(
         self,
@@ -260,20 +269,24 @@ class Lab:
             ``.uncles`` (one row per uncle), ``.blocks`` (uncle count per scanned block,
             zeros included) and ``.plan`` (the credits planned before running).
         """
-        plan = self.plan_uncles(start, stop)
-        self._check_budget(plan, budget)
-        headers = self.node.blocks(range(start, stop), progress=progress)
-        missing = [start + i for i, b in enumerate(headers) if b is None]
-        if missing:
-            raise ConfigError(
-                f"the node has no block {missing[0]:,} (head {self.node.head(refresh=True):,})"
-            )
-        wanted = [(int(b["number"], 16), i) for b in headers for i in range(len(b["uncles"]))]
-        objects = self.node.uncles(wanted, progress=progress)
-        rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-        uncles = parse_uncles(rows)
-        return UncleScan(uncles=uncles, blocks=uncle_scan_frame(range(start, stop), uncles),
-                         plan=plan)  # fmt: skip
+        with gc_paused():  # the decoded headers die before the collector resumes
+            plan, sampled = self._plan_uncles(start, stop, UNCLE_SAMPLE)
+            self._check_budget(plan, budget)
+            rest = [n for n in range(start, stop) if n not in sampled]
+            fetched = dict(zip(rest, self.node.blocks(rest, progress=progress), strict=True))
+            headers = [sampled[n] if n in sampled else fetched[n] for n in range(start, stop)]
+            missing = [start + i for i, b in enumerate(headers) if b is None]
+            if missing:
+                head = self.node.head(refresh=True)
+                raise ConfigError(f"the node has no block {missing[0]:,} (head {head:,})")
+            wanted = [
+                (int(b["number"], 16), i) for b in headers for i in range(len(b["uncles"]))
+            ]
+            objects = self.node.uncles(wanted, progress=progress)
+            rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
+            uncles = parse_uncles(rows)
+            return UncleScan(uncles=uncles, blocks=uncle_scan_frame(range(start, stop), uncles),
+                             plan=plan)  # fmt: skip
 
     # -- storage -------------------------------------------------------------------------------
 
