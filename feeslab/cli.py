@@ -3,6 +3,7 @@
 Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
+  ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
 - ``feeslab fetch base-fees|uncles|storage ... -o FILE.parquet|FILE.csv``: fetch one frame (as
   the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
   and the ledger after; the file is written to a temporary name and renamed, so a failed run
@@ -65,6 +66,12 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="seconds per new block (live chains); omit for fixed chains",
     )
+    serve.add_argument(
+        "--ipfs-dir",
+        default=None,
+        help="the IPFS node's blockstore directory, kept across restarts "
+        "(default: <cache>/devnet/ipfs)",
+    )
     serve.set_defaults(func=_run_serve)
 
 
@@ -92,12 +99,14 @@ def _banner(handle) -> str:
             f"node (mainnet):  {handle.url}/v3/{key}",
             f"node (sepolia):  {handle.url}/sepolia/v3/{key}",
             f"WebSocket:       {handle.ws_url}/ws/v3/{key}",
+            f"IPFS API:        {handle.url}/api/v0/<command> (Basic key:secret)",
             "",
             "Try:",
             f"  curl -s -X POST -H 'Content-Type: application/json' --data {call} \\",
             f"    {handle.url}/v3/{key}",
             f"  curl -s -u {key}:{secret} {handle.url}/networks/1/suggestedGasFees",
             f"  curl -s -u {key}:{secret} {handle.url}/devnet/credits",
+            f"  curl -s -X POST -u {key}:{secret} -F file=@notes.txt {handle.url}/api/v0/add",
             "",
             "Press Ctrl-C to stop.",
         ]
@@ -117,6 +126,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             daily_credits=args.daily_credits,
             credits_per_second=args.credits_per_second,
             block_time=args.block_time,
+            blockstore=args.ipfs_dir,
         )
     except (OSError, ValueError) as exc:
         print(f"feeslab serve: {exc}", file=sys.stderr)

@@ -14,6 +14,8 @@ Routes (``{key}`` is the API key; mainnet also answers without a network prefix)
 ``POST /devnet/wallet``                    play the wallet's user: change the grants of open
                                            sessions (HTTP Basic; body: ``DevnetWallet.
                                            change_grant`` options as JSON)
+``POST /api/v0/{command}``                 the IPFS storage API subset (kubo's HTTP RPC), HTTP
+                                           Basic; see ``feeslab.devnet.ipfs``
 =========================================  ====================================================
 
 Order of checks on a node request: network (404), key (401), HTTP method (405), content type
@@ -41,7 +43,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from feeslab._costs import GAS_API_COSTS, event_cost, gas_api_cost, http_status_cost
-from feeslab.devnet import auth
+from feeslab.devnet import auth, ipfs
 from feeslab.devnet.credits import Decision, payment_required_body, too_many_requests_body
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.gasapi import NoBaseFeeError
@@ -470,6 +472,7 @@ routes = [
     Route("/devnet/contracts", devnet_contracts),
     Route("/devnet/wallet", devnet_wallet_user, methods=ALL_METHODS),
     WebSocketRoute("/wallet", wallet_ws),
+    Route("/api/v0/{command:path}", ipfs.api, methods=ALL_METHODS),
     Route("/networks/{chain_id}/{endpoint}", gas_basic, methods=ALL_METHODS),
     Route("/v3/{key}/networks/{chain_id}/{endpoint}", gas_key, methods=ALL_METHODS),
     Route("/v3/{key}", node_http, methods=ALL_METHODS),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import secrets
 import socket
 import threading
@@ -32,6 +33,7 @@ from typing import Any
 import uvicorn
 
 from feeslab.devnet import gasapi, rpc
+from feeslab.devnet._trailers import TrailerH11Protocol
 from feeslab.devnet.auth import Credentials
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.credits import CreditLedger
@@ -92,6 +94,9 @@ class Devnet:
     wallet_user : WalletUser, optional
         Who approves the wallet's connection requests (``feeslab.devnet.wallet``); None: the
         default user (approves what is asked, one account per chain).
+    ipfs : IpfsNode or None
+        The storage API's node (``feeslab.devnet.ipfs``); ``serve`` opens the default one
+        when None.
     """
 
     seed: int
@@ -105,6 +110,7 @@ class Devnet:
     gas: Any = gasapi
     info_extra: dict[str, Any] = field(default_factory=dict)
     wallet_user: Any = None
+    ipfs: Any = None
 
     @cached_property
     def wallet(self) -> Any:
@@ -235,6 +241,8 @@ class DevnetHandle:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         self._sock.close()
+        if self.devnet.ipfs is not None:
+            self.devnet.ipfs.close()
 
     def __enter__(self) -> DevnetHandle:
         return self
@@ -298,8 +306,11 @@ def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remot
     DevnetHandle
     """
     from feeslab.devnet.app import create_app
+    from feeslab.devnet.ipfs import IpfsNode
 
     _check_host(host, allow_remote)
+    if devnet.ipfs is None:
+        devnet.ipfs = IpfsNode.open()
     sock = _bind(host, port)
     config = uvicorn.Config(
         create_app(devnet),
@@ -309,6 +320,7 @@ def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remot
         lifespan="on",
         ws="websockets-sansio",  # supports denial responses; the legacy one warns on import
         ws_max_size=WS_MAX_MESSAGE_BYTES,
+        http=TrailerH11Protocol,  # h11 with response trailers (the IPFS X-Stream-Error)
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
@@ -341,6 +353,7 @@ def start(
     allow_remote: bool = False,
     warm: bool = True,
     wallet_user: Any = None,
+    blockstore: str | os.PathLike | None = None,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -373,11 +386,17 @@ def start(
     wallet_user : feeslab.devnet.wallet.WalletUser, optional
         The wallet's user policy: which chains, methods and how many accounts per chain they
         approve (default: what is asked, one account per chain).
+    blockstore : path, optional
+        The IPFS node's blockstore directory, kept across restarts. Default
+        ``<cache>/devnet/ipfs``, shared by the devnets of this machine (``FEESLAB_CACHE_DIR``
+        moves ``<cache>``); a temporary directory when ``FEESLAB_DEVNET_CACHE=0``.
 
     Returns
     -------
     DevnetHandle
     """
+    from feeslab.devnet.ipfs import IpfsNode
+
     _check_host(host, allow_remote)
     devnet = Devnet(
         seed=seed,
@@ -389,6 +408,7 @@ def start(
         block_time=block_time,
         latency_ms=latency_ms,
         wallet_user=wallet_user,
+        ipfs=IpfsNode.open(blockstore),
     )
     handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
     if warm:

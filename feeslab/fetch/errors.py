@@ -16,6 +16,11 @@
      ├── CreditsExhausted       402: .credits_spent (this client's ledger); cached answers are
      │                          kept and a rerun resumes
      ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
+     ├── IpfsError              a storage (IPFS) API command failed: .status, .code (kubo's
+     │    │                     Code: 1 the caller's mistake), .command, kubo's Message
+     │    ├── IpfsStreamError    the failure came after the answer began (X-Stream-Error
+     │    │                      trailer, or a cut answer): what arrived is incomplete
+     │    └── CidMismatchError   bytes that do not hash to the CID asked for: .expected, .actual
      └── RpcError               a JSON-RPC error object: .code, .message, .data
           ├── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
           │                      .panic_code, .error_name/.error_args (custom error + user ABI)
@@ -47,9 +52,12 @@ __all__ = [
     "AuthError",
     "BudgetExceeded",
     "CaipError",
+    "CidMismatchError",
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
+    "IpfsError",
+    "IpfsStreamError",
     "NotificationTimeout",
     "ProtocolError",
     "RateLimited",
@@ -260,6 +268,65 @@ class BudgetExceeded(FeeslabError):
         self.planned = planned
         self.budget = budget
         self.spent = spent
+
+
+class IpfsError(FeeslabError):
+    """A storage (IPFS) API command failed: kubo's ``{"Message", "Code", "Type": "error"}``.
+
+    Attributes
+    ----------
+    status : int or None
+        The HTTP status (400 a malformed request, 403 a command the service forbids, 404 no
+        such command, 405 a wrong method, 500 the command failed); None when the failure came
+        after a 200.
+    code : int or None
+        kubo's ``Code``: 1 for the caller's mistakes, 0 otherwise.
+    command : str or None
+        The command, e.g. ``"cat"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: int | None = None,
+        command: str | None = None,
+        secrets=(),
+    ) -> None:
+        super().__init__(message, secrets=secrets)
+        self.status = status
+        self.code = code
+        self.command = command
+
+
+class IpfsStreamError(IpfsError):
+    """A storage API answer failed after it began (status 200 already sent).
+
+    kubo reports such a failure in the ``X-Stream-Error`` trailer; an answer cut short of its
+    ``X-Content-Length`` is reported the same way. What arrived before it is incomplete.
+    """
+
+
+class CidMismatchError(IpfsError):
+    """Bytes received for a CID do not hash to it: damaged or substituted content.
+
+    Attributes
+    ----------
+    expected : str
+        The CID asked for.
+    actual : str
+        The CID the received bytes give.
+    """
+
+    def __init__(self, *, expected: str, actual: str, command: str | None = None) -> None:
+        super().__init__(
+            f"the bytes received for {expected} hash to {actual}: refusing content that does "
+            "not match its CID",
+            command=command,
+        )
+        self.expected = expected
+        self.actual = actual
 
 
 class RpcError(FeeslabError):

@@ -1,0 +1,1070 @@
+"""The storage (IPFS) API client: kubo's HTTP RPC subset, streamed, with CIDs checked locally.
+
+::
+
+    ipfs = IpfsClient(base_url="https://ipfs.infura.io:5001", api_key=..., api_key_secret=...)
+    [added] = ipfs.add(b"hello world\\n", name="hello.txt")
+    ipfs.cat(added.cid)                       # b"hello world\\n"
+    cid = ipfs.publish_frame(frame)           # Parquet bytes, added and pinned
+    same = ipfs.load_frame(cid)               # refused unless the bytes hash to ``cid``
+
+Every command is ``POST {base_url}/api/v0/<command>?arg=...&<flag>=...`` with HTTP Basic
+``key:secret``. Answers are read as streams: NDJSON (``add``, ``pin/ls``) one object at a
+time as it arrives, ``cat`` piece by piece, never buffered whole by the client. kubo reports a
+failure that happens after its 200 went out in an ``X-Stream-Error`` HTTP trailer, which httpx
+does not expose; the clients here use their own small transport (httpcore with a network
+backend that keeps the tail of each connection's bytes) to read it, and raise
+``IpfsStreamError``. A ``cat`` cut short of its ``X-Content-Length`` raises the same.
+
+``AsyncIpfsClient`` is the twin: the same methods, awaited, with the same request building and
+answer checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import quote_plus
+
+import httpcore
+import httpx
+
+from feeslab import unixfs
+from feeslab.fetch._tls import shared_ssl_context
+from feeslab.fetch.errors import (
+    AuthError,
+    CidMismatchError,
+    ConfigError,
+    IpfsError,
+    IpfsStreamError,
+    RateLimited,
+    TransportError,
+)
+
+__all__ = [
+    "AddProgress",
+    "Added",
+    "AsyncIpfsClient",
+    "IpfsClient",
+    "frame_from_bytes",
+    "frame_to_bytes",
+]
+
+STREAM_ERROR = "x-stream-error"
+TAIL_BYTES = 64 * 1024  # bytes of each connection kept to read trailers from [bytes]
+FORMATS = ("parquet", "csv")
+_EXACT_INTS = b"feeslab.exact_int_columns"
+RETRIED_STATUSES = (502, 503, 504)
+TRAILERS = "feeslab.trailers"  # the response extension holding an answer's trailer fields
+
+
+# -- reading trailers: httpcore with a network backend that keeps each connection's tail -----
+
+
+def _keep(tail: bytearray, data: bytes) -> None:
+    tail += data
+    if len(tail) > 2 * TAIL_BYTES:
+        del tail[:-TAIL_BYTES]
+
+
+class _TailStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+        self.tail = bytearray()
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = self._stream.read(max_bytes, timeout)
+        _keep(self.tail, data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> _TailStream:
+        return _TailStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _AsyncTailStream(httpcore.AsyncNetworkStream):
+    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+        self._stream = stream
+        self.tail = bytearray()
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._stream.read(max_bytes, timeout)
+        _keep(self.tail, data)
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _AsyncTailStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _TailBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _TailStream(stream)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _TailStream(self._backend.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _AsyncTailBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self) -> None:
+        self._backend = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        stream = await self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _AsyncTailStream(stream)
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        stream = await self._backend.connect_unix_socket(path, timeout, socket_options)
+        return _AsyncTailStream(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+@contextlib.contextmanager
+def _httpx_errors() -> Iterator[None]:
+    """httpcore's exceptions as httpx's (same names), as httpx's own transport maps them."""
+    try:
+        yield
+    except httpcore.UnsupportedProtocol as exc:
+        raise httpx.UnsupportedProtocol(str(exc)) from exc
+    except Exception as exc:
+        if not type(exc).__module__.startswith("httpcore"):
+            raise
+        mapped = next(
+            (
+                getattr(httpx, cls.__name__)
+                for cls in type(exc).__mro__
+                if isinstance(getattr(httpx, cls.__name__, None), type)
+            ),
+            httpx.TransportError,
+        )
+        raise mapped(str(exc)) from exc
+
+
+def _core_request(request: httpx.Request) -> httpcore.Request:
+    return httpcore.Request(
+        method=request.method,
+        url=httpcore.URL(
+            scheme=request.url.raw_scheme,
+            host=request.url.raw_host,
+            port=request.url.port,
+            target=request.url.raw_path,
+        ),
+        headers=request.headers.raw,
+        content=request.stream,
+        extensions=request.extensions,
+    )
+
+
+def _parse_tail(tail: bytes) -> dict[str, str] | None:
+    """The trailer fields at the end of a chunked body, or None if the tail is not one."""
+    # the body ends "0\r\n" + ("Name: value\r\n")* + "\r\n"
+    if not tail.endswith(b"\r\n\r\n"):
+        return None
+    fields: dict[str, str] = {}
+    for line in reversed(tail[:-2].split(b"\r\n")[:-1]):
+        if line == b"0" or line.startswith(b"0;"):
+            return fields
+        name, colon, value = line.partition(b":")
+        if not colon:
+            return None
+        key = name.strip().lower().decode("latin-1")
+        fields.setdefault(key, value.strip().decode("utf-8", "replace"))
+    return None
+
+
+class _TrailerSlot:
+    """Filled with an answer's trailer fields the moment its body has been read."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self) -> None:
+        self.fields: dict[str, str] | None = None
+
+
+def _answer(answer: httpcore.Response, body_type: type) -> httpx.Response:
+    slot = _TrailerSlot()
+    extensions = {**answer.extensions, TRAILERS: slot}
+    network = answer.extensions.get("network_stream")
+    chunked = any(
+        k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in answer.headers
+    )
+    body = body_type(answer.stream, network if chunked else None, slot)
+    return httpx.Response(answer.status, headers=answer.headers, stream=body,
+                          extensions=extensions)  # fmt: skip
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, stream: Any, network: Any, slot: _TrailerSlot) -> None:
+        self._stream = stream
+        self._network = network
+        self._slot = slot
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _httpx_errors():
+            yield from self._stream
+        # read now: once the body is closed the connection may serve another request
+        tail = getattr(self._network, "tail", None)
+        self._slot.fields = {} if self._network is None else _parse_tail(bytes(tail or b""))
+
+    def close(self) -> None:
+        with _httpx_errors():
+            self._stream.close()
+
+
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, stream: Any, network: Any, slot: _TrailerSlot) -> None:
+        self._stream = stream
+        self._network = network
+        self._slot = slot
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _httpx_errors():
+            async for part in self._stream:
+                yield part
+        tail = getattr(self._network, "tail", None)
+        self._slot.fields = {} if self._network is None else _parse_tail(bytes(tail or b""))
+
+    async def aclose(self) -> None:
+        with _httpx_errors():
+            await self._stream.aclose()
+
+
+class TrailerTransport(httpx.BaseTransport):
+    """An httpx transport (HTTP/1.1, TLS verified) whose answers keep their trailers.
+
+    ``response_trailers(response)`` reads them once the body has been read.
+    """
+
+    def __init__(self, *, max_connections: int = 10) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=shared_ssl_context(),
+            max_connections=max_connections,
+            network_backend=_TailBackend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with _httpx_errors():
+            answer = self._pool.handle_request(_core_request(request))
+        return _answer(answer, _Body)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class AsyncTrailerTransport(httpx.AsyncBaseTransport):
+    """The async twin of :class:`TrailerTransport`."""
+
+    def __init__(self, *, max_connections: int = 10) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=shared_ssl_context(),
+            max_connections=max_connections,
+            network_backend=_AsyncTailBackend(),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        with _httpx_errors():
+            answer = await self._pool.handle_async_request(_core_request(request))
+        return _answer(answer, _AsyncBody)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+def response_trailers(response: httpx.Response) -> dict[str, str] | None:
+    """The trailer fields of an answer whose body has been read (names in lower case).
+
+    None when they cannot be known: the answer did not come through a trailer transport, or
+    its body was not read to the end.
+    """
+    slot = response.extensions.get(TRAILERS)
+    return slot.fields if isinstance(slot, _TrailerSlot) else None
+
+
+# -- requests and answers, shared by the twins -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Added:
+    """One entry of an ``add`` answer.
+
+    Attributes
+    ----------
+    name : str
+        The file's (or directory's) path as sent; ``""`` for the wrapping directory.
+    cid : str
+    size : int
+        Cumulative DAG size: every block's bytes [bytes].
+    """
+
+    name: str
+    cid: str
+    size: int
+
+
+@dataclass(frozen=True)
+class AddProgress:
+    """A progress event of ``add`` (``progress=``): ``bytes`` of ``name`` read so far."""
+
+    name: str
+    bytes: int
+
+
+def _flag(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _params(args: Iterable[Any] = (), **flags: Any) -> list[tuple[str, str]]:
+    params = [("arg", str(a)) for a in args]
+    params += [(name.replace("_", "-"), _flag(v)) for name, v in flags.items() if v is not None]
+    return params
+
+
+Content = bytes | bytearray | memoryview | str | os.PathLike | BinaryIO
+
+
+def _entries(files: Any, name: str | None) -> list[tuple[str, Any]]:
+    """What to upload as ``(path, content)``: content is bytes, a binary file, or None (a
+    directory)."""
+    if isinstance(files, Mapping):
+        items = list(files.items())
+    elif isinstance(files, list | tuple):
+        items = [f if isinstance(f, tuple) else (None, f) for f in files]
+    else:
+        items = [(name, files)]
+    out: list[tuple[str, Any]] = []
+    for given, content in items:
+        if isinstance(content, bytes | bytearray | memoryview):
+            out.append((given or "data", bytes(content)))
+        elif isinstance(content, str | os.PathLike):
+            path = Path(content)
+            if not path.exists():
+                raise ConfigError(f"no such file to add: {path}")
+            base = given or path.name
+            if path.is_dir():
+                out.append((base, None))
+                for sub in sorted(path.rglob("*")):
+                    relative = f"{base}/{sub.relative_to(path).as_posix()}"
+                    out.append((relative, None if sub.is_dir() else sub))
+            else:
+                out.append((base, path))
+        elif hasattr(content, "read"):
+            fallback = Path(getattr(content, "name", "") or "data").name
+            out.append((given or fallback, content))
+        else:
+            raise TypeError(
+                f"cannot add {type(content).__name__}: give bytes, a path or a binary file"
+            )
+    if not out:
+        raise ConfigError("nothing to add")
+    return out
+
+
+def _multipart(entries: list[tuple[str, Any]], stack: contextlib.ExitStack) -> list:
+    # names are query-escaped, as kubo's own client sends them (and kubo unescapes them)
+    parts = []
+    for name, content in entries:
+        if content is None:
+            parts.append(("file", (quote_plus(name, safe=""), b"", "application/x-directory")))
+            continue
+        if isinstance(content, Path):
+            content = stack.enter_context(content.open("rb"))
+        parts.append(("file", (quote_plus(name, safe=""), content, "application/octet-stream")))
+    return parts
+
+
+def _add_params(
+    *, cid_version, raw_leaves, only_hash, pin, wrap_with_directory, chunker, progress
+) -> list[tuple[str, str]]:
+    return _params(
+        cid_version=cid_version,
+        raw_leaves=raw_leaves,
+        only_hash=only_hash or None,
+        pin=pin,
+        wrap_with_directory=wrap_with_directory or None,
+        chunker=chunker,
+        progress=progress or None,
+    )
+
+
+def _add_event(obj: dict[str, Any]) -> Added | AddProgress:
+    if "Hash" in obj:
+        return Added(obj.get("Name", ""), obj["Hash"], int(obj.get("Size") or 0))
+    return AddProgress(obj.get("Name", ""), int(obj.get("Bytes", 0)))
+
+
+class _Lines:
+    """Split NDJSON as it arrives: feed bytes, get decoded objects."""
+
+    def __init__(self, command: str, secrets: list[str]) -> None:
+        self._buffer = b""
+        self._command = command
+        self._secrets = secrets
+
+    def feed(self, data: bytes) -> list[Any]:
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return [self._decode(line) for line in lines if line.strip()]
+
+    def close(self) -> list[Any]:
+        rest, self._buffer = self._buffer, b""
+        return [self._decode(rest)] if rest.strip() else []
+
+    def _decode(self, line: bytes) -> Any:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise IpfsStreamError(
+                f"{self._command}: a line of the answer is not JSON: {line[:120]!r}",
+                command=self._command, secrets=self._secrets,
+            ) from None  # fmt: skip
+        if isinstance(obj, dict) and obj.get("Type") == "error" and "Message" in obj:
+            raise IpfsStreamError(
+                f"{self._command} failed: {obj['Message']}",
+                code=obj.get("Code"), command=self._command, secrets=self._secrets,
+            )  # fmt: skip
+        return obj
+
+
+def _error(command: str, response: httpx.Response, body: bytes, secrets: list[str]) -> Exception:
+    """The exception for a non-200 answer."""
+    status = response.status_code
+    message, code = None, None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        message = obj.get("Message") or obj.get("error") or obj.get("message")
+        code = obj.get("Code")
+    if not message:
+        message = body.decode("utf-8", "replace").strip()[:300] or response.reason_phrase
+    if status == 401:
+        return AuthError(f"the storage API refused the credentials: {message}", secrets=secrets)
+    if status == 429:
+        retry = response.headers.get("retry-after")
+        wait = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+        return RateLimited(f"{command}: {message}", retry_after=wait, secrets=secrets)
+    what = {
+        404: "no such command",
+        403: "forbidden on this service",
+        405: "HTTP method not allowed",
+    }.get(status)
+    text = f"{command}: {message}" if what is None else f"{command}: {what} ({message})"
+    return IpfsError(text, status=status, code=code, command=command, secrets=secrets)
+
+
+def _check_end(command: str, response: httpx.Response, received: int | None, secrets) -> None:
+    """After the body: the trailer's error, or an answer shorter than announced."""
+    trailers = response_trailers(response)
+    if trailers and trailers.get(STREAM_ERROR):
+        raise IpfsStreamError(
+            f"{command} failed after the answer began: {trailers[STREAM_ERROR]}",
+            command=command, secrets=secrets,
+        )  # fmt: skip
+    expected = response.headers.get("x-content-length")
+    if received is not None and expected and expected.isdigit() and received != int(expected):
+        raise IpfsStreamError(
+            f"{command} was cut short: {received:,} of {int(expected):,} bytes arrived",
+            command=command, secrets=secrets,
+        )  # fmt: skip
+
+
+def _check_block(cid: str, data: bytes) -> bytes:
+    parsed = unixfs.CID.parse(cid)
+    if not parsed.matches(data):
+        actual = unixfs.CID.of_block(data, version=parsed.version or 1, codec=parsed.codec)
+        raise CidMismatchError(expected=cid, actual=str(actual), command="block/get")
+    return data
+
+
+def _check_file(cid: str, data: bytes) -> None:
+    """Raise ``CidMismatchError`` unless ``data`` imports to ``cid`` (kubo's defaults)."""
+    try:
+        parsed = unixfs.CID.parse(cid)
+    except unixfs.CidError as exc:
+        raise ConfigError(f"not a CID: {exc}") from None
+    if unixfs.verify(data, parsed):
+        return
+    actual = unixfs.cid_of(data, cid_version=parsed.version)
+    raise CidMismatchError(expected=cid, actual=str(actual), command="cat")
+
+
+def _cid_text(cid: Any) -> str:
+    text = str(cid).strip()
+    try:
+        unixfs.CID.parse(text.removeprefix("/ipfs/").split("/")[0])
+    except unixfs.CidError as exc:
+        raise ConfigError(f"not a CID: {exc}") from None
+    return text
+
+
+# -- frames as files --------------------------------------------------------------------------
+
+
+def _exact_int_columns(frame: Any) -> list[str]:
+    import pandas as pd
+
+    return [
+        name
+        for name in frame.columns
+        if frame[name].dtype == object
+        and frame[name].notna().any()
+        and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in frame[name] if not pd.isna(v)
+        )
+    ]
+
+
+def frame_to_bytes(frame: Any, format: str = "parquet") -> bytes:
+    """A DataFrame as a file: Parquet (exact, dtypes kept) or CSV.
+
+    Columns of exact Python ints (``object`` dtype: uint256 words, difficulties) are written as
+    decimal text; in Parquet the file's metadata names them so ``frame_from_bytes`` restores
+    them as ints. The same frame always gives the same bytes (and so the same CID) with the
+    same pandas and pyarrow.
+    """
+    import pandas as pd
+
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+    exact = _exact_int_columns(frame)
+    portable = frame.copy()
+    for name in exact:
+        portable[name] = portable[name].map(lambda v: None if pd.isna(v) else str(v))
+    if format == "csv":
+        return portable.to_csv(index=False).encode("utf-8")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(portable)
+    metadata = {**(table.schema.metadata or {}), _EXACT_INTS: json.dumps(exact).encode()}
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata(metadata), sink)
+    return sink.getvalue().to_pybytes()
+
+
+def frame_from_bytes(data: bytes) -> Any:
+    """Read a file made by :func:`frame_to_bytes` (Parquet, else CSV)."""
+    import pandas as pd
+
+    if data[:4] == b"PAR1" and data[-4:] == b"PAR1":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(pa.BufferReader(data))
+        exact = json.loads((table.schema.metadata or {}).get(_EXACT_INTS, b"[]"))
+        frame = table.to_pandas()
+        for name in exact:
+            frame[name] = frame[name].map(lambda v: None if v is None else int(v)).astype(object)
+        return frame
+    return pd.read_csv(io.BytesIO(data))
+
+
+# -- the clients ------------------------------------------------------------------------------
+
+
+class _Base:
+    def __init__(self, base_url: str, api_key: str, api_key_secret: str) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"the storage API URL must be http(s)://..., not {base_url!r}")
+        if not api_key or not api_key_secret:
+            raise ConfigError("the storage API needs both the API key and the API key secret")
+        self.base_url = base_url.rstrip("/")
+        self._secrets = [api_key, api_key_secret]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.base_url}>"
+
+    def _url(self, command: str) -> str:
+        return f"{self.base_url}/api/v0/{command}"
+
+    def _transport_error(self, command: str, exc: Exception) -> TransportError:
+        error = TransportError(
+            f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
+        )
+        error.__cause__ = exc
+        return error
+
+
+class IpfsClient(_Base):
+    """The storage API of one service root (the real one or a devnet).
+
+    Parameters
+    ----------
+    base_url : str
+        The root under which ``/api/v0/<command>`` lives (``https://ipfs.infura.io:5001`` or a
+        devnet's URL).
+    api_key, api_key_secret : str
+        HTTP Basic credentials; both are required.
+    timeout : float
+        Seconds to wait for a connection or for each piece of an answer [s].
+    retries : int
+        Attempts after the first when a command other than ``add`` cannot connect or meets
+        502/503/504.
+    transport : httpx.BaseTransport, optional
+        Replaces the trailer-reading transport (then ``X-Stream-Error`` goes unseen; a cut
+        ``cat`` is still caught by its length).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        api_key_secret: str,
+        timeout: float = 60.0,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, api_key_secret)
+        self.retries = retries
+        self._client = httpx.Client(
+            auth=(api_key, api_key_secret),
+            timeout=timeout,
+            transport=transport or TrailerTransport(),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> IpfsClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _open(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None
+    ) -> Iterator[httpx.Response]:
+        attempts = 1 if files is not None else 1 + self.retries
+        for attempt in range(attempts):
+            try:
+                request = self._client.build_request(
+                    "POST", self._url(command), params=params, files=files
+                )
+                response = self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt + 1 < attempts and isinstance(exc, httpx.ConnectError):
+                    continue
+                raise self._transport_error(command, exc) from exc
+            try:
+                if response.status_code != 200:
+                    body = response.read()
+                    if response.status_code in RETRIED_STATUSES and attempt + 1 < attempts:
+                        continue
+                    raise _error(command, response, body, self._secrets)
+                try:
+                    yield response
+                except httpx.TransportError as exc:
+                    raise IpfsStreamError(
+                        f"{command}: the connection failed mid-answer: {exc}",
+                        command=command, secrets=self._secrets,
+                    ) from exc  # fmt: skip
+                return
+            finally:
+                response.close()
+
+    def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
+        with self._open(command, params) as response:
+            body = response.read()
+            _check_end(command, response, None, self._secrets)
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise IpfsError(f"{command}: the answer is not JSON: {body[:120]!r}",
+                            status=200, command=command) from None  # fmt: skip
+
+    def _objects(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None
+    ) -> Iterator[Any]:
+        lines = _Lines(command, self._secrets)
+        with self._open(command, params, files) as response:
+            for piece in response.iter_raw():
+                yield from lines.feed(piece)
+            yield from lines.close()
+            _check_end(command, response, None, self._secrets)
+
+    def _bytes(self, command: str, params: list[tuple[str, str]]) -> Iterator[bytes]:
+        with self._open(command, params) as response:
+            received = 0
+            for piece in response.iter_raw():
+                received += len(piece)
+                yield piece
+            _check_end(command, response, received, self._secrets)
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def iter_add(
+        self,
+        files: Content | Mapping[str, Content] | list,
+        *,
+        name: str | None = None,
+        cid_version: int | None = None,
+        raw_leaves: bool | None = None,
+        only_hash: bool = False,
+        pin: bool | None = None,
+        wrap_with_directory: bool = False,
+        chunker: str | None = None,
+        progress: bool = False,
+    ) -> Iterator[Added | AddProgress]:
+        """``add``, as its NDJSON answer streams in: :class:`Added` per file and directory,
+        :class:`AddProgress` events with ``progress=True``.
+
+        Parameters
+        ----------
+        files : bytes, path, binary file, mapping of name to those, or list
+            What to add; a directory path is added with everything under it.
+        name : str, optional
+            The file name of a single bytes or file object (default ``"data"``).
+        cid_version, raw_leaves, only_hash, pin, wrap_with_directory, chunker, progress
+            kubo's ``add`` flags; None leaves kubo's default (CIDv0, pinned).
+        """
+        params = _add_params(
+            cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
+            wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
+        )  # fmt: skip
+        entries = _entries(files, name)
+        with contextlib.ExitStack() as stack:
+            parts = _multipart(entries, stack)
+            for obj in self._objects("add", params, parts):
+                yield _add_event(obj)
+
+    def add(
+        self,
+        files: Content | Mapping[str, Content] | list,
+        *,
+        progress: Callable[[AddProgress], object] | None = None,
+        **options: Any,
+    ) -> list[Added]:
+        """``add`` files; returns one :class:`Added` per file and directory, the root last.
+
+        ``progress`` is called with each :class:`AddProgress` as it arrives. Other options as
+        :meth:`iter_add`.
+        """
+        added = []
+        for event in self.iter_add(files, progress=progress is not None, **options):
+            if isinstance(event, Added):
+                added.append(event)
+            elif progress is not None:
+                progress(event)
+        return added
+
+    def iter_cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
+        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``) as they arrive."""
+        params = _params([_cid_text(path)], offset=offset or None, length=length)
+        yield from self._bytes("cat", params)
+
+    def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
+        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``), from ``offset``, at most
+        ``length`` of them."""
+        return b"".join(self.iter_cat(path, offset=offset, length=length))
+
+    def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
+        """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
+        params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
+        return self._json("object/get", params)
+
+    def pin_add(self, *cids: Any, recursive: bool = True) -> list[str]:
+        """Pin ``cids`` (recursively by default); returns the pinned CIDs."""
+        params = _params([_cid_text(c) for c in cids], recursive=recursive)
+        return self._json("pin/add", params)["Pins"]
+
+    def pin_rm(self, *cids: Any, recursive: bool = True) -> list[str]:
+        """Unpin ``cids``; returns the unpinned CIDs."""
+        params = _params([_cid_text(c) for c in cids], recursive=recursive)
+        return self._json("pin/rm", params)["Pins"]
+
+    def iter_pin_ls(self, *cids: Any, type: str = "all") -> Iterator[tuple[str, str]]:
+        """``(cid, pin type)`` pairs as they stream in (``pin/ls`` with ``stream``)."""
+        params = _params([_cid_text(c) for c in cids], type=type, stream=True)
+        for obj in self._objects("pin/ls", params):
+            yield obj["Cid"], obj["Type"]
+
+    def pin_ls(self, *cids: Any, type: str = "all") -> dict[str, str]:
+        """Pins as ``{cid: type}``: all of them, or how each of ``cids`` is pinned."""
+        return dict(self.iter_pin_ls(*cids, type=type))
+
+    def block_get(self, cid: Any) -> bytes:
+        """A block's bytes, checked against its CID here."""
+        text = _cid_text(cid)
+        data = b"".join(self._bytes("block/get", _params([text])))
+        return _check_block(text, data)
+
+    def block_stat(self, cid: Any) -> dict[str, Any]:
+        """``{"Key": cid, "Size": bytes}``."""
+        return self._json("block/stat", _params([_cid_text(cid)]))
+
+    def version(self) -> dict[str, Any]:
+        """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
+        return self._json("version", [])
+
+    # -- frames --------------------------------------------------------------------------------
+
+    def publish_frame(
+        self,
+        frame: Any,
+        format: str = "parquet",
+        *,
+        name: str | None = None,
+        pin: bool = True,
+        cid_version: int = 0,
+    ) -> str:
+        """Add a DataFrame as a Parquet (or CSV) file and return its CID.
+
+        The CID is computed here too, from the same bytes, and must match the node's: a node
+        that stored something else is caught at once.
+        """
+        data = frame_to_bytes(frame, format)
+        [entry] = self.add(data, name=name or f"frame.{format}", pin=pin, cid_version=cid_version)
+        _check_file(entry.cid, data)
+        return entry.cid
+
+    def load_frame(self, cid: Any) -> Any:
+        """The DataFrame published under ``cid``, after checking its bytes hash to ``cid``.
+
+        Raises
+        ------
+        CidMismatchError
+            The bytes received are not the ones ``cid`` names.
+        """
+        text = _cid_text(cid)
+        data = self.cat(text)
+        _check_file(text, data)
+        return frame_from_bytes(data)
+
+
+class AsyncIpfsClient(_Base):
+    """The async twin of :class:`IpfsClient`: the same methods, awaited (``iter_*`` are async
+    iterators)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        api_key_secret: str,
+        timeout: float = 60.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, api_key_secret)
+        self.retries = retries
+        self._client = httpx.AsyncClient(
+            auth=(api_key, api_key_secret),
+            timeout=timeout,
+            transport=transport or AsyncTrailerTransport(),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncIpfsClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @contextlib.asynccontextmanager
+    async def _open(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        attempts = 1 if files is not None else 1 + self.retries
+        for attempt in range(attempts):
+            try:
+                request = self._client.build_request(
+                    "POST", self._url(command), params=params, files=files
+                )
+                response = await self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt + 1 < attempts and isinstance(exc, httpx.ConnectError):
+                    continue
+                raise self._transport_error(command, exc) from exc
+            try:
+                if response.status_code != 200:
+                    body = await response.aread()
+                    if response.status_code in RETRIED_STATUSES and attempt + 1 < attempts:
+                        continue
+                    raise _error(command, response, body, self._secrets)
+                try:
+                    yield response
+                except httpx.TransportError as exc:
+                    raise IpfsStreamError(
+                        f"{command}: the connection failed mid-answer: {exc}",
+                        command=command, secrets=self._secrets,
+                    ) from exc  # fmt: skip
+                return
+            finally:
+                await response.aclose()
+
+    async def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
+        async with self._open(command, params) as response:
+            body = await response.aread()
+            _check_end(command, response, None, self._secrets)
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise IpfsError(f"{command}: the answer is not JSON: {body[:120]!r}",
+                            status=200, command=command) from None  # fmt: skip
+
+    async def _objects(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None
+    ) -> AsyncIterator[Any]:
+        lines = _Lines(command, self._secrets)
+        async with self._open(command, params, files) as response:
+            async for piece in response.aiter_raw():
+                for obj in lines.feed(piece):
+                    yield obj
+            for obj in lines.close():
+                yield obj
+            _check_end(command, response, None, self._secrets)
+
+    async def _bytes(self, command: str, params: list[tuple[str, str]]) -> AsyncIterator[bytes]:
+        async with self._open(command, params) as response:
+            received = 0
+            async for piece in response.aiter_raw():
+                received += len(piece)
+                yield piece
+            _check_end(command, response, received, self._secrets)
+
+    async def iter_add(
+        self,
+        files: Content | Mapping[str, Content] | list,
+        *,
+        name: str | None = None,
+        cid_version: int | None = None,
+        raw_leaves: bool | None = None,
+        only_hash: bool = False,
+        pin: bool | None = None,
+        wrap_with_directory: bool = False,
+        chunker: str | None = None,
+        progress: bool = False,
+    ) -> AsyncIterator[Added | AddProgress]:
+        """See :meth:`IpfsClient.iter_add` (files are read by httpx as it sends them)."""
+        params = _add_params(
+            cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
+            wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
+        )  # fmt: skip
+        entries = _entries(files, name)
+        with contextlib.ExitStack() as stack:
+            parts = _multipart(entries, stack)
+            async for obj in self._objects("add", params, parts):
+                yield _add_event(obj)
+
+    async def add(
+        self,
+        files: Content | Mapping[str, Content] | list,
+        *,
+        progress: Callable[[AddProgress], object] | None = None,
+        **options: Any,
+    ) -> list[Added]:
+        """See :meth:`IpfsClient.add`."""
+        added = []
+        async for event in self.iter_add(files, progress=progress is not None, **options):
+            if isinstance(event, Added):
+                added.append(event)
+            elif progress is not None:
+                progress(event)
+        return added
+
+    async def iter_cat(
+        self, path: Any, *, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """See :meth:`IpfsClient.iter_cat`."""
+        params = _params([_cid_text(path)], offset=offset or None, length=length)
+        async for piece in self._bytes("cat", params):
+            yield piece
+
+    async def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
+        """See :meth:`IpfsClient.cat`."""
+        return b"".join([p async for p in self.iter_cat(path, offset=offset, length=length)])
+
+    async def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
+        params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
+        return await self._json("object/get", params)
+
+    async def pin_add(self, *cids: Any, recursive: bool = True) -> list[str]:
+        params = _params([_cid_text(c) for c in cids], recursive=recursive)
+        return (await self._json("pin/add", params))["Pins"]
+
+    async def pin_rm(self, *cids: Any, recursive: bool = True) -> list[str]:
+        params = _params([_cid_text(c) for c in cids], recursive=recursive)
+        return (await self._json("pin/rm", params))["Pins"]
+
+    async def iter_pin_ls(self, *cids: Any, type: str = "all") -> AsyncIterator[tuple[str, str]]:
+        params = _params([_cid_text(c) for c in cids], type=type, stream=True)
+        async for obj in self._objects("pin/ls", params):
+            yield obj["Cid"], obj["Type"]
+
+    async def pin_ls(self, *cids: Any, type: str = "all") -> dict[str, str]:
+        return {cid: kind async for cid, kind in self.iter_pin_ls(*cids, type=type)}
+
+    async def block_get(self, cid: Any) -> bytes:
+        text = _cid_text(cid)
+        data = b"".join([p async for p in self._bytes("block/get", _params([text]))])
+        return _check_block(text, data)
+
+    async def block_stat(self, cid: Any) -> dict[str, Any]:
+        return await self._json("block/stat", _params([_cid_text(cid)]))
+
+    async def version(self) -> dict[str, Any]:
+        return await self._json("version", [])
+
+    async def publish_frame(
+        self,
+        frame: Any,
+        format: str = "parquet",
+        *,
+        name: str | None = None,
+        pin: bool = True,
+        cid_version: int = 0,
+    ) -> str:
+        """See :meth:`IpfsClient.publish_frame`."""
+        data = frame_to_bytes(frame, format)
+        [entry] = await self.add(
+            data, name=name or f"frame.{format}", pin=pin, cid_version=cid_version
+        )
+        _check_file(entry.cid, data)
+        return entry.cid
+
+    async def load_frame(self, cid: Any) -> Any:
+        """See :meth:`IpfsClient.load_frame`."""
+        text = _cid_text(cid)
+        data = await self.cat(text)
+        _check_file(text, data)
+        return frame_from_bytes(data)
