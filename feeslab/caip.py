@@ -356,7 +356,9 @@ def parse_scopes(value: Any, *, field: str = "optionalScopes") -> dict[ScopeKey,
     for raw_key, obj in value.items():
         where = f"{field}[{_key_text(raw_key)!r}]"
         key = parse_scope_key(raw_key, field=where)
-        scopes[key] = obj if isinstance(obj, Scope) else Scope.from_json(key, obj, field=where)
+        if isinstance(obj, Scope):  # checked under its key like any scope object
+            obj = obj.to_json()
+        scopes[key] = Scope.from_json(key, obj, field=where)
     return scopes
 
 
