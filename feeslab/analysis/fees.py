@@ -306,6 +306,12 @@ def _parameters(
 # -- the rule ----------------------------------------------------------------------------------
 
 
+def _fits_int64(values: np.ndarray) -> np.ndarray:
+    if values.dtype != object:
+        return np.ones(len(values), dtype=bool)
+    return np.array([-INT64_MAX <= int(v) <= INT64_MAX for v in values], dtype=bool)
+
+
 def _rule_vectorised(
     fee: np.ndarray,
     used: np.ndarray,
@@ -314,57 +320,47 @@ def _rule_vectorised(
     denominator: np.ndarray,
     percent: np.ndarray,
 ) -> np.ndarray:
-    """EIP-1559 on arrays; int64 when provably free of overflow, Python ints otherwise.
+    """EIP-1559 on arrays: int64 for rows provably free of overflow, Python ints for the rest.
 
     ``fee * delta`` alone can pass int64 (a 1,000 gwei base fee times 15 M gas is 1.5e19),
     so the product's floor division by the target is split: with ``fee = q * target + r``,
-    ``fee * delta // target == q * delta + r * delta // target`` exactly.
+    ``fee * delta // target == q * delta + r * delta // target`` exactly, and each term is
+    checked (in floats, with a factor-2 margin) to stay within int64.
     """
-    with_percent = percent > 0
-    safe_e = np.where(elasticity > 0, elasticity, 1)
-    if fee.dtype == object or limit.dtype == object or used.dtype == object:
-        target = np.array(
-            [
-                lim * p // 100 if p > 0 else lim // e
-                for lim, e, p in zip(limit.tolist(), safe_e.tolist(), percent.tolist(), strict=True)
-            ],
-            dtype=object,
+    n = len(fee)
+    small = _fits_int64(fee) & _fits_int64(used) & _fits_int64(limit)
+    f = np.where(small, fee, 0).astype(np.int64)
+    u = np.where(small, used, 0).astype(np.int64)
+    lim = np.where(small, limit, 1).astype(np.int64)
+    target = np.where(percent > 0, lim * percent // 100, lim // np.maximum(elasticity, 1))
+    target = np.maximum(target, 1)  # rows with no valid target are not small-safe below
+    delta = np.abs(u - target)
+    q, r = np.divmod(f, target)
+    bound = 2.0**62
+    fast = (
+        small
+        & ((q + 1.0) * delta < bound)
+        & (target * 1.0 * delta < bound)
+        & (f + (q + 1.0) * delta / denominator < bound)
+    )
+    change = np.where(fast, (q * delta + r * delta // target) // denominator, 0)
+    up = f + np.maximum(1, change)
+    down = f - change
+    quick = np.where(u > target, up, np.where(u < target, down, f))
+    if fast.all():
+        return quick
+    result = quick.astype(object)
+    for i in np.flatnonzero(~fast):
+        result[i] = _eip1559.next_base_fee(
+            int(fee[i]),
+            int(used[i]),
+            int(limit[i]),
+            int(elasticity[i]),
+            int(denominator[i]),
+            gas_target_percent=int(percent[i]) if percent[i] > 0 else None,
         )
-    else:
-        target = np.where(with_percent, limit * percent // 100, limit // safe_e)
-    ints = [x for x in (fee, used, limit, target) if x.dtype != object]
-    fits = len(ints) == 4 and len(fee) > 0
-    if fits:
-        delta = np.abs(used - target)
-        q, r = np.divmod(fee, target)
-        max_q, max_delta, max_target = int(q.max()), int(delta.max()), int(target.max())
-        max_fee, min_d = int(fee.max()), int(denominator.min())
-        fits = (
-            (max_q + 1) * max_delta <= INT64_MAX
-            and max_target * max_delta <= INT64_MAX
-            and max_fee + (max_q + 1) * max_delta // min_d <= INT64_MAX
-        )
-    if not fits:
-        return np.array(
-            [
-                _eip1559.next_base_fee(
-                    int(f),
-                    int(u),
-                    int(lim),
-                    int(e),
-                    int(d),
-                    gas_target_percent=int(p) if p > 0 else None,
-                )
-                for f, u, lim, e, d, p in zip(
-                    fee, used, limit, safe_e, denominator, percent, strict=True
-                )
-            ],
-            dtype=object,
-        )
-    change = (q * delta + r * delta // target) // denominator
-    up = fee + np.maximum(1, change)
-    down = fee - change
-    return np.where(used > target, up, np.where(used < target, down, fee))
+    assert len(result) == n
+    return result
 
 
 def next_base_fee(
