@@ -13,9 +13,12 @@ from feeslab.fetch.errors import (
     AuthError,
     BudgetExceeded,
     CaipError,
+    CidMismatchError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
+    IpfsError,
+    IpfsStreamError,
     NotificationTimeout,
     ProtocolError,
     RateLimited,
@@ -26,17 +29,23 @@ from feeslab.fetch.errors import (
     WalletError,
     WalletUnauthorized,
 )
+from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
 from feeslab.lab import Lab, UncleScan, connect
 
 __all__ = [
     "AccountId",
+    "AsyncIpfsClient",
     "AuthError",
     "BudgetExceeded",
     "CaipError",
     "ChainId",
+    "CidMismatchError",
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
+    "IpfsClient",
+    "IpfsError",
+    "IpfsStreamError",
     "Lab",
     "NotificationTimeout",
     "ProtocolError",

@@ -10,7 +10,9 @@
 The key and secret come from the arguments or from ``INFURA_API_KEY`` /
 ``INFURA_API_KEY_SECRET``. A ``Lab`` gives the node client (``lab.node``), the Gas API
 client (``lab.gas``), the credits ledger (``lab.credits``), the multichain wallet client
-(``lab.wallet``, on a devnet or with ``wallet_url=``) and the frame functions below.
+(``lab.wallet``, on a devnet or with ``wallet_url=``), the storage (IPFS) client
+(``lab.ipfs``, with ``publish_frame``/``load_frame`` to share datasets by CID) and the frame
+functions below.
 Data flows one way: the fetch layer answers, ``feeslab.frames`` parses, and analysis and
 plots never do I/O.
 """
@@ -30,6 +32,7 @@ from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
 from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
+from feeslab.fetch.ipfs import IpfsClient
 from feeslab.fetch.node import NodeClient, quantity
 from feeslab.fetch.transport import HTTPTransport, RpcCall
 from feeslab.frames import (
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
 
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
+INFURA_IPFS = "https://ipfs.infura.io:5001"
 UNCLE_SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
 MAX_FEE_HISTORY = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
 _NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
@@ -97,9 +101,11 @@ class Lab:
         devnet: Any = None,
         network: str = "mainnet",
         wallet_url: str | None = None,
+        ipfs: IpfsClient | None = None,
     ) -> None:
         self.node = node
         self.gas = gas
+        self.ipfs = ipfs
         self.credits = credits
         self.devnet = devnet
         self.network = network
@@ -116,6 +122,8 @@ class Lab:
         self.node.transport.close()
         if self.gas is not None:
             self.gas.close()
+        if self.ipfs is not None:
+            self.ipfs.close()
         if self._wallet is not None:
             self._wallet.close()
         if self.devnet is not None:
@@ -148,6 +156,41 @@ class Lab:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- shared datasets (IPFS) ----------------------------------------------------------------
+
+    def _storage(self) -> IpfsClient:
+        if self.ipfs is None:
+            raise ConfigError(
+                "this Lab has no storage (IPFS) API: it needs the service or a devnet with the "
+                "API key and its secret (connect(rpc_url=) has none)"
+            )
+        return self.ipfs
+
+    def publish_frame(self, frame: pd.DataFrame, format: str = "parquet", **options: Any) -> str:
+        """Share a frame: add it to the storage API as a Parquet (or CSV) file, pinned.
+
+        Returns
+        -------
+        str
+            Its CID: anyone with the CID can load the same frame, and check it.
+
+        See Also
+        --------
+        feeslab.fetch.ipfs.IpfsClient.publish_frame : the options (``name``, ``pin``,
+            ``cid_version``).
+        """
+        return self._storage().publish_frame(frame, format, **options)
+
+    def load_frame(self, cid: str) -> pd.DataFrame:
+        """The frame published under ``cid``; its bytes are hashed here and must give ``cid``.
+
+        Raises
+        ------
+        CidMismatchError
+            The storage API sent bytes that are not the ones ``cid`` names.
+        """
+        return self._storage().load_frame(cid)
 
     # -- fees ----------------------------------------------------------------------------------
 
@@ -713,9 +756,10 @@ def connect(
         The service's network name (``mainnet``, ``sepolia``, ``polygon-mainnet``, ...).
     url : str, optional
         The root of a running devnet (every surface under one root, as ``feeslab serve``
-        lays them out); needs ``api_key`` (and ``api_key_secret`` for the Gas API).
+        lays them out); needs ``api_key`` (and ``api_key_secret`` for the Gas API and
+        ``lab.ipfs``, the storage API at ``{url}/api/v0``).
     rpc_url : str, optional
-        Any standard JSON-RPC node; no Gas API then.
+        Any standard JSON-RPC node; no Gas API and no storage API then.
     seed : int
         The embedded devnet's seed.
     cache : bool or path
@@ -742,6 +786,7 @@ def connect(
         raise ConfigError("block_time= sets the embedded devnet's pace; this Lab starts none")
     ledger = CreditLedger()
     devnet = None
+    ipfs_root = None
     if rpc_url is not None:
         node_url, gas_root = rpc_url, None
     elif url is not None:
@@ -750,8 +795,10 @@ def connect(
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         node_url, gas_root = f"{url.rstrip('/')}{prefix}/v3/{api_key}", url
         wallet_url = wallet_url or _ws_root(url) + "/wallet"
+        ipfs_root = url
     elif api_key:
         node_url, gas_root = INFURA_NODE.format(network=network, key=api_key), INFURA_GAS
+        ipfs_root = INFURA_IPFS
     else:
         import feeslab.devnet
 
@@ -760,6 +807,7 @@ def connect(
         api_key, api_key_secret = devnet.api_key, devnet.api_key_secret
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         node_url, gas_root = f"{devnet.url}{prefix}/v3/{api_key}", devnet.url
+        ipfs_root = devnet.url
     transport = HTTPTransport(
         url=node_url,
         max_batch=max_batch,
@@ -773,8 +821,17 @@ def connect(
         gas = GasClient(
             base_url=gas_root, api_key=api_key, api_key_secret=api_key_secret, ledger=ledger
         )
+    ipfs = None
+    if ipfs_root is not None and api_key and api_key_secret:  # the storage API needs both
+        ipfs = IpfsClient(base_url=ipfs_root, api_key=api_key, api_key_secret=api_key_secret)
     return Lab(
-        node=node, gas=gas, credits=ledger, devnet=devnet, network=network, wallet_url=wallet_url
+        node=node,
+        gas=gas,
+        credits=ledger,
+        devnet=devnet,
+        network=network,
+        wallet_url=wallet_url,
+        ipfs=ipfs,
     )
 
 
