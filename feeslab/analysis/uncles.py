@@ -1132,8 +1132,8 @@ def stale_probability(delay_s: Any, block_time_s: Any) -> Any:
 
     Returns
     -------
-    float or numpy.ndarray
-        Probability that the height forks [1].
+    float, numpy.ndarray or pandas.Series
+        Probability that the height forks [1], shaped like ``delay_s``.
 
     References
     ----------
@@ -1144,8 +1144,14 @@ def stale_probability(delay_s: Any, block_time_s: Any) -> Any:
     interval = np.asarray(block_time_s, dtype=float)
     if (tau < 0).any() or (interval <= 0).any():
         raise ValueError("delay_s must be >= 0 and block_time_s > 0")
-    out = -np.expm1(-tau / interval)
-    return float(out) if out.ndim == 0 else out
+    return _like(delay_s, -np.expm1(-tau / interval), "stale_probability")
+
+
+def _like(given: Any, values: np.ndarray, name: str) -> Any:
+    """``values`` shaped as ``given`` was: a float, an array, or a Series on its index."""
+    if isinstance(given, pd.Series):
+        return pd.Series(values, index=given.index, name=name)
+    return float(values) if values.ndim == 0 else values
 
 
 def implied_delay(rate: Any, block_time_s: Any) -> Any:
@@ -1163,15 +1169,14 @@ def implied_delay(rate: Any, block_time_s: Any) -> Any:
 
     Returns
     -------
-    float or numpy.ndarray
-        Delay [s].
+    float, numpy.ndarray or pandas.Series
+        Delay [s], shaped like ``rate`` (a Series keeps its index).
     """
     r = np.asarray(rate, dtype=float)
     interval = np.asarray(block_time_s, dtype=float)
     if ((r < 0) | (r >= 1)).any() or (interval <= 0).any():
         raise ValueError("rate must be in [0, 1) and block_time_s > 0")
-    out = -interval * np.log1p(-r)
-    return float(out) if out.ndim == 0 else out
+    return _like(rate, -interval * np.log1p(-r), "delay_s")
 
 
 def fork_heights(

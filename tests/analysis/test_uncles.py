@@ -498,6 +498,9 @@ def test_stale_probability_and_implied_delay_are_inverse():
     rates = np.array([0.0, 0.05, 0.08, 0.5])
     delays = U.implied_delay(rates, 13.0)
     assert U.stale_probability(delays, 13.0) == pytest.approx(rates)
+    by_era = pd.Series([0.05, 0.08], index=["a", "b"])
+    assert U.implied_delay(by_era, 13.0).index.tolist() == ["a", "b"]
+    assert isinstance(U.stale_probability(1.0, 13.0), float)
     with pytest.raises(ValueError, match=r"rate must be in \[0, 1\)"):
         U.implied_delay(1.0, 13.0)
     with pytest.raises(ValueError, match="block_time_s > 0"):
