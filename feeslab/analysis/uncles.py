@@ -322,6 +322,25 @@ def _check_method(method: str) -> str:
     return method
 
 
+def _check_binomial(method: str) -> str:
+    if method not in ("wilson", "clopper-pearson"):
+        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    return method
+
+
+def _labels(blocks: pd.DataFrame, by: Any) -> tuple[np.ndarray, str]:
+    """Group labels aligned with ``blocks``' rows, and the groups' name."""
+    if by is None:
+        return np.full(len(blocks), "all", dtype=object), "group"
+    if isinstance(by, str):
+        _require(blocks, [by], "blocks")
+        return blocks[by].to_numpy(), by
+    labels = by.to_numpy() if isinstance(by, pd.Series) else np.asarray(by, dtype=object)
+    if len(labels) != len(blocks):
+        raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
+    return labels, getattr(by, "name", None) or "group"
+
+
 def _check_heights(heights: str) -> str:
     if heights not in ("protocol", "devnet"):
         raise ValueError(
@@ -415,14 +434,7 @@ def uncle_rate(
     if by is None:
         return _rate_table([len(counts)], [int(counts.sum())], pd.Index(["all"], name="group"),
                            confidence, method)  # fmt: skip
-    if isinstance(by, str):
-        _require(blocks, [by], "blocks")
-        labels, name = blocks[by].to_numpy(), by
-    else:
-        labels = np.asarray(by, dtype=object) if not isinstance(by, pd.Series) else by.to_numpy()
-        if len(labels) != len(blocks):
-            raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
-        name = getattr(by, "name", None) or "group"
+    labels, name = _labels(blocks, by)
     order = np.argsort(blocks["block_number"].to_numpy(), kind="stable")
     frame = pd.DataFrame({"label": labels[order], "uncles": counts[order]})
     grouped = frame.groupby("label", sort=False)["uncles"].agg(["size", "sum"])
@@ -573,8 +585,7 @@ def depth_distribution(
     """
     _require(uncles, ["depth"], "uncles")
     confidence = _check_confidence(confidence)
-    if method not in ("wilson", "clopper-pearson"):
-        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    _check_binomial(method)
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
         raise ValueError(f"max_depth must be a positive int, not {max_depth!r}")
     depth = uncles["depth"].to_numpy(dtype=np.int64)
@@ -933,8 +944,7 @@ def miner_shares(
     """
     _require(blocks, [column], "blocks")
     confidence = _check_confidence(confidence)
-    if method not in ("wilson", "clopper-pearson"):
-        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    _check_binomial(method)
     counts = blocks[column].value_counts()
     counts = counts.rename_axis(column).reset_index(name="blocks")
     counts = counts.sort_values(["blocks", column], ascending=[False, True]).set_index(column)
@@ -1008,17 +1018,7 @@ def miner_concentration(
         producers with more than half of the blocks).
     """
     _require(blocks, [column], "blocks")
-    if by is None:
-        labels = np.array(["all"] * len(blocks), dtype=object)
-        name = "group"
-    elif isinstance(by, str):
-        _require(blocks, [by], "blocks")
-        labels, name = blocks[by].to_numpy(), by
-    else:
-        labels = np.asarray(by, dtype=object) if not isinstance(by, pd.Series) else by.to_numpy()
-        if len(labels) != len(blocks):
-            raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
-        name = getattr(by, "name", None) or "group"
+    labels, name = _labels(blocks, by)
     frame = pd.DataFrame({"label": labels, "miner": blocks[column].to_numpy()})
     if "block_number" in blocks:
         frame = frame.iloc[np.argsort(blocks["block_number"].to_numpy(), kind="stable")]
@@ -1077,8 +1077,7 @@ def miner_uncles(
     _require(uncles, ["block_number", "miner"], "uncles")
     _unique_blocks(blocks)
     confidence = _check_confidence(confidence)
-    if method not in ("wilson", "clopper-pearson"):
-        raise ValueError(f"method must be 'wilson' or 'clopper-pearson', not {method!r}")
+    _check_binomial(method)
     outside = ~uncles["block_number"].isin(blocks["block_number"])
     if outside.any():
         first = int(uncles["block_number"][outside].min())
