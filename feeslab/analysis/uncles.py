@@ -1034,7 +1034,8 @@ def miner_concentration(
             "top_share": counts[0] / total,
             "nakamoto": int(np.searchsorted(np.cumsum(counts), total / 2, side="right") + 1),
         }
-    table = pd.DataFrame.from_dict(rows, orient="index")
+    columns = ["blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     table.index.name = name
     return table.astype({"blocks": np.int64, "miners": np.int64, "nakamoto": np.int64})
 
@@ -1223,6 +1224,9 @@ def fork_heights(
     ):
         raise ValueError(f"interval_window must be an int >= 2, not {interval_window!r}")
     frame = blocks.sort_values("block_number").reset_index(drop=True)
+    if frame.empty:
+        return frame.assign(block_time_s=pd.Series(dtype=float), forks=pd.Series(dtype=np.int64),
+                            forked=pd.Series(dtype=bool))  # fmt: skip
     numbers = frame["block_number"].to_numpy(dtype=np.int64)
     stamps = frame["timestamp"]
     if not isinstance(stamps.dtype, pd.DatetimeTZDtype):

@@ -611,3 +611,22 @@ def test_fit_refuses_what_it_cannot_identify():
     assert constant.params.loc["base", "estimate"] == pytest.approx(U.implied_delay(0.1, 13.0))
     with pytest.raises(ValueError, match="missing or infinite"):
         U.fit_propagation_delay(heights.assign(gas_used=np.nan))
+
+
+def test_empty_scans_give_empty_tables_with_their_columns():
+    from feeslab.frames import parse_blocks, parse_uncles
+
+    blocks, uncles = parse_blocks([]), parse_uncles([])
+    whole = U.uncle_rate(blocks)
+    assert whole.loc["all", "blocks"] == 0
+    assert np.isnan(whole.loc["all", "rate"])
+    assert U.uncle_rate_by_window(blocks).empty
+    assert U.uncle_rate_by_day(blocks).empty
+    assert U.depth_distribution(uncles)["uncles"].sum() == 0
+    assert list(U.rewards_by_era(blocks, uncles).columns)[:3] == ["blocks", "uncles",
+                                                                  "block_rewards_wei"]  # fmt: skip
+    assert list(U.miner_concentration(blocks).columns) == [
+        "blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]  # fmt: skip
+    heights = U.fork_heights(blocks, uncles)
+    assert heights.empty
+    assert {"forks", "forked", "block_time_s"} <= set(heights.columns)
