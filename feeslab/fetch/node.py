@@ -17,14 +17,14 @@ last saw; only answers about settled blocks are cached (never ``latest`` or ``pe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.errors import CreditsExhausted, ProtocolError
-from feeslab.fetch.transport import HTTPTransport, RpcCall, RpcResult
+from feeslab.fetch.transport import RpcCall, RpcResult
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
 # calls per chunk between cache writes and progress updates: big enough that the
@@ -64,26 +64,12 @@ def block_of(call: RpcCall) -> int | None:
     return None
 
 
-class NodeClient:
-    """Typed node methods for one chain, cached and booked.
-
-    Parameters
-    ----------
-    transport : HTTPTransport
-        Where calls go (its ``on_response`` should feed ``ledger``).
-    ledger : CreditLedger
-        Books cached answers (free) next to what the transport charges.
-    cache : bool or str or path, optional
-        ``True`` (default): the user cache directory; a path: that directory; ``False``: none.
-    settled_depth : int
-        Blocks below the head that count as settled [blocks].
-    progress : bool
-        Show tqdm progress bars on long fetches.
-    """
+class _NodeBase:
+    """What the sync and async node clients share: options, the cache, and one fetch's steps."""
 
     def __init__(
         self,
-        transport: HTTPTransport,
+        transport: Any,
         *,
         ledger: CreditLedger,
         cache: Any = True,
@@ -103,74 +89,53 @@ class NodeClient:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<NodeClient {self.transport!r}>"
+        return f"<{type(self).__name__} {self.transport!r}>"
 
-    # -- identity, head and cache ------------------------------------------------------------
+    def _needs_cache(self, calls: Sequence[RpcCall]) -> bool:
+        return self._cache_option is not False and any(
+            block_of(c) is not None and moving_tag(c.params) is None for c in calls
+        )
 
-    @property
-    def identity(self) -> str:
-        """``<chain id>-<genesis hash>``: what the cache is keyed by."""
-        if self._identity is None:
-            chain_id, genesis = self._send(
-                [RpcCall("eth_chainId", []), RpcCall("eth_getBlockByNumber", ["0x0", False])]
-            )
-            if not isinstance(genesis.unwrap(), dict):
-                raise ProtocolError("the node did not return its genesis block")
-            self._identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
-        return self._identity
-
-    @property
-    def chain_id(self) -> int:
-        return int(self.identity.split("-", 1)[0])
-
-    @property
-    def cache(self) -> Cache | None:
+    def _open_cache(self) -> Cache | None:
+        """The cache, once the identity is known (``None`` when caching is off)."""
         if self._cache is None and self._cache_option is not False:
+            assert self._identity is not None
             with self._lock:
                 if self._cache is None:
                     path = None if self._cache_option is True else self._cache_option
-                    self._cache = Cache(self.identity, path=path)
+                    self._cache = Cache(self._identity, path=path)
         return self._cache
 
-    def head(self, *, refresh: bool = False) -> int:
-        """The latest block number (asked once, then remembered unless ``refresh``)."""
-        if self._head is None or refresh:
-            self._head = int(self.request("eth_blockNumber", []), 16)
-        return self._head
+    @staticmethod
+    def _identity_calls() -> list[RpcCall]:
+        return [RpcCall("eth_chainId", []), RpcCall("eth_getBlockByNumber", ["0x0", False])]
+
+    def _learn_identity(self, answers: Sequence[RpcResult]) -> str:
+        chain_id, genesis = answers
+        if not isinstance(genesis.unwrap(), dict):
+            raise ProtocolError("the node did not return its genesis block")
+        self._identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
+        return self._identity
 
     def settled_below(self) -> int:
-        """The first block number not considered settled."""
-        return max(0, self.head() - self.settled_depth + 1)
+        """The first block number not considered settled (needs the head asked already)."""
+        assert self._head is not None
+        return max(0, self._head - self.settled_depth + 1)
 
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
 
-    # -- the one path -------------------------------------------------------------------------
-
-    def request(self, method: str, params: list) -> Any:
-        """One call: its result, or raise its ``RpcError``."""
-        return self.run([RpcCall(method, list(params))], progress=False)[0].unwrap()
-
-    def run(
-        self,
-        calls: Sequence[RpcCall],
-        *,
-        progress: bool | None = None,
-        description: str = "fetching",
-        on_chunk: Callable[[int], None] | None = None,
-    ) -> list[RpcResult]:
-        """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
-        with gc_paused():
-            return self._run(calls, progress, description, on_chunk)
-
-    def _run(
+    def _steps(
         self,
         calls: Sequence[RpcCall],
         progress: bool | None,
         description: str,
         on_chunk: Callable[[int], None] | None,
-    ) -> list[RpcResult]:
+    ) -> Generator[list[RpcCall], list[RpcResult], list[RpcResult]]:
+        """One fetch: yields each chunk of calls to send (answered with their results) and
+        returns every answer in call order. The driver has opened the cache and asked the
+        head first when ``_needs_cache(calls)``."""
         answers: list[RpcResult | None] = [None] * len(calls)
         # the per-call checks cost time on big fetches: skip them when there is no cache
         use_cache = self._cache_option is not False
@@ -178,7 +143,7 @@ class NodeClient:
             i for i, c in enumerate(calls)
             if use_cache and block_of(c) is not None and moving_tag(c.params) is None
         ]  # fmt: skip
-        cache = self.cache if cacheable else None
+        cache = self._open_cache() if cacheable else None
         if cache is not None:
             found = cache.get_many([(calls[i].method, calls[i].params) for i in cacheable])
             for i, value in zip(cacheable, found, strict=True):
@@ -192,7 +157,7 @@ class NodeClient:
             for start in range(0, len(todo), self.chunk):
                 part = todo[start : start + self.chunk]
                 try:
-                    results = self._send([calls[i] for i in part])
+                    results = yield [calls[i] for i in part]
                 except CreditsExhausted as exc:
                     # everything answered so far is already in the cache
                     exc.answers_kept = len(calls) - len(todo) + start
@@ -211,9 +176,6 @@ class NodeClient:
                 bar.close()
         return answers  # type: ignore[return-value]
 
-    def _send(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
-        return self.transport.handle_request(calls)
-
     def _store(self, cache: Cache, pairs: list[tuple[RpcCall, RpcResult | None]]) -> None:
         settled = self.settled_below()
         items = [
@@ -224,26 +186,137 @@ class NodeClient:
         if items:
             cache.put_many(items, settled_below=settled)
 
+
+# the typed methods' calls and answers, shared by the twins
+
+
+def _block_calls(numbers: Sequence[int]) -> list[RpcCall]:
+    return [RpcCall("eth_getBlockByNumber", [quantity(n), False]) for n in numbers]
+
+
+def _uncle_calls(wanted: Sequence[tuple[int, int]]) -> list[RpcCall]:
+    return [
+        RpcCall("eth_getUncleByBlockNumberAndIndex", [quantity(n), quantity(i)]) for n, i in wanted
+    ]
+
+
+def _fee_history_call(count: int, newest: int, percentiles: Sequence[float]) -> RpcCall:
+    return RpcCall("eth_feeHistory", [quantity(count), quantity(newest), list(percentiles)])
+
+
+def _storage_calls(address: str, slot: int, blocks: Sequence[int]) -> list[RpcCall]:
+    return [RpcCall("eth_getStorageAt", [address, quantity(slot), quantity(b)]) for b in blocks]
+
+
+def _results(answers: Sequence[RpcResult]) -> list[Any]:
+    return [r.unwrap() for r in answers]
+
+
+def _words(answers: Sequence[RpcResult]) -> list[int]:
+    return [int(r.unwrap(), 16) for r in answers]
+
+
+class NodeClient(_NodeBase):
+    """Typed node methods for one chain, cached and booked.
+
+    Parameters
+    ----------
+    transport : HTTPTransport or WebSocketTransport
+        Where calls go (its ``on_response`` should feed ``ledger``).
+    ledger : CreditLedger
+        Books cached answers (free) next to what the transport charges.
+    cache : bool or str or path, optional
+        ``True`` (default): the user cache directory; a path: that directory; ``False``: none.
+    settled_depth : int
+        Blocks below the head that count as settled [blocks].
+    progress : bool
+        Show tqdm progress bars on long fetches.
+    chunk : int
+        Calls sent between cache writes and progress updates.
+    """
+
+    # -- identity, head and cache ------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """``<chain id>-<genesis hash>``: what the cache is keyed by."""
+        if self._identity is None:
+            self._learn_identity(self._send(self._identity_calls()))
+        assert self._identity is not None
+        return self._identity
+
+    @property
+    def chain_id(self) -> int:
+        return int(self.identity.split("-", 1)[0])
+
+    @property
+    def cache(self) -> Cache | None:
+        if self._cache_option is not False:
+            self.identity  # noqa: B018 - learn it (one request) before opening the cache
+        return self._open_cache()
+
+    def head(self, *, refresh: bool = False) -> int:
+        """The latest block number (asked once, then remembered unless ``refresh``)."""
+        if self._head is None or refresh:
+            self._head = int(self.request("eth_blockNumber", []), 16)
+        return self._head
+
+    def settled_below(self) -> int:
+        """The first block number not considered settled."""
+        self.head()
+        return super().settled_below()
+
+    # -- the one path -------------------------------------------------------------------------
+
+    def request(self, method: str, params: list) -> Any:
+        """One call: its result, or raise its ``RpcError``."""
+        return self.run([RpcCall(method, list(params))], progress=False)[0].unwrap()
+
+    def run(
+        self,
+        calls: Sequence[RpcCall],
+        *,
+        progress: bool | None = None,
+        description: str = "fetching",
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> list[RpcResult]:
+        """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
+        with gc_paused():
+            if self._needs_cache(calls):
+                self.cache  # noqa: B018 - the identity and the head, before the steps need them
+                self.head()
+            steps = self._steps(calls, progress, description, on_chunk)
+            sent: list[RpcResult] | None = None
+            error: BaseException | None = None
+            while True:
+                try:
+                    chunk = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
+                except StopIteration as finished:
+                    return finished.value
+                sent, error = None, None
+                try:
+                    sent = self._send(chunk)
+                except BaseException as exc:  # raised where the steps wait: they keep count
+                    error = exc
+
+    def _send(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
+        return self.transport.handle_request(calls)
+
     # -- typed methods -----------------------------------------------------------------------
 
     def blocks(self, numbers: Sequence[int], **options: Any) -> list[dict | None]:
         """Block headers (``eth_getBlockByNumber`` without transactions), in order."""
-        calls = [RpcCall("eth_getBlockByNumber", [quantity(n), False]) for n in numbers]
-        return [r.unwrap() for r in self.run(calls, description="blocks", **options)]
+        return _results(self.run(_block_calls(numbers), description="blocks", **options))
 
     def uncles(self, wanted: Sequence[tuple[int, int]], **options: Any) -> list[dict | None]:
         """Uncle headers for (block number, index) pairs, in order."""
-        calls = [
-            RpcCall("eth_getUncleByBlockNumberAndIndex", [quantity(n), quantity(i)])
-            for n, i in wanted
-        ]
-        return [r.unwrap() for r in self.run(calls, description="uncles", **options)]
+        return _results(self.run(_uncle_calls(wanted), description="uncles", **options))
 
     def fee_history(
         self, count: int, newest: int, percentiles: Sequence[float] = (), **options: Any
     ) -> dict:
         """One ``eth_feeHistory`` answer (at most 1,024 blocks ending at ``newest``)."""
-        call = RpcCall("eth_feeHistory", [quantity(count), quantity(newest), list(percentiles)])
+        call = _fee_history_call(count, newest, percentiles)
         return self.run([call], progress=False, **options)[0].unwrap()
 
     def storage_at(self, address: str, slot: int, block: int) -> int:
@@ -254,10 +327,89 @@ class NodeClient:
         self, address: str, slot: int, blocks: Sequence[int], **options: Any
     ) -> list[int]:
         """The word at ``slot`` of ``address`` after each of ``blocks``, as ints."""
-        calls = [
-            RpcCall("eth_getStorageAt", [address, quantity(slot), quantity(b)]) for b in blocks
-        ]
-        return [int(r.unwrap(), 16) for r in self.run(calls, description="storage", **options)]
+        calls = _storage_calls(address, slot, blocks)
+        return _words(self.run(calls, description="storage", **options))
+
+
+class AsyncNodeClient(_NodeBase):
+    """The ``asyncio`` twin of :class:`NodeClient`, over ``AsyncHTTPTransport`` or
+    ``AsyncWebSocketTransport``: the same cache, ledger, chunks and typed methods, awaited.
+
+    The cache is SQLite on local disk; its reads and writes are short and run inline.
+    """
+
+    async def identity(self) -> str:
+        """``<chain id>-<genesis hash>``: what the cache is keyed by."""
+        if self._identity is None:
+            self._learn_identity(await self.transport.handle_request(self._identity_calls()))
+        assert self._identity is not None
+        return self._identity
+
+    async def chain_id(self) -> int:
+        return int((await self.identity()).split("-", 1)[0])
+
+    async def head(self, *, refresh: bool = False) -> int:
+        """The latest block number (asked once, then remembered unless ``refresh``)."""
+        if self._head is None or refresh:
+            self._head = int(await self.request("eth_blockNumber", []), 16)
+        return self._head
+
+    async def request(self, method: str, params: list) -> Any:
+        """One call: its result, or raise its ``RpcError``."""
+        return (await self.run([RpcCall(method, list(params))], progress=False))[0].unwrap()
+
+    async def run(
+        self,
+        calls: Sequence[RpcCall],
+        *,
+        progress: bool | None = None,
+        description: str = "fetching",
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> list[RpcResult]:
+        """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
+        with gc_paused():
+            if self._needs_cache(calls):
+                await self.identity()
+                await self.head()
+            steps = self._steps(calls, progress, description, on_chunk)
+            sent: list[RpcResult] | None = None
+            error: BaseException | None = None
+            while True:
+                try:
+                    chunk = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
+                except StopIteration as finished:
+                    return finished.value
+                sent, error = None, None
+                try:
+                    sent = await self.transport.handle_request(chunk)
+                except BaseException as exc:  # raised where the steps wait: they keep count
+                    error = exc
+
+    async def blocks(self, numbers: Sequence[int], **options: Any) -> list[dict | None]:
+        """Block headers (``eth_getBlockByNumber`` without transactions), in order."""
+        return _results(await self.run(_block_calls(numbers), description="blocks", **options))
+
+    async def uncles(self, wanted: Sequence[tuple[int, int]], **options: Any) -> list[dict | None]:
+        """Uncle headers for (block number, index) pairs, in order."""
+        return _results(await self.run(_uncle_calls(wanted), description="uncles", **options))
+
+    async def fee_history(
+        self, count: int, newest: int, percentiles: Sequence[float] = (), **options: Any
+    ) -> dict:
+        """One ``eth_feeHistory`` answer (at most 1,024 blocks ending at ``newest``)."""
+        call = _fee_history_call(count, newest, percentiles)
+        return (await self.run([call], progress=False, **options))[0].unwrap()
+
+    async def storage_at(self, address: str, slot: int, block: int) -> int:
+        """The storage word at ``slot`` of ``address`` after ``block``."""
+        return (await self.storage_series(address, slot, [block], progress=False))[0]
+
+    async def storage_series(
+        self, address: str, slot: int, blocks: Sequence[int], **options: Any
+    ) -> list[int]:
+        """The word at ``slot`` of ``address`` after each of ``blocks``, as ints."""
+        calls = _storage_calls(address, slot, blocks)
+        return _words(await self.run(calls, description="storage", **options))
 
 
 def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):
