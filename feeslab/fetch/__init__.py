@@ -10,6 +10,9 @@ building, answer parsing, retry policy and credit governor::
         (head,) = t.handle_request([RpcCall("eth_blockNumber", [])])
         print(int(head.unwrap(), 16))
 
+``NodeClient`` and its twin ``AsyncNodeClient`` put the on-disk cache, the credit ledger and
+typed methods (``blocks``, ``uncles``, ``fee_history``, ``storage_series``) over a transport.
+
 Errors form one tree under ``FeeslabError``; see ``feeslab.fetch.errors``.
 """
 
@@ -26,6 +29,7 @@ from feeslab.fetch.errors import (
     TransportError,
     redact,
 )
+from feeslab.fetch.node import AsyncNodeClient, NodeClient
 from feeslab.fetch.transport import (
     AsyncHTTPTransport,
     CreditGovernor,
@@ -42,6 +46,7 @@ from feeslab.fetch.ws import (
 
 __all__ = [
     "AsyncHTTPTransport",
+    "AsyncNodeClient",
     "AsyncSubscription",
     "AsyncWebSocketTransport",
     "AuthError",
@@ -51,6 +56,7 @@ __all__ = [
     "CreditsExhausted",
     "FeeslabError",
     "HTTPTransport",
+    "NodeClient",
     "ProtocolError",
     "RateLimited",
     "RevertError",
