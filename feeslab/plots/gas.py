@@ -37,7 +37,7 @@ def plot_estimate_accuracy(
     -------
     matplotlib.axes.Axes
         Two bar containers (``ax.containers``): "needed (eth_call search)" then
-        "eth_estimateGas"; each estimate labelled with its overshoot in percent. Transactions
+        "eth_estimateGas"; each estimate labelled with its overshoot in percent (two significant digits). Transactions
         that failed are drawn empty and named with their error.
     """
     accuracy = _require(accuracy, {"transaction", "gas_estimate", "gas_needed",
@@ -49,7 +49,7 @@ def plot_estimate_accuracy(
     ax.barh(y - 0.2, needed, height=0.4, label="needed (eth_call search)", **kwargs)
     bars = ax.barh(y + 0.2, estimate, height=0.4, label="eth_estimateGas", **kwargs)
     ratios = accuracy["overshoot_ratio"].to_numpy(np.float64)
-    ax.bar_label(bars, ["" if np.isnan(r) else f"+{r:.2%}" for r in ratios],
+    ax.bar_label(bars, ["" if np.isnan(r) else f"+{r * 100:.2g} %" for r in ratios],
                  padding=2, fontsize="small")  # fmt: skip
     names = []
     errors = accuracy["error"] if "error" in accuracy.columns else [None] * len(accuracy)

@@ -25,7 +25,7 @@ def test_plot_estimate_accuracy_draws_needed_and_estimated_bars(accuracy):
     needed, estimated = ax.containers
     assert [bar.get_width() for bar in needed] == [50_000, 0]
     assert [bar.get_width() for bar in estimated] == [50_750, 0]
-    assert [t.get_text() for t in ax.texts] == ["+1.50%", ""]
+    assert [t.get_text() for t in ax.texts] == ["+1.5 %", ""]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         "burn", "revert\n(feeslab: not allowed)",
     ]  # fmt: skip
