@@ -22,8 +22,8 @@ from typing import Literal
 
 from feeslab._chaindata import chain_entry
 
-Schedule = Literal["protocol", "devnet"]
-SCHEDULES: tuple[str, ...] = ("protocol", "devnet")
+Heights = Literal["protocol", "devnet"]
+HEIGHTS: tuple[str, ...] = ("protocol", "devnet")
 
 # Chains whose clients pick a fork's EIP-1559 parameters by the parent's number [2], so a
 # fork's parameters first shape the base fee of the block after the fork block. Elsewhere
@@ -115,14 +115,14 @@ class Eip1559Rule:
         return float(self.elasticity_multiplier or 0)
 
 
-def eip1559_schedule(chain_id: int, schedule: Schedule = "protocol") -> tuple[Eip1559Rule, ...]:
+def eip1559_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[Eip1559Rule, ...]:
     """The chain's EIP-1559 rules from ``data/chains.json``, oldest first.
 
     Parameters
     ----------
     chain_id : int
         A chain described by ``data/chains.json``.
-    schedule : {"protocol", "devnet"}
+    heights : {"protocol", "devnet"}
         The real chain's rules (``protocol``) or the embedded devnet's compressed ones.
 
     Raises
@@ -130,14 +130,14 @@ def eip1559_schedule(chain_id: int, schedule: Schedule = "protocol") -> tuple[Ei
     KeyError
         The chain is not in ``data/chains.json``.
     ValueError
-        ``schedule`` is neither ``"protocol"`` nor ``"devnet"``.
+        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
+    if heights not in HEIGHTS:
+        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
     entry = chain_entry(int(chain_id))
-    shift = 1 if schedule == "protocol" and int(chain_id) in _KEYED_BY_PARENT else 0
+    shift = 1 if heights == "protocol" and int(chain_id) in _KEYED_BY_PARENT else 0
     rules = []
-    for i, item in enumerate(entry[schedule]["eip1559"]):
+    for i, item in enumerate(entry[heights]["eip1559"]):
         elasticity = item.get("elasticity_multiplier")
         percent = item.get("gas_target_percent")
         rules.append(
@@ -152,17 +152,12 @@ def eip1559_schedule(chain_id: int, schedule: Schedule = "protocol") -> tuple[Ei
     return tuple(rules)
 
 
-def london_block(chain_id: int, schedule: Schedule = "protocol") -> int:
-    """First block with a base fee (EIP-1559's fork block) of the chain."""
-    return eip1559_schedule(chain_id, schedule)[0].from_block
-
-
-def initial_base_fee(chain_id: int, schedule: Schedule = "protocol") -> int:
+def initial_base_fee(chain_id: int, heights: Heights = "protocol") -> int:
     """Base fee of the chain's London block [wei]."""
     entry = chain_entry(int(chain_id))
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
-    value = entry[schedule]["initial_base_fee_wei"]
+    if heights not in HEIGHTS:
+        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
+    value = entry[heights]["initial_base_fee_wei"]
     return int(value["value"] if isinstance(value, dict) else value)
 
 

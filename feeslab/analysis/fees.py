@@ -9,7 +9,7 @@ are float64 for plotting. Statistics are computed here; :mod:`feeslab.plots` onl
 Per-chain parameters
     Functions that apply the base-fee rule take ``elasticity_multiplier`` and
     ``max_change_denominator`` (ints, or arrays aligned with the rows), or ``chain_id=`` to
-    read each block's parameters from ``data/chains.json`` (``schedule="devnet"`` for the
+    read each block's parameters from ``data/chains.json`` (``heights="devnet"`` for the
     embedded devnet's compressed history). A fork's parameters apply from the block whose
     base fee they compute: on Polygon, whose client keys forks by the parent's number, that
     is the block after the fork block. From Base's Holocene upgrade the parameters are in each
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from feeslab import _eip1559
-from feeslab._eip1559 import Schedule, nearest_rank_index
+from feeslab._eip1559 import Heights, nearest_rank_index
 
 __all__ = [
     "BLOCK_STATES",
@@ -191,7 +191,7 @@ def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
 
 
 def eip1559_parameters(
-    chain_id: int, block_number: Any, *, schedule: Schedule = "protocol"
+    chain_id: int, block_number: Any, *, heights: Heights = "protocol"
 ) -> pd.DataFrame:
     """EIP-1559 parameters that compute each block's base fee, from ``data/chains.json``.
 
@@ -201,7 +201,7 @@ def eip1559_parameters(
         A chain of ``data/chains.json`` (1, 11155111, 137, 8453).
     block_number : int or array-like of int
         Blocks whose base fee the parameters compute (the child of the transition).
-    schedule : {"protocol", "devnet"}
+    heights : {"protocol", "devnet"}
         The real chain's history, or the embedded devnet's compressed one.
 
     Returns
@@ -234,11 +234,11 @@ def eip1559_parameters(
     .. [2] 0xPolygon/bor ``params/protocol_params.go``; PIP-6; superchain-registry
        ``base.toml`` (see ``data/chains.json`` for each value's source).
     """
-    rules = _eip1559.eip1559_schedule(chain_id, schedule)
+    rules = _eip1559.eip1559_schedule(chain_id, heights)
     index = block_number.index if isinstance(block_number, pd.Series) else None
     numbers, missing = _exact(block_number, "block_number")
     if missing.any() or numbers.dtype == object:
-        raise ValueError("block_number must be int64 block numbers without gaps")
+        raise ValueError("block_number must be int64 block numbers, none missing")
     starts = np.array([r.from_block for r in rules], dtype=np.int64)
     which = np.searchsorted(starts, numbers, side="right") - 1
     known = which >= 0
@@ -271,7 +271,7 @@ def _parameters(
     *,
     offset: int,
     chain_id: int | None,
-    schedule: Schedule,
+    heights: Heights,
     elasticity_multiplier: Any,
     max_change_denominator: Any,
 ) -> pd.DataFrame:
@@ -282,7 +282,7 @@ def _parameters(
             raise ValueError(f"{what}: give chain_id= or the parameters, not both")
         numbers = _block_numbers(frame, what, required=True)
         assert numbers is not None
-        params = eip1559_parameters(chain_id, numbers + offset, schedule=schedule)
+        params = eip1559_parameters(chain_id, numbers + offset, heights=heights)
         params.index = frame.index
         return params
     e = _DEFAULT_ELASTICITY if elasticity_multiplier is None else elasticity_multiplier
@@ -516,7 +516,7 @@ def next_base_fees(
     blocks: pd.DataFrame,
     *,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.Series:
@@ -531,7 +531,7 @@ def next_base_fees(
         Read each child's parameters from ``data/chains.json``; a child that is the London
         block gets the chain's initial base fee. Without it, ``elasticity_multiplier`` and
         ``max_change_denominator`` apply (default 2 and 8).
-    schedule : {"protocol", "devnet"}
+    heights : {"protocol", "devnet"}
         With ``chain_id``: the real chain's fork heights or the embedded devnet's.
     elasticity_multiplier, max_change_denominator : int or array-like, optional
         As for :func:`next_base_fee`.
@@ -558,7 +558,7 @@ def next_base_fees(
         "next_base_fees",
         offset=1,
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -579,7 +579,7 @@ def next_base_fees(
     if london.any():
         assert chain_id is not None
         values, missing = _exact(result.astype(object), "next_base_fee_wei")
-        values = np.where(london, _eip1559.initial_base_fee(chain_id, schedule), values)
+        values = np.where(london, _eip1559.initial_base_fee(chain_id, heights), values)
         result = _exact_result(values, missing & ~london, blocks.index, "next_base_fee_wei")
     return result.rename("next_base_fee_wei")
 
@@ -588,7 +588,7 @@ def gas_used_target_ratio(
     blocks: pd.DataFrame,
     *,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     elasticity_multiplier: Any = None,
 ) -> pd.Series:
     """Gas used over gas target of each block, from its header: the truth to compare with.
@@ -598,7 +598,7 @@ def gas_used_target_ratio(
     blocks : pandas.DataFrame
         ``gas_used`` and ``gas_limit`` [gas] (``Lab.blocks``), with ``block_number`` when
         ``chain_id`` is given.
-    chain_id, schedule, elasticity_multiplier
+    chain_id, heights, elasticity_multiplier
         As for :func:`next_base_fees`: the target is the one the child's base fee uses.
 
     Returns
@@ -612,7 +612,7 @@ def gas_used_target_ratio(
         "gas_used_target_ratio",
         offset=1,
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -646,7 +646,7 @@ def infer_utilisation(
     base_fees: pd.DataFrame | pd.Series,
     *,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.DataFrame:
@@ -674,10 +674,11 @@ def infer_utilisation(
     chain_id : int, optional
         Take ``max_change_denominator`` (and the elasticity for the consistency check) for
         each block from ``data/chains.json``; needs ``block_number``.
-    schedule : {"protocol", "devnet"}
+    heights : {"protocol", "devnet"}
     elasticity_multiplier, max_change_denominator : int or array-like, optional
-        Default 2 and 8. The elasticity only bounds ``u`` from above for the consistency
-        check.
+        The denominator defaults to 8. The elasticity only caps ``u`` for the consistency
+        check (a rise above what a full block gives); without it (or ``chain_id``) no cap is
+        checked.
 
     Returns
     -------
@@ -720,7 +721,7 @@ def infer_utilisation(
         "infer_utilisation",
         offset=1,
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -728,6 +729,8 @@ def infer_utilisation(
     parent, child = fee[:m], fee[1 : m + 1]
     d = params["max_change_denominator"].fillna(1).to_numpy(dtype=np.int64)[:m]
     full = params["full_ratio"].to_numpy()[:m]
+    if chain_id is None and elasticity_multiplier is None:
+        full = np.full(m, np.inf)  # no elasticity given: no ceiling to check against
     valid = (
         _consecutive(numbers, n)
         & ~missing[:m]
@@ -768,7 +771,7 @@ def block_states(
     utilisation: pd.DataFrame,
     *,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     elasticity_multiplier: Any = None,
     tolerance: float = 1e-3,
 ) -> pd.Series:
@@ -784,7 +787,7 @@ def block_states(
     ----------
     utilisation : pandas.DataFrame
         :func:`infer_utilisation`'s result (``gas_used_target_ratio_low`` / ``_high``).
-    chain_id, schedule, elasticity_multiplier
+    chain_id, heights, elasticity_multiplier
         The full ratio per block, as for :func:`infer_utilisation` (default 2).
     tolerance : float
         Fraction of the gas limit [1]; 0.001 is 30,000 gas of a 30 M limit, about one
@@ -811,7 +814,7 @@ def block_states(
         "block_states",
         offset=1,
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -920,7 +923,7 @@ def fee_regimes(
     window: int = 64,
     center: bool = True,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     max_change_denominator: Any = None,
     drift_threshold: float = 0.25,
     spread_threshold: float = 0.4,
@@ -947,7 +950,7 @@ def fee_regimes(
     center : bool
         Centre the window on each block (default: the regime describes the block's
         neighbourhood) or end it there (causal: what was knowable at the block).
-    chain_id, schedule, max_change_denominator
+    chain_id, heights, max_change_denominator
         The denominator of each block (default 8), as for :func:`infer_utilisation`.
     drift_threshold, spread_threshold : float
         In units of the gas target [1]: 0.25 is a quarter of the target.
@@ -976,7 +979,7 @@ def fee_regimes(
         "fee_regimes",
         offset=0,  # the return into block n is set by the rule computing n's base fee
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=None,
         max_change_denominator=max_change_denominator,
     )
@@ -1461,7 +1464,7 @@ def fee_summary(
     base_fees: pd.DataFrame,
     *,
     chain_id: int | None = None,
-    schedule: Schedule = "protocol",
+    heights: Heights = "protocol",
     elasticity_multiplier: int | None = None,
     max_change_denominator: int | None = None,
     tolerance: float = 1e-3,
@@ -1474,7 +1477,7 @@ def fee_summary(
     base_fees : pandas.DataFrame
         Consecutive post-London base fees (``base_fee_wei``, with ``block_number`` for
         ``chain_id``).
-    chain_id, schedule, elasticity_multiplier, max_change_denominator
+    chain_id, heights, elasticity_multiplier, max_change_denominator
         As for :func:`infer_utilisation` (default 2 and 8); ``max_rise`` and ``max_fall``
         use the last block's parameters.
     tolerance : float
@@ -1511,11 +1514,11 @@ def fee_summary(
         "fee_summary",
         offset=0,
         chain_id=chain_id,
-        schedule=schedule,
+        heights=heights,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
-    options: dict[str, Any] = {"chain_id": chain_id, "schedule": schedule}
+    options: dict[str, Any] = {"chain_id": chain_id, "heights": heights}
     if chain_id is None:
         options["elasticity_multiplier"] = elasticity_multiplier
     inferred = infer_utilisation(base_fees, max_change_denominator=max_change_denominator,

@@ -270,7 +270,7 @@ def test_parameters_follow_chains_json_at_every_fork(half):
     for chain in _chains():
         starts = [r["from_block"] for r in chain[half]["eip1559"]]
         numbers = sorted({max(0, s + k) for s in starts for k in (-1, 0, 1, 2)} | {10**9})
-        got = fees.eip1559_parameters(chain["chain_id"], numbers, schedule=half)
+        got = fees.eip1559_parameters(chain["chain_id"], numbers, heights=half)
         for row in got.itertuples():
             rule = _expected_rule(chain, half, row.block_number)
             where = f"{chain['network']} {half} block {row.block_number}"
@@ -297,8 +297,8 @@ def test_polygon_forks_apply_from_the_block_after_the_fork_block():
 def test_unknown_chain_and_schedule_are_clear_errors():
     with pytest.raises(KeyError, match=r"chain id 42 is not in data/chains\.json"):
         fees.eip1559_parameters(42, [1])
-    with pytest.raises(ValueError, match="schedule must be one of"):
-        fees.eip1559_parameters(1, [1], schedule="testnet")
+    with pytest.raises(ValueError, match="heights must be one of"):
+        fees.eip1559_parameters(1, [1], heights="testnet")
     frame = pd.DataFrame({"block_number": [1, 2], "base_fee_wei": [10, 11]})
     with pytest.raises(ValueError, match="chain_id= or the parameters, not both"):
         fees.infer_utilisation(frame, chain_id=1, max_change_denominator=8)
@@ -345,7 +345,7 @@ def test_next_base_fees_reproduce_every_devnet_header_across_forks(
     network_lab, network, chain_id, start, stop
 ):
     blocks = network_lab(network).blocks(start, stop)
-    predicted = fees.next_base_fees(blocks, chain_id=chain_id, schedule="devnet")
+    predicted = fees.next_base_fees(blocks, chain_id=chain_id, heights="devnet")
     actual = blocks["base_fee_wei"].shift(-1)
     compared = actual.notna() & predicted.notna()
     assert compared.sum() >= stop - start - 1 - (20 if chain_id == 1 else 0)
@@ -361,7 +361,7 @@ def test_next_base_fees_reproduce_every_devnet_header_across_forks(
 
 def test_the_london_block_gets_the_initial_base_fee(network_lab):
     blocks = network_lab("mainnet").blocks(119_995, 120_001)
-    predicted = fees.next_base_fees(blocks, chain_id=1, schedule="devnet")
+    predicted = fees.next_base_fees(blocks, chain_id=1, heights="devnet")
     assert predicted.isna().tolist() == [True] * 4 + [False, False]
     assert predicted.iloc[4] == 10**9 == blocks["base_fee_wei"].iloc[5]
 
@@ -385,12 +385,12 @@ def test_utilisation_from_fees_alone_brackets_the_true_gas_used_on_every_block(
 ):
     blocks = network_lab(network).blocks(*span)
     inferred = fees.infer_utilisation(
-        blocks[["block_number", "base_fee_wei"]], chain_id=chain_id, schedule="devnet"
+        blocks[["block_number", "base_fee_wei"]], chain_id=chain_id, heights="devnet"
     )
     assert inferred["gas_used_target_ratio"].iloc[:-1].notna().all()
     assert inferred["gas_used_target_ratio"].iloc[-1:].isna().all()  # no next block
     assert inferred["consistent"].iloc[:-1].all()
-    params = fees.eip1559_parameters(chain_id, blocks["block_number"] + 1, schedule="devnet")
+    params = fees.eip1559_parameters(chain_id, blocks["block_number"] + 1, heights="devnet")
     for i in range(len(blocks) - 1):
         e = params["elasticity_multiplier"].iloc[i]
         truth = _true_ratio(blocks.iloc[i], int(e), None)
@@ -444,8 +444,8 @@ def test_utilisation_from_the_gas_api_history_alone(lab):
 def test_full_and_empty_blocks_are_found_from_fees(lab):
     head = lab.node.head()
     history = lab.fee_history(head - 8191, head + 1)
-    inferred = fees.infer_utilisation(history, chain_id=1, schedule="devnet")
-    states = fees.block_states(inferred, chain_id=1, schedule="devnet")
+    inferred = fees.infer_utilisation(history, chain_id=1, heights="devnet")
+    states = fees.block_states(inferred, chain_id=1, heights="devnet")
     ratio = history["gas_used_ratio"]  # gasUsed / gasLimit from eth_feeHistory
     full, empty = ratio == 1.0, ratio == 0.0
     assert full.sum() >= 20 and empty.sum() >= 20
@@ -455,6 +455,17 @@ def test_full_and_empty_blocks_are_found_from_fees(lab):
     decided = states.notna() & (states != "unclear")
     assert (states[decided].astype(str) == truth[decided.to_numpy()]).all()
     assert decided.sum() == len(history) - 1
+
+
+def test_changes_the_parameters_cannot_give_are_flagged_not_inferred():
+    # +2 % in one block is a full Base block (elasticity 6, d 250), impossible with elasticity 2
+    frame = pd.DataFrame({"base_fee_wei": [10**9, 102 * 10**7]})
+    base = fees.infer_utilisation(frame, elasticity_multiplier=6, max_change_denominator=250)
+    assert base["consistent"].iloc[0] and base["gas_used_target_ratio"].iloc[0] == pytest.approx(6)
+    wrong = fees.infer_utilisation(frame, elasticity_multiplier=2, max_change_denominator=250)
+    assert not wrong["consistent"].iloc[0]
+    assert np.isnan(wrong["gas_used_target_ratio_low"].iloc[0])
+    assert pd.isna(wrong["consistent"].iloc[1])  # the last row: nothing to infer
 
 
 def test_block_states_say_unclear_where_rounding_straddles_a_threshold():
@@ -634,12 +645,12 @@ def test_fee_summary_compares_chains_in_their_own_units(network_lab):
         head = lab.node.head()
         history = lab.fee_history(head - 2047, head + 1)
         summaries[network] = fees.fee_summary(
-            history, chain_id=chain_id, schedule="devnet", name=network
+            history, chain_id=chain_id, heights="devnet", name=network
         )
         states = fees.block_states(
-            fees.infer_utilisation(history, chain_id=chain_id, schedule="devnet"),
+            fees.infer_utilisation(history, chain_id=chain_id, heights="devnet"),
             chain_id=chain_id,
-            schedule="devnet",
+            heights="devnet",
         )
         assert summaries[network]["full_share"] == pytest.approx(
             (states == "full").sum() / states.isin(["full", "partial", "empty"]).sum()
