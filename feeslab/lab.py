@@ -35,6 +35,7 @@ from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.fetch.node import NodeClient, quantity
 from feeslab.fetch.transport import HTTPTransport, RpcCall
+from feeslab.fetch.ws import Subscription, WebSocketTransport
 from feeslab.frames import (
     call_object,
     decode_output,
@@ -255,6 +256,17 @@ class Lab:
         return frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)]
 
     # -- blocks and uncles -------------------------------------------------------------------
+
+    def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
+        """``eth_subscribe(kind, *params)`` on this Lab's WebSocket: iterate the result for
+        the notifications (``for head in sub`` or ``next(sub)``); close it when done.
+
+        Needs ``connect(websocket=True)`` (HTTP cannot push); on the embedded devnet new heads
+        come when it grows, ``connect(block_time=...)``.
+        """
+        if not isinstance(self.node.transport, WebSocketTransport):
+            raise ConfigError("subscriptions need a WebSocket: connect(..., websocket=True)")
+        return self.node.transport.subscribe(kind, *params)
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Block headers of ``start`` .. ``stop - 1`` (see ``feeslab.frames.parse_blocks``)."""
@@ -743,6 +755,7 @@ def connect(
     max_concurrency: int = 8,
     wallet_url: str | None = None,
     block_time: float | None = None,
+    websocket: bool = False,
 ) -> Lab:
     """A :class:`Lab` on the real service, a running devnet, any node, or the embedded devnet.
 
@@ -774,6 +787,10 @@ def connect(
     wallet_url : str, optional
         The multichain wallet's WebSocket for ``lab.wallet``; default on a devnet its
         ``/wallet`` (the real service has none: the wallet API is MetaMask's extension).
+    websocket : bool
+        Send node calls over one WebSocket (``wss://{network}.infura.io/ws/v3/KEY``, or the
+        devnet's ``/ws/v3/KEY``) instead of HTTPS; needed for :meth:`Lab.subscribe`. An
+        ``rpc_url`` starting with ``ws://``/``wss://`` implies it.
     block_time : float, optional
         The embedded devnet's chains grow one block every ``block_time`` [s] (live mode:
         ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.
@@ -808,13 +825,18 @@ def connect(
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         node_url, gas_root = f"{devnet.url}{prefix}/v3/{api_key}", devnet.url
         ipfs_root = devnet.url
-    transport = HTTPTransport(
+    if node_url.startswith(("ws://", "wss://")):
+        websocket = True  # an rpc_url that is a WebSocket
+    elif websocket:
+        node_url = _ws_node_url(node_url)
+    options = dict(
         url=node_url,
         max_batch=max_batch,
         max_concurrency=max_concurrency,
         credits_per_second=credits_per_second,
         on_response=ledger.on_response,
     )
+    transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
     node = NodeClient(transport, ledger=ledger, cache=cache, progress=progress)
     gas = None
     if gas_root is not None and api_key:
@@ -833,6 +855,16 @@ def connect(
         wallet_url=wallet_url,
         ipfs=ipfs,
     )
+
+
+def _ws_node_url(url: str) -> str:
+    """The WebSocket twin of a node URL: ``https://h/v3/K`` -> ``wss://h/ws/v3/K`` (the
+    service's and the devnet's layout); another node's URL just changes scheme."""
+    if not url.startswith(("http://", "https://")):
+        scheme = url.partition(":")[0]
+        raise ConfigError(f"websocket=True needs an http(s) or ws(s) node URL, not {scheme!r}")
+    root, sep, rest = url.partition("/v3/")
+    return _ws_root(root) + "/ws/v3/" + rest if sep else _ws_root(url)
 
 
 def _ws_root(url: str) -> str:

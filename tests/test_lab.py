@@ -173,3 +173,32 @@ def test_credits_exhausted_mid_fetch_keeps_what_was_fetched(tmp_path):
         assert lab.credits.cached == kept
         assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)
         lab.close()
+
+
+def test_websocket_lab_gives_the_same_frames_and_pushes_new_heads(devnet, truth, tmp_path):
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key, websocket=True,
+                         cache=tmp_path, progress=False) as lab:  # fmt: skip
+        assert "WebSocketTransport" in repr(lab.node.transport)
+        assert devnet.api_key not in repr(lab.node.transport)
+        scan = lab.uncles(40_000, 40_300)
+        assert len(scan.uncles) == sum(len(truth.block(n).uncles) for n in range(40_000, 40_300))
+    ws = f"{devnet.ws_url}/sepolia/ws/v3/{devnet.api_key}"
+    with feeslab.connect(rpc_url=ws, cache=False, progress=False) as lab:
+        assert lab.node.chain_id == 11155111
+        with pytest.raises(feeslab.ConfigError, match="websocket=True"):
+            feeslab.connect(rpc_url="ftp://example.invalid/x", websocket=True)
+    http_lab = feeslab.connect(url=devnet.url, api_key=devnet.api_key, cache=False)
+    with http_lab, pytest.raises(feeslab.ConfigError, match="WebSocket"):
+        http_lab.subscribe()
+
+
+def test_subscribe_on_a_growing_embedded_devnet(tmp_path):
+    # the session devnet's seed: its chains are already built and stored
+    with feeslab.connect(seed=SEED, block_time=0.2, websocket=True, cache=tmp_path,
+                         progress=False) as lab:  # fmt: skip
+        first = lab.node.head()
+        heads = lab.subscribe("newHeads")
+        seen = [int(next(heads)["number"], 16) for _ in range(3)]
+        heads.close()
+    assert seen == sorted(seen) and len(set(seen)) == 3
+    assert seen[0] >= first
