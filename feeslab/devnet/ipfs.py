@@ -793,16 +793,25 @@ class StreamAnswer(Response):
 async def _stream(pieces: Iterator[bytes], limit: int = BATCH_BYTES) -> AsyncIterator[list[bytes]]:
     """Pull a blocking iterator on worker threads, about ``limit`` bytes per trip."""
 
+    failed: list[Exception] = []
+
     def batch() -> list[bytes]:
         out, size = [], 0
-        for piece in pieces:
-            out.append(piece)
-            size += len(piece)
-            if size >= limit:
-                break
+        try:
+            for piece in pieces:
+                out.append(piece)
+                size += len(piece)
+                if size >= limit:
+                    break
+        except Exception as exc:
+            if not out:
+                raise
+            failed.append(exc)  # send what was read first, then fail
         return out
 
     while True:
+        if failed:
+            raise failed[0]
         got = await run_in_threadpool(batch)
         if not got:
             return
