@@ -615,10 +615,10 @@ class Lab:
             (``error`` says which); ``eth_calls`` (int64), the probes sent or read from the
             cache for it.
         """
-        requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
         frame = self.estimate_costs(
             transactions, block=block, abi=abi, budget=budget, progress=progress
         )
+        requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
         if frame.empty:
             return frame.assign(gas_needed=pd.Series(dtype="Int64"),
                                 eth_calls=pd.Series(dtype="int64"))  # fmt: skip
