@@ -84,6 +84,13 @@ def _frame_slot(frame: pd.DataFrame) -> int | None:
     return found.pop()
 
 
+def _scale(decimals: Any) -> int:
+    """``10**decimals``: base units per whole unit of a token or a feed's answer."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer) or decimals < 0:
+        raise ValueError(f"decimals must be a non-negative int, not {decimals!r}")
+    return 10 ** int(decimals)
+
+
 # -- layouts -----------------------------------------------------------------------------------
 
 
@@ -297,9 +304,7 @@ def token_balances(
     """
     if not isinstance(frames, Mapping) or not frames:
         raise TypeError("frames must be a non-empty dict {holder: balance slot series}")
-    if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer) or decimals < 0:
-        raise ValueError(f"decimals must be a non-negative int, not {decimals!r}")
-    scale = 10 ** int(decimals)
+    scale = _scale(decimals)
     supply: dict[int, int] | None = None
     if total_supply is not None:
         supply_frame = _storage_frame(total_supply, "total_supply")
@@ -446,8 +451,7 @@ def oracle_rounds(
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError("frame must be a storage series or a call series (a DataFrame)")
-    if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer) or decimals < 0:
-        raise ValueError(f"decimals must be a non-negative int, not {decimals!r}")
+    scale = _scale(decimals)
     if "word" in frame.columns:
         missing = set(_ROUND_FIELDS) - set(fields)
         if missing:
@@ -466,7 +470,6 @@ def oracle_rounds(
     keep = [int(r) != 0 for r in decoded["roundId"]]
     decoded = decoded[keep]
     answers = [int(a) for a in decoded["answer"]]
-    scale = 10 ** int(decimals)
     return pd.DataFrame(
         {
             "block_number": decoded["block_number"].to_numpy(np.int64),
