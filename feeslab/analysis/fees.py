@@ -1434,24 +1434,26 @@ def includable_blocks(
         raise ValueError("max_fee_per_gas has missing values")
     fees = fees.astype(object)
     start, _ = _exact(base_fee, "base_fee")
-    level = int(start[0])
-    counts = np.zeros(len(fees), dtype=np.int64)
-    open_ = np.array([level <= int(f) for f in fees])
-    steps = 0
-    while open_.any() and steps < cap:
+    if start[0] < 0:
+        raise ValueError(f"base_fee must be non-negative, got {base_fee!r}")
+    if gas_limit is None and gas_target_percent is not None:
+        raise ValueError("gas_target_percent needs gas_limit= (the target depends on it)")
+    limit = int(elasticity_multiplier) * _BOUNDS_TARGET if gas_limit is None else int(gas_limit)
+    caps = [int(f) for f in fees]
+    level = int(start[0])  # the base fee if every block from here on is full
+    counts = np.zeros(len(caps), dtype=np.int64)
+    open_ = np.array([level <= c for c in caps], dtype=bool)
+    while open_.any() and counts.max() < cap:
         counts[open_] += 1
-        level = int(
-            _extreme_steps(
-                np.array([level], dtype=object),
-                1,
-                elasticity=int(elasticity_multiplier),
-                denominator=int(max_change_denominator),
-                gas_limit=gas_limit,
-                gas_target_percent=gas_target_percent,
-            )[1][0]
+        level = _eip1559.next_base_fee(
+            level,
+            limit,
+            limit,
+            int(elasticity_multiplier),
+            int(max_change_denominator),
+            gas_target_percent=gas_target_percent,
         )
-        open_ &= np.array([level <= int(f) for f in fees])
-        steps += 1
+        open_ &= np.array([level <= c for c in caps], dtype=bool)
     if scalar:
         return int(counts[0])
     return pd.Series(counts, index=index, name="includable_blocks")
