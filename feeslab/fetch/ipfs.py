@@ -433,10 +433,14 @@ class _Lines:
         self._command = command
         self._secrets = secrets
 
-    def feed(self, data: bytes) -> list[Any]:
+    def feed(self, data: bytes) -> Iterator[Any]:
+        """The objects ``data`` completes, decoded one at a time (an error object raises only
+        once the objects before it have been taken)."""
         self._buffer += data
         *lines, self._buffer = self._buffer.split(b"\n")
-        return [self._decode(line) for line in lines if line.strip()]
+        for line in lines:
+            if line.strip():
+                yield self._decode(line)
 
     def close(self) -> list[Any]:
         rest, self._buffer = self._buffer, b""
@@ -588,7 +592,7 @@ def frame_from_bytes(data: bytes) -> Any:
         exact = json.loads((table.schema.metadata or {}).get(_EXACT_INTS, b"[]"))
         frame = table.to_pandas()
         for name in exact:
-            frame[name] = frame[name].map(lambda v: None if v is None else int(v)).astype(object)
+            frame[name] = frame[name].map(lambda v: None if pd.isna(v) else int(v)).astype(object)
         return frame
     return pd.read_csv(io.BytesIO(data))
 
@@ -715,7 +719,7 @@ class IpfsClient(_Base):
     ) -> Iterator[Any]:
         lines = _Lines(command, self._secrets)
         with self._open(command, params, files) as response:
-            for piece in response.iter_raw():
+            for piece in response.iter_bytes():
                 yield from lines.feed(piece)
             yield from lines.close()
             _check_end(command, response, None, self._secrets)
@@ -723,7 +727,7 @@ class IpfsClient(_Base):
     def _bytes(self, command: str, params: list[tuple[str, str]]) -> Iterator[bytes]:
         with self._open(command, params) as response:
             received = 0
-            for piece in response.iter_raw():
+            for piece in response.iter_bytes():
                 received += len(piece)
                 yield piece
             _check_end(command, response, received, self._secrets)
@@ -833,6 +837,14 @@ class IpfsClient(_Base):
     def version(self) -> dict[str, Any]:
         """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
         return self._json("version", [])
+
+    def call(self, command: str, *args: Any, **flags: Any) -> Any:
+        """Any command with a JSON answer: ``call("pin/ls", type="direct")``.
+
+        Flags are given with ``_`` for ``-`` (``cid_version=1``); booleans are sent as
+        ``true``/``false``.
+        """
+        return self._json(command.strip("/"), _params(args, **flags))
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -947,7 +959,7 @@ class AsyncIpfsClient(_Base):
     ) -> AsyncIterator[Any]:
         lines = _Lines(command, self._secrets)
         async with self._open(command, params, files) as response:
-            async for piece in response.aiter_raw():
+            async for piece in response.aiter_bytes():
                 for obj in lines.feed(piece):
                     yield obj
             for obj in lines.close():
@@ -957,7 +969,7 @@ class AsyncIpfsClient(_Base):
     async def _bytes(self, command: str, params: list[tuple[str, str]]) -> AsyncIterator[bytes]:
         async with self._open(command, params) as response:
             received = 0
-            async for piece in response.aiter_raw():
+            async for piece in response.aiter_bytes():
                 received += len(piece)
                 yield piece
             _check_end(command, response, received, self._secrets)
@@ -1044,6 +1056,10 @@ class AsyncIpfsClient(_Base):
 
     async def version(self) -> dict[str, Any]:
         return await self._json("version", [])
+
+    async def call(self, command: str, *args: Any, **flags: Any) -> Any:
+        """See :meth:`IpfsClient.call`."""
+        return await self._json(command.strip("/"), _params(args, **flags))
 
     async def publish_frame(
         self,
