@@ -62,7 +62,6 @@ PRICE_ORACLE_ROUND: dict[str, tuple[str, int]] = {
 }
 
 _ROUND_FIELDS = ("roundId", "answer", "updatedAt")
-_ZERO_ADDRESS = "0x" + "00" * 20
 
 
 def _storage_frame(frame: Any, name: str = "frame") -> pd.DataFrame:
