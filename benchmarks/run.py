@@ -9,7 +9,9 @@ Measures, on this machine:
   API's ``baseFeeHistory``, in requests and calls per second;
 * the frames' parsers (``benchmarks/frames.py``) and the 20,000-block uncle scan by feeslab
   against web3.py at 0 and 50 ms of latency (``benchmarks/uncle_scan.py``), with the issue's
-  goals marked PASS or FAIL.
+  goals marked PASS or FAIL;
+* the IPFS storage API (``benchmarks/ipfs.py``): ``add`` and ``cat`` of 64 MiB over loopback
+  against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
 is printed as FAIL, and the run still succeeds.
@@ -25,6 +27,7 @@ import time
 
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
+import ipfs  # benchmarks/ipfs.py
 import uncle_scan  # benchmarks/uncle_scan.py
 
 import feeslab.devnet
@@ -193,6 +196,7 @@ def main() -> int:
         dev.stop()
     rows.extend(bench_frames())
     rows.extend(uncle_scan.bench())
+    rows.extend(ipfs.bench())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:

@@ -42,7 +42,7 @@ from feeslab.unixfs import CID
 log = logging.getLogger(__name__)
 
 SHARDING = "/repo/flatfs/shard/v1/next-to-last/2\n"
-IO_THREADS = 8  # concurrent fsyncs share journal commits: 8 in flight is ~6x one at a time
+IO_THREADS = 16  # concurrent fsyncs share journal commits: 8 in flight was ~6x one at a time
 MAX_PENDING = 64  # blocks a writer may have in flight before it waits [blocks]
 STALE_TEMPORARY = 3600.0  # [s] age after which a leftover temporary file is removed
 PIN_TYPES = ("recursive", "direct")

@@ -38,6 +38,7 @@ no credits: the interface and the reference list no IPFS costs.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import codecs
 import contextlib
@@ -873,6 +874,8 @@ async def _add(request: Request, node: IpfsNode, args: list[str], flags: Flags) 
     async def lines() -> AsyncIterator[list[bytes]]:
         pending: list[bytes] = []
         size = 0
+        # one batch is hashed and written on a worker thread while the next one arrives
+        running: asyncio.Future | None = None
         done = False
         try:
             async for piece in request.stream():
@@ -880,12 +883,20 @@ async def _add(request: Request, node: IpfsNode, args: list[str], flags: Flags) 
                 size += len(piece)
                 if size >= BATCH_BYTES:
                     data, pending, size = b"".join(pending), [], 0
-                    yield await run_in_threadpool(session.feed, data)
+                    if running is not None:
+                        yield await running
+                    running = asyncio.ensure_future(run_in_threadpool(session.feed, data))
+            if running is not None:
+                previous, running = running, None
+                yield await previous
             if pending:
                 yield await run_in_threadpool(session.feed, b"".join(pending))
             yield await run_in_threadpool(session.close)
             done = True
         finally:
+            if running is not None:  # the thread must finish before the session is dropped
+                with contextlib.suppress(Exception):
+                    await running
             if not done:
                 await run_in_threadpool(session.abandon)
 
