@@ -22,12 +22,12 @@
      │    │                      trailer, or a cut answer): what arrived is incomplete
      │    └── CidMismatchError   bytes that do not hash to the CID asked for: .expected, .actual
      └── RpcError               a JSON-RPC error object: .code, .message, .data
-          ├── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
-          │                      .panic_code, .error_name/.error_args (custom error + user ABI)
-          └── WalletError        the wallet refused: CAIP-25/EIP-1193 codes (5000 unknown error,
-               │                 5100 networks not supported, 5302 bad sessionProperties, ...)
-               ├── WalletUnauthorized  4100: no session, or a scope/method it did not grant
-               └── UserRejected        4001: the user declined the request
+          ├── WalletError        the wallet refused: CAIP-25/EIP-1193 codes (5000 unknown error,
+          │    │                 5100 networks not supported, 5302 bad sessionProperties, ...)
+          │    ├── WalletUnauthorized  4100: no session, or a scope/method it did not grant
+          │    └── UserRejected        4001: the user declined the request
+          └── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
+                                 .panic_code, .error_name/.error_args (custom error + user ABI)
 
 Every message goes through ``redact`` when the exception is built, so neither ``str`` nor
 ``repr`` of any of them can show an API key, a secret or Basic credentials.

@@ -268,3 +268,24 @@ def test_lab_on_the_service_has_no_wallet_but_explains(monkeypatch):
     explicit = feeslab.connect(cache=False, wallet_url="ws://127.0.0.1:1/wallet")
     assert explicit.wallet_url == "ws://127.0.0.1:1/wallet"
     explicit.close()
+
+
+def test_wallet_errors_sit_in_the_one_tree():
+    from feeslab.fetch import errors
+
+    assert WalletError.__bases__ == (RpcError,)
+    assert WalletUnauthorized.__bases__ == UserRejected.__bases__ == (WalletError,)
+    assert CaipError.__mro__[1:3] == (errors.FeeslabError, ValueError)
+    assert NotificationTimeout.__mro__[1:2] == (TransportError,)
+    for name in (
+        "CaipError",
+        "NotificationTimeout",
+        "WalletError",
+        "WalletUnauthorized",
+        "UserRejected",
+    ):
+        assert f"── {name}" in errors.__doc__
+    assert isinstance(WalletError.from_wallet({"code": 4100, "message": "no"}), WalletUnauthorized)
+    assert type(WalletError.from_wallet({"code": 5000, "message": "?"})) is WalletError
+    revert = WalletError.from_wallet({"code": 3, "message": "execution reverted", "data": "0x"})
+    assert isinstance(revert, RevertError)
