@@ -173,7 +173,7 @@ class Blockstore:
         else:
             if hashlib.sha256(existing).digest() == cid.digest:
                 return None
-            log.warning("replacing damaged block %s", cid)
+            log.info("replacing damaged block %s", cid)
         directory = path.parent
         if not directory.is_dir():
             directory.mkdir(exist_ok=True)

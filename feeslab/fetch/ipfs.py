@@ -655,11 +655,19 @@ class IpfsClient(_Base):
     ) -> None:
         super().__init__(base_url, api_key, api_key_secret)
         self.retries = retries
+        self._options = {"timeout": timeout, "retries": retries}
         self._client = httpx.Client(
             auth=(api_key, api_key_secret),
             timeout=timeout,
             transport=transport or TrailerTransport(),
         )
+
+    def replace(self, **options: Any) -> IpfsClient:
+        """A new client to the same root with the same credentials and other ``options``
+        (``timeout``, ``retries``, ``transport``)."""
+        key, secret = self._secrets
+        merged = {**self._options, **options}
+        return IpfsClient(base_url=self.base_url, api_key=key, api_key_secret=secret, **merged)
 
     def close(self) -> None:
         self._client.close()
