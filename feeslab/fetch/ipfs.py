@@ -601,13 +601,17 @@ def frame_from_bytes(data: bytes) -> Any:
 
 
 class _Base:
-    def __init__(self, base_url: str, api_key: str, api_key_secret: str) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, api_key_secret: str, timeout: float, retries: int
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"the storage API URL must be http(s)://..., not {base_url!r}")
         if not api_key or not api_key_secret:
             raise ConfigError("the storage API needs both the API key and the API key secret")
         self.base_url = base_url.rstrip("/")
+        self.retries = retries
         self._secrets = [api_key, api_key_secret]
+        self._options = {"timeout": timeout, "retries": retries}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.base_url}>"
@@ -615,12 +619,33 @@ class _Base:
     def _url(self, command: str) -> str:
         return f"{self.base_url}/api/v0/{command}"
 
-    def _transport_error(self, command: str, exc: Exception) -> TransportError:
-        error = TransportError(
-            f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
+    # the retry policy and the answers' checks; the twins only do the I/O
+
+    def _request(self, command: str, params: list, files: list | None) -> httpx.Request:
+        return self._client.build_request("POST", self._url(command), params=params, files=files)
+
+    def _attempts(self, files: list | None) -> int:
+        return 1 if files is not None else 1 + self.retries  # an upload is sent once
+
+    def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
+        """Return to try again; raise ``TransportError`` when this was the last try."""
+        if last or not isinstance(exc, httpx.ConnectError):
+            error = TransportError(
+                f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
+            )
+            raise error from exc
+
+    def _refused(self, command: str, response: httpx.Response, body: bytes, last: bool) -> None:
+        """A non-200 answer: return to try again (502/503/504), else raise its error."""
+        if last or response.status_code not in RETRIED_STATUSES:
+            raise _error(command, response, body, self._secrets)
+
+    def _cut(self, command: str, exc: httpx.TransportError) -> IpfsStreamError:
+        return IpfsStreamError(
+            f"{command}: the connection failed mid-answer: {exc}",
+            command=command,
+            secrets=self._secrets,
         )
-        error.__cause__ = exc
-        return error
 
 
 class IpfsClient(_Base):
@@ -653,9 +678,7 @@ class IpfsClient(_Base):
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, api_key_secret)
-        self.retries = retries
-        self._options = {"timeout": timeout, "retries": retries}
+        super().__init__(base_url, api_key, api_key_secret, timeout, retries)
         self._client = httpx.Client(
             auth=(api_key, api_key_secret),
             timeout=timeout,
@@ -684,30 +707,22 @@ class IpfsClient(_Base):
     def _open(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
     ) -> Iterator[httpx.Response]:
-        attempts = 1 if files is not None else 1 + self.retries
+        attempts = self._attempts(files)
         for attempt in range(attempts):
+            last = attempt + 1 == attempts
             try:
-                request = self._client.build_request(
-                    "POST", self._url(command), params=params, files=files
-                )
-                response = self._client.send(request, stream=True)
+                response = self._client.send(self._request(command, params, files), stream=True)
             except httpx.TransportError as exc:
-                if attempt + 1 < attempts and isinstance(exc, httpx.ConnectError):
-                    continue
-                raise self._transport_error(command, exc) from exc
+                self._send_failed(command, exc, last)
+                continue
             try:
                 if response.status_code != 200:
-                    body = response.read()
-                    if response.status_code in RETRIED_STATUSES and attempt + 1 < attempts:
-                        continue
-                    raise _error(command, response, body, self._secrets)
+                    self._refused(command, response, response.read(), last)
+                    continue
                 try:
                     yield response
                 except httpx.TransportError as exc:
-                    raise IpfsStreamError(
-                        f"{command}: the connection failed mid-answer: {exc}",
-                        command=command, secrets=self._secrets,
-                    ) from exc  # fmt: skip
+                    raise self._cut(command, exc) from exc
                 return
             finally:
                 response.close()
@@ -903,8 +918,7 @@ class AsyncIpfsClient(_Base):
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, api_key_secret)
-        self.retries = retries
+        super().__init__(base_url, api_key, api_key_secret, timeout, retries)
         self._client = httpx.AsyncClient(
             auth=(api_key, api_key_secret),
             timeout=timeout,
@@ -924,30 +938,23 @@ class AsyncIpfsClient(_Base):
     async def _open(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
     ) -> AsyncIterator[httpx.Response]:
-        attempts = 1 if files is not None else 1 + self.retries
+        attempts = self._attempts(files)
         for attempt in range(attempts):
+            last = attempt + 1 == attempts
             try:
-                request = self._client.build_request(
-                    "POST", self._url(command), params=params, files=files
-                )
+                request = self._request(command, params, files)
                 response = await self._client.send(request, stream=True)
             except httpx.TransportError as exc:
-                if attempt + 1 < attempts and isinstance(exc, httpx.ConnectError):
-                    continue
-                raise self._transport_error(command, exc) from exc
+                self._send_failed(command, exc, last)
+                continue
             try:
                 if response.status_code != 200:
-                    body = await response.aread()
-                    if response.status_code in RETRIED_STATUSES and attempt + 1 < attempts:
-                        continue
-                    raise _error(command, response, body, self._secrets)
+                    self._refused(command, response, await response.aread(), last)
+                    continue
                 try:
                     yield response
                 except httpx.TransportError as exc:
-                    raise IpfsStreamError(
-                        f"{command}: the connection failed mid-answer: {exc}",
-                        command=command, secrets=self._secrets,
-                    ) from exc  # fmt: skip
+                    raise self._cut(command, exc) from exc
                 return
             finally:
                 await response.aclose()
