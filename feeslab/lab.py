@@ -591,7 +591,7 @@ class Lab:
         one that succeeds (geth's estimator). This runs :meth:`estimate_costs`, then the same
         search to the end: ``eth_call`` of the transaction at the same block with ``gas`` set,
         between 20,999 (below any transaction's intrinsic gas, so failing) and the estimate
-        (checked to succeed). Each step probes every transaction in one batch: 12 to 20
+        (checked to succeed). Each step probes every transaction in one batch: 11 to 21
         ``eth_call`` per transaction (80 credits each), settled successes cached.
 
         For code that runs straight through without refunds, the gas needed is the gas the
