@@ -37,8 +37,9 @@ def plot_estimate_accuracy(
     -------
     matplotlib.axes.Axes
         Two bar containers (``ax.containers``): "needed (eth_call search)" then
-        "eth_estimateGas"; each estimate labelled with its overshoot in percent (two significant digits). Transactions
-        that failed are drawn empty and named with their error.
+        "eth_estimateGas"; each estimate labelled with its overshoot in percent (two
+        significant digits). Transactions that failed are drawn empty and named with their
+        error.
     """
     accuracy = _require(accuracy, {"transaction", "gas_estimate", "gas_needed",
                                    "overshoot_ratio"}, "estimate_accuracy's frame")  # fmt: skip
