@@ -11,7 +11,9 @@ building, answer parsing, retry policy and credit governor::
         print(int(head.unwrap(), 16))
 
 ``NodeClient`` and its twin ``AsyncNodeClient`` put the on-disk cache, the credit ledger and
-typed methods (``blocks``, ``uncles``, ``fee_history``, ``storage_series``) over a transport.
+typed methods (``blocks``, ``uncles``, ``fee_history``, ``storage_series``) over a transport;
+``IpfsClient`` speaks the storage API (with an async twin); the multichain wallet's clients are
+in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``, which builds on these errors).
 
 Errors form one tree under ``FeeslabError``; see ``feeslab.fetch.errors``.
 """
@@ -19,16 +21,25 @@ Errors form one tree under ``FeeslabError``; see ``feeslab.fetch.errors``.
 from feeslab.fetch.errors import (
     AuthError,
     BudgetExceeded,
+    CaipError,
+    CidMismatchError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
+    IpfsError,
+    IpfsStreamError,
+    NotificationTimeout,
     ProtocolError,
     RateLimited,
     RevertError,
     RpcError,
     TransportError,
+    UserRejected,
+    WalletError,
+    WalletUnauthorized,
     redact,
 )
+from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
 from feeslab.fetch.node import AsyncNodeClient, NodeClient
 from feeslab.fetch.transport import (
     AsyncHTTPTransport,
@@ -46,17 +57,24 @@ from feeslab.fetch.ws import (
 
 __all__ = [
     "AsyncHTTPTransport",
+    "AsyncIpfsClient",
     "AsyncNodeClient",
     "AsyncSubscription",
     "AsyncWebSocketTransport",
     "AuthError",
     "BudgetExceeded",
+    "CaipError",
+    "CidMismatchError",
     "ConfigError",
     "CreditGovernor",
     "CreditsExhausted",
     "FeeslabError",
     "HTTPTransport",
+    "IpfsClient",
+    "IpfsError",
+    "IpfsStreamError",
     "NodeClient",
+    "NotificationTimeout",
     "ProtocolError",
     "RateLimited",
     "RevertError",
@@ -65,6 +83,9 @@ __all__ = [
     "RpcResult",
     "Subscription",
     "TransportError",
+    "UserRejected",
+    "WalletError",
+    "WalletUnauthorized",
     "WebSocketTransport",
     "redact",
 ]
