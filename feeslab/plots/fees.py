@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from feeslab.plots._base import _axes, _require
+
 __all__ = [
     "REGIME_COLOURS",
     "STATE_MARKERS",
@@ -59,20 +61,6 @@ SUMMARY_LABELS: dict[str, str] = {
 }
 _BLOCK_LABEL = "block number"
 _RATIO_LABEL = "gas used / gas target [1]"
-
-
-def _axes(ax: Axes | None) -> Axes:
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots()
-    return ax
-
-
-def _require(frame: Any, columns: set[str], what: str) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame) or not columns <= set(frame.columns):
-        raise TypeError(f"frame must be {what} (columns {sorted(columns)})")
-    return frame
 
 
 def _x(frame: pd.DataFrame) -> np.ndarray:

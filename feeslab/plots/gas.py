@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots.storage import _axes, _require
+from feeslab.plots._base import _axes, _require
 
 __all__ = ["plot_cost_history", "plot_estimate_accuracy"]
 

@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.axes import Axes
 
+from feeslab.plots._base import _axes, _require
+
 __all__ = [
     "plot_implementation_periods",
     "plot_oracle_answers",
@@ -19,20 +21,6 @@ __all__ = [
 ]
 
 _WORD_BYTES = 32
-
-
-def _axes(ax: Axes | None) -> Axes:
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots()
-    return ax
-
-
-def _require(frame: Any, columns: set[str], what: str) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame) or not columns <= set(frame.columns):
-        raise TypeError(f"frame must be {what} (columns {sorted(columns)})")
-    return frame
 
 
 def _short(address: str) -> str:

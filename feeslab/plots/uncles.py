@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from feeslab.plots._base import _axes, _require
+
 __all__ = [
     "REWARD_PARTS",
     "plot_concentration",
@@ -30,20 +32,6 @@ REWARD_PARTS: tuple[tuple[str, str, str], ...] = (
     ("uncle_reward_eth", "uncle rewards", "#c44e52"),
 )
 _RATE_LABEL = "uncle rate [uncles/block]"
-
-
-def _axes(ax: Axes | None) -> Axes:
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots()
-    return ax
-
-
-def _require(frame: Any, columns: list[str], what: str) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame) or not set(columns) <= set(frame.columns):
-        raise TypeError(f"frame must be {what} (columns {', '.join(columns)})")
-    return frame
 
 
 def _error(frame: pd.DataFrame, value: str, lower: str, upper: str) -> np.ndarray:
