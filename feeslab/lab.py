@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
 INFURA_IPFS = "https://ipfs.infura.io:5001"
+DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 UNCLE_SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
 MAX_FEE_HISTORY = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
 _NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
@@ -110,6 +111,7 @@ class Lab:
         self.credits = credits
         self.devnet = devnet
         self.network = network
+        self._heights: str | None = None
         self.wallet_url = wallet_url
         self._wallet: Any = None
 
@@ -256,6 +258,23 @@ class Lab:
         return frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)]
 
     # -- blocks and uncles -------------------------------------------------------------------
+
+    @property
+    def heights(self) -> str:
+        """Whose fork heights this chain follows, for ``feeslab.analysis``'s ``heights=``.
+
+        ``"devnet"`` on a feeslab devnet (embedded, or reached with ``url=``/``rpc_url=``: its
+        ``web3_clientVersion`` says so; it compresses each chain's forks into a short history)
+        and ``"protocol"`` elsewhere (the real chains' fork heights, from ``data/chains.json``).
+        Asked once (one ``web3_clientVersion`` call) and remembered.
+        """
+        if self._heights is None:
+            if self.devnet is not None:
+                self._heights = "devnet"
+            else:
+                version = str(self.node.request("web3_clientVersion", []))
+                self._heights = "devnet" if version.startswith(DEVNET_CLIENT) else "protocol"
+        return self._heights
 
     def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
         """``eth_subscribe(kind, *params)`` on this Lab's WebSocket: iterate the result for

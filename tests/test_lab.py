@@ -202,3 +202,16 @@ def test_subscribe_on_a_growing_embedded_devnet(tmp_path):
         heads.close()
     assert seen == sorted(seen) and len(set(seen)) == 3
     assert seen[0] >= first
+
+
+def test_heights_say_whose_fork_heights_the_chain_follows(lab, devnet, monkeypatch):
+    from feeslab.devnet.rpc import CLIENT_VERSION
+
+    assert lab.heights == "devnet"  # a devnet reached by url=: its client version tells
+    assert lab.credits.by_method["web3_clientVersion"] == 80
+    assert lab.heights == "devnet" and lab.credits.by_method["web3_clientVersion"] == 80
+    # another node (its client version stands in for geth's)
+    monkeypatch.setattr("feeslab.devnet.rpc.CLIENT_VERSION", "Geth/v1.14.0-stable/linux-amd64")
+    with feeslab.connect(rpc_url=f"{devnet.url}/v3/{devnet.api_key}", cache=False) as node:
+        assert node.heights == "protocol"
+    assert CLIENT_VERSION.startswith(feeslab.lab.DEVNET_CLIENT)
