@@ -404,12 +404,17 @@ class Lab:
             title="Gas API base fee history",
         )
 
-    def plan_storage_series(self, address: str, slot: int, blocks: Sequence[int]) -> Plan:
-        """What :meth:`storage_series` costs, less the answers already in the cache."""
+    def plan_storage_series(
+        self, address: str, slot: int, blocks: Sequence[int], *, less_cached: bool = True
+    ) -> Plan:
+        """What :meth:`storage_series` costs, less the answers already in the cache (unless
+        ``less_cached=False``: the cost from scratch, the same on every run, e.g. for a
+        notebook's printed output)."""
         calls = [
             RpcCall("eth_getStorageAt", [address, quantity(slot), quantity(b)]) for b in blocks
         ]
-        return self._plan_calls(calls, f"storage slot over {len(calls):,} blocks")
+        title = f"storage slot over {len(calls):,} blocks"
+        return self._plan_calls(calls, title, less_cached=less_cached)
 
     # -- contract calls and gas estimates ------------------------------------------------------
 
@@ -698,13 +703,15 @@ class Lab:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _plan_calls(self, calls: Sequence[RpcCall], title: str) -> Plan:
-        """A plan for ``calls``, less those the cache already answers."""
+    def _plan_calls(
+        self, calls: Sequence[RpcCall], title: str, *, less_cached: bool = True
+    ) -> Plan:
+        """A plan for ``calls``, less those the cache already answers (if ``less_cached``)."""
         counts: dict[str, int] = {}
         for call in calls:
             counts[call.method] = counts.get(call.method, 0) + 1
         plan = Plan(list(counts.items()), title=title)
-        cache = self.node.cache if calls else None
+        cache = self.node.cache if calls and less_cached else None
         if cache is None:
             return plan
         return plan.minus_cached(cache.count_cached((c.method, c.params) for c in calls))

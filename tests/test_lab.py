@@ -215,3 +215,13 @@ def test_heights_say_whose_fork_heights_the_chain_follows(lab, devnet, monkeypat
     with feeslab.connect(rpc_url=f"{devnet.url}/v3/{devnet.api_key}", cache=False) as node:
         assert node.heights == "protocol"
     assert CLIENT_VERSION.startswith(feeslab.lab.DEVNET_CLIENT)
+
+
+def test_storage_plan_less_cached_or_from_scratch(lab, devnet):
+    token = next(c["address"] for c in devnet.contracts["contracts"] if c["name"] == "FeeslabToken")
+    state = build_chains(SEED).by_id[1].state
+    blocks = [state.contracts_block + k for k in range(0, 400, 40)]
+    assert lab.plan_storage_series(token, 2, blocks).total == 80 * len(blocks)
+    lab.storage_series(token, 2, blocks[:4])
+    assert lab.plan_storage_series(token, 2, blocks).total == 80 * (len(blocks) - 4)
+    assert lab.plan_storage_series(token, 2, blocks, less_cached=False).total == 80 * len(blocks)
