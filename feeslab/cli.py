@@ -72,7 +72,49 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="the IPFS node's blockstore directory, kept across restarts "
         "(default: <cache>/devnet/ipfs)",
     )
+    user = serve.add_argument_group(
+        "the wallet's user (what the person at WS /wallet approves of a connection request)"
+    )
+    user.add_argument(
+        "--wallet-decline", action="store_true", help="decline every wallet_createSession (4001)"
+    )
+    user.add_argument(
+        "--wallet-chains",
+        metavar="CAIP2,...",
+        type=_csv,
+        default=None,
+        help="the chains the user shares, e.g. eip155:1,eip155:137 (default: every one asked)",
+    )
+    user.add_argument(
+        "--wallet-deny-methods",
+        metavar="METHOD,...",
+        type=_csv,
+        default=(),
+        help="methods left out of every grant",
+    )
+    user.add_argument(
+        "--wallet-accounts",
+        metavar="N",
+        type=_accounts,
+        default=1,
+        help="accounts granted per chain: a number (0 for none) or 'all' (default 1)",
+    )
     serve.set_defaults(func=_run_serve)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    if not items:
+        raise argparse.ArgumentTypeError("give one or more comma-separated values")
+    return items
+
+
+def _accounts(text: str) -> int | None:
+    if text == "all":
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a number of accounts or 'all', not {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,6 +142,7 @@ def _banner(handle) -> str:
             f"node (sepolia):  {handle.url}/sepolia/v3/{key}",
             f"WebSocket:       {handle.ws_url}/ws/v3/{key}",
             f"IPFS API:        {handle.url}/api/v0/<command> (Basic key:secret)",
+            f"wallet:          {handle.ws_url}/wallet (CAIP-25 sessions)",
             "",
             "Try:",
             f"  curl -s -X POST -H 'Content-Type: application/json' --data {call} \\",
@@ -115,9 +158,16 @@ def _banner(handle) -> str:
 
 def _run_serve(args: argparse.Namespace) -> int:
     from feeslab.devnet.server import start
+    from feeslab.devnet.wallet import WalletUser
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        user = WalletUser(
+            approve=not args.wallet_decline,
+            chains=args.wallet_chains,
+            deny_methods=args.wallet_deny_methods,
+            accounts_per_scope=args.wallet_accounts,
+        )
         handle = start(
             seed=args.seed,
             port=args.port,
@@ -127,8 +177,9 @@ def _run_serve(args: argparse.Namespace) -> int:
             credits_per_second=args.credits_per_second,
             block_time=args.block_time,
             blockstore=args.ipfs_dir,
+            wallet_user=user,
         )
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()

@@ -81,3 +81,28 @@ def test_parser_needs_a_subcommand_and_knows_serve_options():
         ["serve", "--latency-ms", "50", "--block-time", "0.5", "--daily-credits", "10"]
     )
     assert (args.port, args.latency_ms, args.block_time, args.daily_credits) == (8545, 50, 0.5, 10)
+
+
+def test_serve_passes_the_wallet_user_it_is_given(monkeypatch, capsys):
+    seen = {}
+
+    def fake_start(**options):
+        seen.update(options)
+        raise OSError("port in use (stopped here by the test)")
+
+    monkeypatch.setattr("feeslab.devnet.server.start", fake_start)
+    argv = ["serve", "--port", "0", "--wallet-chains", "eip155:1, eip155:137",
+            "--wallet-deny-methods", "eth_call", "--wallet-accounts", "0"]  # fmt: skip
+    assert main(argv) == 2
+    user = seen["wallet_user"]
+    assert {str(c) for c in user.chains} == {"eip155:1", "eip155:137"}
+    assert user.deny_methods == {"eth_call"} and user.accounts_per_scope == 0 and user.approve
+    assert main(["serve", "--port", "0", "--wallet-decline", "--wallet-accounts", "all"]) == 2
+    assert seen["wallet_user"].approve is False and seen["wallet_user"].accounts_per_scope is None
+    capsys.readouterr()
+    # a chain that breaks CAIP-2 is refused before anything starts, naming the field
+    seen.clear()
+    assert main(["serve", "--port", "0", "--wallet-chains", "eip155:1,not a chain"]) == 2
+    assert "chains[1]" in capsys.readouterr().err and not seen
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--wallet-accounts", "some"])
