@@ -7,23 +7,12 @@ uncle objects in <= 2 s. Figures to record with the machine they ran on, never a
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
+from _timing import median_seconds  # benchmarks/_timing.py
 
 from feeslab.frames import parse_base_fee_history, parse_blocks, parse_uncles
 
 REPEAT = 3
-
-
-def _median_seconds(fn, repeat: int = REPEAT) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def _gwei_strings(n: int) -> list[str]:
@@ -53,18 +42,20 @@ def bench() -> list[tuple[str, float, str]]:
     rows = []
     n = 1_000_000
     strings = _gwei_strings(n)
-    seconds = _median_seconds(lambda: parse_base_fee_history(strings, newest_block=20_000_000))
+    seconds = median_seconds(
+        lambda: parse_base_fee_history(strings, newest_block=20_000_000), REPEAT
+    )
     rows.append((f"frames: parse_base_fee_history ({n:,} strings)", seconds,
                  f"{n / seconds:,.0f} values/s"))  # fmt: skip
 
     rng = np.random.default_rng(1)
     m = 100_000
     uncles = [(12_000_000 + i, 0, _header(12_000_000 + i - 1 - i % 6, rng)) for i in range(m)]
-    seconds = _median_seconds(lambda: parse_uncles(uncles))
+    seconds = median_seconds(lambda: parse_uncles(uncles), REPEAT)
     rows.append((f"frames: parse_uncles ({m:,} uncles)", seconds, f"{m / seconds:,.0f} uncles/s"))
 
     blocks = [_header(15_000_000 + i, rng) for i in range(m)]
-    seconds = _median_seconds(lambda: parse_blocks(blocks))
+    seconds = median_seconds(lambda: parse_blocks(blocks), REPEAT)
     rows.append((f"frames: parse_blocks ({m:,} headers)", seconds, f"{m / seconds:,.0f} blocks/s"))
     return rows
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -29,6 +28,7 @@ import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
 import ipfs  # benchmarks/ipfs.py
 import uncle_scan  # benchmarks/uncle_scan.py
+from _timing import median_seconds  # benchmarks/_timing.py
 
 import feeslab.devnet
 from feeslab.devnet.chain import Chain, devnet_params
@@ -72,16 +72,6 @@ def bench_generation(seed: int) -> list[tuple[str, float, str]]:
     return rows
 
 
-def timed(fn, repeat: int) -> float:
-    """Median seconds of ``repeat`` runs of ``fn``."""
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def bench_http(dev) -> list[tuple[str, float, str]]:
     rows = []
     url = f"{dev.url}/v3/{dev.api_key}"
@@ -108,7 +98,7 @@ def bench_http(dev) -> list[tuple[str, float, str]]:
         for method, params_for in cases:
             run = batch(method, params_for)
             run()  # warm
-            seconds = timed(run, 5)
+            seconds = median_seconds(run, 5)
             rows.append((f"{method}, batches of {BATCH}", seconds,
                          f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
 
@@ -122,7 +112,7 @@ def bench_http(dev) -> list[tuple[str, float, str]]:
                 client.get(gas_url, auth=auth).raise_for_status()
 
         gas()
-        seconds = timed(gas, 5) / 20
+        seconds = median_seconds(gas, 5) / 20
         rows.append(("Gas API baseFeeHistory", seconds, f"{1 / seconds:,.0f} requests/s"))
     return rows
 
@@ -159,7 +149,7 @@ def bench_execution(client: httpx.Client, url: str, dev) -> list[tuple[str, floa
             assert all("result" in item for item in answer.json()), answer.text[:300]
 
         run()  # warm: builds the state at the head
-        seconds = timed(run, 5)
+        seconds = median_seconds(run, 5)
         rows.append((f"{name} (token), batches of {BATCH}", seconds,
                      f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
     return rows

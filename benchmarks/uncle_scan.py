@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
+from _timing import median_timed  # benchmarks/_timing.py
 from web3 import Web3
 
 import feeslab
@@ -204,15 +205,6 @@ def feeslab_cold(served: Served) -> tuple[list[Uncle], int, int]:
         lab.close()
 
 
-def _median_timed(fn, repeat: int):
-    samples, value = [], None
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        value = fn()
-        samples.append(time.perf_counter() - begin)
-    return statistics.median(samples), value
-
-
 def _same(name: str, found: list[Uncle], expected: list[Uncle]) -> None:
     if found != expected:
         missing = len(set(expected) - set(found))
@@ -226,7 +218,7 @@ def _same(name: str, found: list[Uncle], expected: list[Uncle]) -> None:
 def _rerun(lab: feeslab.Lab, expected: list[Uncle], repeat: int) -> tuple[float, int, int]:
     """Median seconds of ``repeat`` scans by ``lab``, and the calls and requests they sent."""
     calls, requests = lab.credits.calls, lab.node.transport.attempts
-    seconds, found = _median_timed(lambda: _uncles_of(lab), repeat)
+    seconds, found = median_timed(lambda: _uncles_of(lab), repeat)
     _same("feeslab (warm cache)", found, expected)
     return seconds, lab.credits.calls - calls, lab.node.transport.attempts - requests
 
