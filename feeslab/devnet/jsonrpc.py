@@ -232,11 +232,6 @@ def run_call(call: Call, ctx: CallContext, dispatch: Dispatcher) -> bytes | None
             # geth: subscriptions need a connection that can push
             raise RpcError(METHOD_NOT_FOUND, "notifications not supported")
         result = dispatch(ctx, call.method, call.params)
-        if isinstance(result, Encoded):
-            if call.notification:
-                return None
-            call_id = str(call.id).encode() if type(call.id) is int else encode(call.id)
-            return b'{"jsonrpc":"2.0","id":' + call_id + b',"result":' + result + b"}"
         response = {"jsonrpc": "2.0", "id": call.id, "result": result}
     except RpcError as exc:
         response = error_object(call.id, exc)
@@ -245,6 +240,9 @@ def run_call(call: Call, ctx: CallContext, dispatch: Dispatcher) -> bytes | None
         response = error_object(call.id, RpcError(INTERNAL_ERROR, "internal error"))
     if call.notification:
         return None
+    if isinstance(response.get("result"), Encoded):  # already JSON: spliced in as is
+        call_id = str(call.id).encode() if type(call.id) is int else encode(call.id)
+        return b'{"jsonrpc":"2.0","id":' + call_id + b',"result":' + response["result"] + b"}"
     return _encode_response(call, response)
 
 

@@ -980,7 +980,7 @@ def _encoded_block(ctx: Any, tag: int | str, full_tx: bool) -> Any:
 def _encoded_uncle(ctx: Any, tag: int | str, index: int) -> Any:
     chain = ctx.chain
     number = resolve_tag(chain, tag)
-    if tag == "pending" or not 0 <= number <= chain.head():
+    if not 0 <= number <= chain.head():  # pending (head + 1) included: its block may change
         return eth_get_uncle_by_block_number_and_index(ctx, tag, index)
     return ENCODED.get(
         (chain.history, "uncle", number, index),

@@ -592,7 +592,30 @@ def _client_kwargs(
 # -- async ---------------------------------------------------------------------------------------
 
 
-class AsyncHTTPTransport:
+class _CoreReports:
+    """What every transport reports from its ``_Core``: a repr without secrets, and counts."""
+
+    _core: _Core
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._where()}>"
+
+    def _where(self) -> str:
+        """The endpoint, with any key or secret in it masked."""
+        return redact(self._core.url, self._core.secrets)
+
+    @property
+    def credits_spent(self) -> int:
+        """Credits the service charged this transport so far (by the cost table)."""
+        return self._core.credits_spent
+
+    @property
+    def attempts(self) -> int:
+        """Requests sent so far, retries included."""
+        return self._core.attempts
+
+
+class AsyncHTTPTransport(_CoreReports):
     """JSON-RPC over HTTP for ``asyncio`` code.
 
     Parameters
@@ -665,19 +688,6 @@ class AsyncHTTPTransport:
             transport=transport, **_client_kwargs(url, timeout, headers, auth)
         )
 
-    def __repr__(self) -> str:
-        return f"<AsyncHTTPTransport {redact(self._core.url, self._core.secrets)}>"
-
-    @property
-    def credits_spent(self) -> int:
-        """Credits the service charged this transport so far (by the cost table)."""
-        return self._core.credits_spent
-
-    @property
-    def attempts(self) -> int:
-        """HTTP requests sent so far, retries included."""
-        return self._core.attempts
-
     async def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
         """Send ``calls`` (split into batches, run concurrently); results in call order."""
         calls = list(calls)
@@ -728,7 +738,7 @@ class AsyncHTTPTransport:
 # -- sync ----------------------------------------------------------------------------------------
 
 
-class HTTPTransport:
+class HTTPTransport(_CoreReports):
     """JSON-RPC over HTTP, blocking: the twin of ``AsyncHTTPTransport``.
 
     Batches run on a private thread pool through one ``httpx.Client``; no event loop is used,
@@ -784,19 +794,6 @@ class HTTPTransport:
         )
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"<HTTPTransport {redact(self._core.url, self._core.secrets)}>"
-
-    @property
-    def credits_spent(self) -> int:
-        """Credits the service charged this transport so far (by the cost table)."""
-        return self._core.credits_spent
-
-    @property
-    def attempts(self) -> int:
-        """HTTP requests sent so far, retries included."""
-        return self._core.attempts
 
     def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
         """Send ``calls`` (split into batches, run concurrently); results in call order."""

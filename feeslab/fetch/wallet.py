@@ -209,7 +209,7 @@ class AsyncWalletClient:
         """The session as last known: created, read, or changed by the user."""
 
     def __repr__(self) -> str:
-        return f"<AsyncWalletClient {self._transport._redact(self._transport._core.url)}>"
+        return f"<AsyncWalletClient {self._transport._where()}>"
 
     # -- requests ----------------------------------------------------------------------------
 

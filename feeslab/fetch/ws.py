@@ -61,6 +61,7 @@ from feeslab.fetch.transport import (
     _build_body,
     _chunks,
     _Core,
+    _CoreReports,
     _Retry,
     _service_says,
     gather_or_cancel,
@@ -149,7 +150,7 @@ class AsyncSubscription:
         self._end(None)
 
 
-class AsyncWebSocketTransport:
+class AsyncWebSocketTransport(_CoreReports):
     """JSON-RPC over one WebSocket connection, for ``asyncio`` code.
 
     Parameters
@@ -210,19 +211,6 @@ class AsyncWebSocketTransport:
         self._early: dict[str, list[Any]] = {}  # notifications that beat their subscribe answer
         self._exhausted: CreditsExhausted | None = None
         self._closing = False
-
-    def __repr__(self) -> str:
-        return f"<AsyncWebSocketTransport {self._redact(self._core.url)}>"
-
-    def _redact(self, text: str) -> str:
-        from feeslab.fetch.errors import redact
-
-        return redact(text, self._core.secrets)
-
-    @property
-    def credits_spent(self) -> int:
-        """Credits the service charged this transport so far (by the cost table)."""
-        return self._core.credits_spent
 
     @property
     def connected(self) -> bool:

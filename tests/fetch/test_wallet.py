@@ -289,3 +289,7 @@ def test_wallet_errors_sit_in_the_one_tree():
     assert type(WalletError.from_wallet({"code": 5000, "message": "?"})) is WalletError
     revert = WalletError.from_wallet({"code": 3, "message": "execution reverted", "data": "0x"})
     assert isinstance(revert, RevertError)
+
+
+def test_repr_names_the_client_and_where_it_connects(wallet, devnet):
+    assert repr(wallet) == f"<WalletClient {devnet.ws_url}/wallet>"
