@@ -114,8 +114,11 @@ def format_new_head(block: Any) -> dict[str, Any]:
 def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     """A canonical (or pending) block as ``eth_getBlockBy*`` returns it.
 
-    The pending block has ``number``, ``hash``, ``nonce`` and ``logsBloom`` null (interface
-    §2.4) and ``miner`` null (geth); its total difficulty is not known yet, so it is null too.
+    The pending block answers as geth does today (internal/ethapi ``GetBlockByNumber``): its
+    number is the head's + 1 and its bloom is filled; ``hash``, ``nonce`` and ``miner`` are
+    null. (The interface's table, §2.4, also lists ``number`` and ``logsBloom`` as null, from
+    older geth; clients such as ethers' ``getBlock('pending')`` need the number.) Its total
+    difficulty is not known yet, so it is null too.
     """
     fields = format_header(block.header)
     fields["hash"] = data(block.hash)
@@ -124,7 +127,7 @@ def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     fields["transactions"] = []
     fields["uncles"] = [data(u.hash) for u in block.uncles]
     if pending:
-        for key in ("number", "hash", "nonce", "logsBloom", "miner", "totalDifficulty"):
+        for key in ("hash", "nonce", "miner", "totalDifficulty"):
             fields[key] = None
     return dict(sorted(fields.items()))
 
@@ -484,14 +487,6 @@ def call_args_param(value: Any) -> CallArgs:
         attribute, decode = _CALL_FIELDS[name]
         fields[attribute] = None if item is None else decode(item, name)
     return CallArgs(**fields)
-
-
-def call_args_with_from_param(value: Any) -> CallArgs:
-    """eth_call's call object: ``from`` is required (interface §2.2; geth defaults it)."""
-    args = call_args_param(value)
-    if args.sender is None:
-        raise _ArgError('missing required field "from" in transaction call object')
-    return args
 
 
 class _NoBlock:
@@ -881,8 +876,9 @@ def eth_get_storage_at(ctx: Any, address: bytes, key: str, tag: Any) -> str:
 def eth_call(ctx: Any, args: CallArgs, tag: Any) -> str:
     """Execute a message call on the state after block ``tag``; nothing is kept.
 
-    Deviation from geth: ``from`` is required (interface §2.2: "eth_call: required"); geth
-    would run a call without it from the zero address. The gas is the request's, capped at
+    A call without ``from`` runs from the zero address, as on geth (the service's nodes):
+    the interface's table marks it required, but every client's default read omits it. The
+    gas is the request's, capped at
     10x the block gas limit (interface §8), or that cap when none is given.
     """
     executor, request = _prepare(ctx, args, tag)
@@ -922,7 +918,7 @@ METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], i
     "eth_gasPrice": (eth_gas_price, (), 0),
     "eth_maxPriorityFeePerGas": (eth_max_priority_fee_per_gas, (), 0),
     "eth_getStorageAt": (eth_get_storage_at, (address_param, string_param, _BH), 2),
-    "eth_call": (eth_call, (call_args_with_from_param, _BH), 2),
+    "eth_call": (eth_call, (call_args_param, _BH), 2),
     "eth_estimateGas": (eth_estimate_gas, (call_args_param, _BH), 1),
 }
 
