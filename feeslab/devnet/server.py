@@ -25,7 +25,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -97,6 +97,8 @@ class Devnet:
     ipfs : IpfsNode or None
         The storage API's node (``feeslab.devnet.ipfs``); ``serve`` opens the default one
         when None.
+    wallet_allow_origins : tuple of str
+        Browser origins besides loopback pages that may open ``WS /wallet`` (``"*"``: any).
     """
 
     seed: int
@@ -111,6 +113,7 @@ class Devnet:
     info_extra: dict[str, Any] = field(default_factory=dict)
     wallet_user: Any = None
     ipfs: Any = None
+    wallet_allow_origins: tuple[str, ...] = ()
 
     @cached_property
     def wallet(self) -> Any:
@@ -121,7 +124,11 @@ class Devnet:
         with _WALLET_LOCK:
             if "wallet" not in self.__dict__:  # another thread may have made it meanwhile
                 self.__dict__["wallet"] = DevnetWallet(
-                    self.chains, self.seed, user=self.wallet_user, format_head=self.format_new_head
+                    self.chains,
+                    self.seed,
+                    user=self.wallet_user,
+                    format_head=self.format_new_head,
+                    ledger=self.ledger,  # metered like the key's other traffic
                 )
             return self.__dict__["wallet"]
 
@@ -354,6 +361,7 @@ def start(
     warm: bool = True,
     wallet_user: Any = None,
     blockstore: str | os.PathLike | None = None,
+    wallet_allow_origin: str | Iterable[str] | None = None,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -390,14 +398,20 @@ def start(
         The IPFS node's blockstore directory, kept across restarts. Default
         ``<cache>/devnet/ipfs``, shared by the devnets of this machine (``FEESLAB_CACHE_DIR``
         moves ``<cache>``); a temporary directory when ``FEESLAB_DEVNET_CACHE=0``.
+    wallet_allow_origin : str or list of str, optional
+        Browser origins (``https://dapp.example``) besides loopback pages that may open
+        ``WS /wallet``; ``"*"`` allows any page. Default none: a page of another origin is
+        refused (403), so it cannot drive the wallet's user, who approves everything.
 
     Returns
     -------
     DevnetHandle
     """
     from feeslab.devnet.ipfs import IpfsNode
+    from feeslab.devnet.wallet import check_allowed_origins
 
     _check_host(host, allow_remote)
+    allowed_origins = check_allowed_origins(wallet_allow_origin)
     devnet = Devnet(
         seed=seed,
         chains=build_chains(seed, block_time=block_time),
@@ -409,6 +423,7 @@ def start(
         latency_ms=latency_ms,
         wallet_user=wallet_user,
         ipfs=IpfsNode.open(blockstore),
+        wallet_allow_origins=allowed_origins,
     )
     handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
     if warm:
