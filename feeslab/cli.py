@@ -99,6 +99,14 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="accounts granted per chain: a number (0 for none) or 'all' (default 1)",
     )
+    user.add_argument(
+        "--wallet-allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=None,
+        help="a browser origin (https://dapp.example) besides loopback pages that may open "
+        "WS /wallet; repeat for more, '*' for any (default: loopback pages only)",
+    )
     serve.set_defaults(func=_run_serve)
 
 
@@ -178,6 +186,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             block_time=args.block_time,
             blockstore=args.ipfs_dir,
             wallet_user=user,
+            wallet_allow_origin=args.wallet_allow_origin,
         )
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)

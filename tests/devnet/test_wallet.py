@@ -16,7 +16,7 @@ import pytest
 import websockets
 
 from feeslab.caip import ChainId
-from feeslab.devnet import start
+from feeslab.devnet import spawn, start
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.wallet import SOLANA_MAINNET, DevnetWallet, WalletUser
@@ -783,3 +783,21 @@ def test_closing_the_socket_ends_its_session(devnet):
             break
         asyncio.run(asyncio.sleep(0.02))
     assert len(wallet.connections) == during - 1
+
+
+def test_feeslab_serve_wallet_allow_origin():
+    page = "https://dapp.example"
+    with spawn(seed=7, wallet_allow_origin=page) as served:
+        url = f"{served.ws_url}/wallet"
+
+        async def run(origin: str) -> dict:
+            async with websockets.connect(url, origin=origin) as ws:
+                await ws.send(json.dumps(rpc("wallet_getSession", {})))
+                return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+        assert asyncio.run(run(page))["result"] == {"sessionScopes": {}}
+        with pytest.raises(websockets.InvalidStatus) as info:
+            asyncio.run(run("https://other.example"))
+        assert info.value.response.status_code == 403
+    with pytest.raises(RuntimeError, match=r"wallet_allow_origin: 'dapp\.example'"):
+        spawn(seed=7, wallet_allow_origin="dapp.example")
