@@ -383,6 +383,10 @@ class IpfsNode:
     def resolve(self, path: str) -> CID:
         """A ``/ipfs/<cid>/a/b`` or ``<cid>/a/b`` path to the CID it names."""
         text = path.strip()
+        segments = [p for p in text.split("/") if p]
+        if not segments or (text.startswith("/") and len(segments) < 2):
+            # boxo's path.ErrInsufficientComponents: "", "/", "/ipfs/", "/ipfs//"
+            raise _client_error(f'invalid path "{path}": path does not have enough components')
         if text.startswith("/ipns/"):
             raise CommandError(f'could not resolve name "{text}": IPNS is not served here')
         if text.startswith("/ipfs/"):
