@@ -270,9 +270,12 @@ async def devnet_wallet_user(request: Request) -> Response:
         return _unauthorized(problem, basic=True)
     if request.method != "POST":
         return _rejected(None, 405, {"error": "method not allowed"}, {"Allow": "POST"})
+    raw = await _read_body(request)  # capped as the JSON-RPC route is
+    if raw is None:
+        return _json({"error": f"content length too large (limit {MAX_BODY_BYTES} bytes)"}, 413)
     try:
-        edits = json.loads(await request.body() or b"{}")
-    except ValueError:
+        edits = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return _json({"error": "the body must be a JSON object"}, 400)
     unknown = sorted(set(edits) - set(USER_EDITS)) if isinstance(edits, dict) else None
     if unknown is None or unknown:

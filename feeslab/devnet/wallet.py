@@ -403,8 +403,10 @@ class DevnetWallet:
         CaipError
             A malformed chain or account ID, or an account this wallet does not hold.
         """
+        if not isinstance(revoke, bool):
+            raise CaipError("revoke", "must be true or false", revoke)
         edit = _GrantEdit(
-            revoke=bool(revoke),
+            revoke=revoke,
             chains=frozenset(
                 ChainId.parse(c, field=f"remove_chains[{i}]")
                 for i, c in enumerate(_listed(remove_chains, "remove_chains"))
@@ -433,7 +435,11 @@ class DevnetWallet:
 def _listed(values: Iterable[str], where: str) -> list[str]:
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
         raise CaipError(where, "must be a list of strings", values)
-    return list(values)
+    listed = list(values)
+    for i, value in enumerate(listed):
+        if not isinstance(value, str):
+            raise CaipError(f"{where}[{i}]", "must be a string", value)
+    return listed
 
 
 @dataclass(frozen=True)

@@ -767,6 +767,34 @@ def test_playing_the_user_over_http_reaches_websocket_clients(devnet):
     assert list(note["params"]["sessionScopes"]) == ["eip155:1"]
 
 
+@pytest.mark.parametrize(
+    ("edits", "field"),
+    [
+        ({"remove_methods": [[]]}, "remove_methods[0]"),
+        ({"remove_methods": [{}]}, "remove_methods[0]"),
+        ({"remove_chains": ["eip155:1", 7]}, "remove_chains[1]"),
+        ({"remove_accounts": [None]}, "remove_accounts[0]"),
+        ({"add_accounts": [["x"]]}, "add_accounts[0]"),
+        ({"remove_methods": "eth_call"}, "remove_methods"),
+        ({"revoke": "yes"}, "revoke"),
+        ({"revoke": 1}, "revoke"),
+    ],
+)
+def test_playing_the_user_checks_shapes(devnet, edits, field):
+    auth = (devnet.api_key, devnet.api_key_secret)
+    answer = httpx.post(f"{devnet.url}/devnet/wallet", json=edits, auth=auth, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"].startswith(f"{field}:")
+
+
+def test_playing_the_user_caps_the_body(devnet):
+    auth = (devnet.api_key, devnet.api_key_secret)
+    body = b'{"remove_methods": ["' + b"x" * (6 * 1024 * 1024) + b'"]}'
+    answer = httpx.post(f"{devnet.url}/devnet/wallet", content=body, auth=auth, timeout=60)
+    assert answer.status_code == 413
+    assert "5242880" in answer.json()["error"]
+
+
 def test_closing_the_socket_ends_its_session(devnet):
     wallet = devnet.wallet
 
