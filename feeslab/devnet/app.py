@@ -37,7 +37,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
@@ -134,18 +134,39 @@ async def _read_body(request: Request) -> bytes | None:
     too_big = declared.isdigit() and int(declared) > MAX_BODY_BYTES
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            too_big = True
-        if too_big:
-            # keep reading so the client sees our 413 instead of a reset connection
-            chunks.clear()
-            if size > DRAIN_LIMIT:
-                break
-            continue
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                too_big = True
+            if too_big:
+                # keep reading so the client sees our 413 instead of a reset connection
+                chunks.clear()
+                if size > DRAIN_LIMIT:
+                    break
+                continue
+            chunks.append(chunk)
+    except ClientDisconnect:
+        _log_disconnect(request, size)
+        raise
     return None if too_big else b"".join(chunks)
+
+
+def _log_disconnect(request: Request, received: int | None = None) -> None:
+    """One line for a client that hung up before sending its whole request."""
+    client = request.client
+    where = f"{client.host}:{client.port}" if client else "a client"
+    declared = request.headers.get("content-length", "?")
+    got = "" if received is None else f" after {received} of {declared[:20]} body bytes"
+    log.info("%s disconnected%s (%s %s)", where, got, request.method, request.url.path[:80])
+    request.state.disconnect_logged = True
+
+
+async def client_gone(request: Request, exc: Exception) -> Response:
+    """A client hung up mid-request: one log line, no traceback, nobody to answer."""
+    if not getattr(request.state, "disconnect_logged", False):
+        _log_disconnect(request)
+    return Response(None, 400)
 
 
 # -- node JSON-RPC over HTTP ------------------------------------------------------------------
@@ -501,7 +522,11 @@ def create_app(devnet: Devnet) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(LatencyMiddleware, latency_ms=devnet.latency_ms)],
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            ClientDisconnect: client_gone,
+            Exception: server_error,
+        },
     )
     app.state.devnet = devnet
     return app

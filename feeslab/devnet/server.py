@@ -27,13 +27,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import uvicorn
 
 from feeslab.devnet import gasapi, rpc
-from feeslab.devnet._trailers import TrailerH11Protocol
+from feeslab.devnet._trailers import DEFAULT_READ_TIMEOUT, TrailerH11Protocol
 from feeslab.devnet.auth import Credentials
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.credits import CreditLedger
@@ -43,6 +43,10 @@ TEAM_PLAN_DAILY_CREDITS = 75_000_000
 TEAM_PLAN_CREDITS_PER_SECOND = 40_000
 DEFAULT_DAILY_CREDITS = TEAM_PLAN_DAILY_CREDITS
 DEFAULT_CREDITS_PER_SECOND = TEAM_PLAN_CREDITS_PER_SECOND
+
+KEEP_ALIVE_TIMEOUT = 5.0
+"""Seconds an idle connection stays open between two requests (uvicorn's timeout_keep_alive;
+geth's HTTP server allows 120 s, Go's default idle timeout)."""
 
 WS_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """geth's WebSocket read limit; a larger message closes the connection with 1009."""
@@ -305,8 +309,19 @@ def _wait_until_serving(server: uvicorn.Server, thread: threading.Thread, addr: 
         pass
 
 
-def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False):
+def serve(
+    devnet: Devnet,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    allow_remote: bool = False,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+):
     """Serve an already-built ``Devnet`` on a background thread.
+
+    ``read_timeout`` [s]: a client must send a request's headers within it, and may not pause
+    longer in a body (``feeslab.devnet._trailers``); idle connections close after
+    ``min(KEEP_ALIVE_TIMEOUT, read_timeout)``.
 
     Returns
     -------
@@ -327,7 +342,9 @@ def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remot
         lifespan="on",
         ws="websockets-sansio",  # supports denial responses; the legacy one warns on import
         ws_max_size=WS_MAX_MESSAGE_BYTES,
-        http=TrailerH11Protocol,  # h11 with response trailers (the IPFS X-Stream-Error)
+        # h11 with response trailers (the IPFS X-Stream-Error) and header/body read timeouts
+        http=partial(TrailerH11Protocol, read_timeout=read_timeout),
+        timeout_keep_alive=min(KEEP_ALIVE_TIMEOUT, read_timeout),
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
@@ -362,6 +379,7 @@ def start(
     wallet_user: Any = None,
     blockstore: str | os.PathLike | None = None,
     wallet_allow_origin: str | Iterable[str] | None = None,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -402,6 +420,9 @@ def start(
         Browser origins (``https://dapp.example``) besides loopback pages that may open
         ``WS /wallet``; ``"*"`` allows any page. Default none: a page of another origin is
         refused (403), so it cannot drive the wallet's user, who approves everything.
+    read_timeout : float
+        Seconds a client has to send a request's headers, and the longest pause allowed in a
+        body (default 10); idle keep-alive connections close after 5 s (or this, if less).
 
     Returns
     -------
@@ -425,7 +446,11 @@ def start(
         ipfs=IpfsNode.open(blockstore),
         wallet_allow_origins=allowed_origins,
     )
-    handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
+    if not read_timeout > 0:
+        raise ValueError(f"read_timeout must be > 0 seconds, not {read_timeout!r}")
+    handle = serve(
+        devnet, host=host, port=port, allow_remote=allow_remote, read_timeout=read_timeout
+    )
     if warm:
         threading.Thread(
             target=_warm, args=(devnet.chains,), name="devnet-warm", daemon=True

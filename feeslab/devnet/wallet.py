@@ -649,7 +649,12 @@ class WalletConnection:
                 heads = self._heads.get(chain)
                 if heads is None:
                     prefix = f"wallet:{self.serial}:{chain}"
-                    heads = HeadSubscriptions(wallet.chain(chain), wallet.format_head, prefix)
+                    heads = HeadSubscriptions(
+                        wallet.chain(chain),
+                        wallet.format_head,
+                        prefix,
+                        elsewhere=lambda chain=chain: self._held(chain),
+                    )
                     self._heads[chain] = heads
             if method == "eth_subscribe":
                 if "eth_subscription" not in scope.notifications:
@@ -661,6 +666,10 @@ class WalletConnection:
         wallet.charge(method)
         ctx = CallContext(chain=wallet.chain(chain), chains=wallet.chains, transport="ws")
         return rpc.dispatch(ctx, method, params)
+
+    def _held(self, besides: ChainId) -> int:
+        """Subscriptions this connection holds on chains other than ``besides``."""
+        return sum(len(h) for c, h in list(self._heads.items()) if c != besides)
 
     def _granted_account(self, scope: Scope, address: Any) -> AccountId:
         if isinstance(address, str):
