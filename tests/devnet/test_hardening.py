@@ -218,3 +218,24 @@ def test_wallet_subscriptions_per_connection_are_capped(devnet):
     answers = asyncio.run(run())
     assert all("result" in a for a in answers[:limit])
     assert answers[limit]["error"]["code"] == -32005
+
+
+def test_an_ipfs_upload_cut_short_logs_one_line(devnet, log):
+    import base64
+
+    auth = base64.b64encode(f"{devnet.api_key}:{devnet.api_key_secret}".encode()).decode()
+    head = (
+        "POST /api/v0/add HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Basic {auth}\r\n"
+        "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 5000\r\n\r\n"
+    ).encode()
+    part = b'--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\nhello'
+    with socket.create_connection(address(devnet)) as sock:
+        sock.sendall(head + part)
+        time.sleep(0.2)
+    time.sleep(0.5)
+    text = log.text()
+    assert "Traceback" not in text and not any(r.exc_info for r in log.records), text
+    lines = [r for r in log.records if "disconnected" in r.getMessage()]
+    assert len(lines) == 1, text
+    assert "/api/v0/add" in lines[0].getMessage()
