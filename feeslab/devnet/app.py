@@ -10,7 +10,8 @@ Routes (``{key}`` is the API key; mainnet also answers without a network prefix)
 ``GET /v3/{key}/networks/{chain_id}/{endpoint}``  Gas API, key only
 ``GET /devnet/credits``, ``/devnet/info``  the ledger and the chains (HTTP Basic)
 ``GET /devnet/contracts``                  deployed contracts, ABIs, storage layouts
-``WS /wallet``                             the multichain wallet API (CAIP-25), no key
+``WS /wallet``                             the multichain wallet API (CAIP-25), no key;
+                                           loopback (or allowed) browser origins only
 ``POST /devnet/wallet``                    play the wallet's user: change the grants of open
                                            sessions (HTTP Basic; body: ``DevnetWallet.
                                            change_grant`` options as JSON)
