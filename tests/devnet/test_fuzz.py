@@ -262,10 +262,25 @@ def wallet_messages(draw) -> str:
     return json.dumps(body)
 
 
+GRANT_ALL = json.dumps({
+    "jsonrpc": "2.0", "id": "grant", "method": "wallet_createSession",
+    "params": {"optionalScopes": {
+        "eip155:1": {"methods": [*METHODS, "eth_subscribe", "eth_unsubscribe", "personal_sign"],
+                     "notifications": ["eth_subscription"]},
+        "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": {"methods": ["signMessage"]}}},
+})  # fmt: skip
+
+
 @FUZZ
-@given(messages=st.lists(st.one_of(wallet_messages(), rpc_bodies), min_size=1, max_size=4))
-def test_wallet(served, messages):
-    asyncio.run(exchange(f"{served['WS URL']}/wallet", messages))
+@given(messages=st.lists(st.one_of(wallet_messages(), rpc_bodies), min_size=1, max_size=4),
+       granted=st.booleans())  # fmt: skip
+def test_wallet(served, messages, granted):
+    # half the cases start with a session granting everything, so invocations reach the chain
+    # and the wallet's own signing
+    opening = [GRANT_ALL] if granted else []
+    answers = asyncio.run(exchange(f"{served['WS URL']}/wallet", opening + messages))
+    if granted:
+        assert "sessionScopes" in answers[0]["result"]
 
 
 # -- Gas API ---------------------------------------------------------------------------------
