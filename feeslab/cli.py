@@ -72,6 +72,13 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="the IPFS node's blockstore directory, kept across restarts "
         "(default: <cache>/devnet/ipfs)",
     )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send a request's headers, and the longest pause in a "
+        "body, before its connection is closed (default %(default)s)",
+    )
     user = serve.add_argument_group(
         "the wallet's user (what the person at WS /wallet approves of a connection request)"
     )
@@ -187,6 +194,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             blockstore=args.ipfs_dir,
             wallet_user=user,
             wallet_allow_origin=args.wallet_allow_origin,
+            read_timeout=args.read_timeout,
         )
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)

@@ -239,3 +239,15 @@ def test_an_ipfs_upload_cut_short_logs_one_line(devnet, log):
     lines = [r for r in log.records if "disconnected" in r.getMessage()]
     assert len(lines) == 1, text
     assert "/api/v0/add" in lines[0].getMessage()
+
+
+def test_feeslab_serve_read_timeout():
+    from feeslab.devnet import spawn
+
+    with spawn(seed=7, read_timeout=0.5) as served:
+        host, port = served.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            took = closed_within(sock, 5)
+    assert took is not None and took < 3
+    with pytest.raises(RuntimeError, match="read_timeout must be > 0"):
+        spawn(seed=7, read_timeout=0)
