@@ -908,9 +908,12 @@ async def wallet_ws(websocket: WebSocket) -> None:
             "(allow others with feeslab serve --wallet-allow-origin ORIGIN, or "
             "feeslab.devnet.start(wallet_allow_origin=[...]))"
         }
-        await websocket.send_denial_response(
-            Response(encode(body), 403, media_type="application/json")
-        )
+        try:
+            await websocket.send_denial_response(
+                Response(encode(body), 403, media_type="application/json")
+            )
+        except RuntimeError:  # a server without denial responses: refuse as the close reason
+            await websocket.close(code=1008, reason="origin not allowed")
         return
     await websocket.accept()
     await _WalletSocket(websocket, devnet).run()
