@@ -36,6 +36,7 @@ import httpcore
 import httpx
 
 from feeslab import unixfs
+from feeslab.fetch._redact import redact, register_secrets, scrub_exception
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -611,10 +612,11 @@ class _Base:
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         self._secrets = [api_key, api_key_secret]
+        register_secrets(api_key, api_key_secret)
         self._options = {"timeout": timeout, "retries": retries}
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.base_url}>"
+        return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
 
     def _url(self, command: str) -> str:
         return f"{self.base_url}/api/v0/{command}"
@@ -630,6 +632,7 @@ class _Base:
     def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
         """Return to try again; raise ``TransportError`` when this was the last try."""
         if last or not isinstance(exc, httpx.ConnectError):
+            scrub_exception(exc, self._secrets)  # its request's Basic header shows no secret
             error = TransportError(
                 f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
             )
@@ -641,6 +644,7 @@ class _Base:
             raise _error(command, response, body, self._secrets)
 
     def _cut(self, command: str, exc: httpx.TransportError) -> IpfsStreamError:
+        scrub_exception(exc, self._secrets)
         return IpfsStreamError(
             f"{command}: the connection failed mid-answer: {exc}",
             command=command,

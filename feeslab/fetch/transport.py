@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import http_status_cost, method_cost
+from feeslab.fetch._redact import register_secrets, scrub_exception
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -393,6 +394,7 @@ def _check_options(
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
+        scrub_exception(exc, _secrets_of(url, 0))  # it stays chained as __context__
         raise ConfigError(f"invalid url {url!r}: {exc}", secrets=_secrets_of(url, 0)) from None
     if parsed.scheme not in schemes or not parsed.host:
         raise ConfigError(
@@ -432,6 +434,7 @@ class _Core:
         self.clock = clock
         self.rng = rng or random.Random()
         self.secrets = _secrets_of(url, auth)
+        register_secrets(*self.secrets)  # and mask them in httpx's and websockets' log records
         self.governor = (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )
@@ -508,6 +511,7 @@ class _Core:
 
     def transport_error(self, exc: httpx.HTTPError) -> _Retry:
         kind = type(exc).__name__
+        scrub_exception(exc, self.secrets)  # the cause keeps its type; its request shows no key
         text = redact(str(exc) or kind, self.secrets)
         error = TransportError(f"{kind}: {text}", secrets=self.secrets)
         error.__cause__ = exc
