@@ -33,7 +33,9 @@ import httpx
 __all__ = [
     "LOG_FILTER",
     "REDACTED",
+    "RedactedError",
     "RedactingFilter",
+    "describe",
     "install_log_filter",
     "redact",
     "register_secrets",
@@ -42,6 +44,9 @@ __all__ = [
 
 REDACTED = "***"
 _MIN_SECRET = 4  # a shorter "secret" would shred ordinary text
+# registered secrets apply to every text of the process: a short one ("wrong", "test") would
+# mask ordinary words; real keys and secrets are 32 characters
+_MIN_REGISTERED = 8
 
 # /v3/<key> (node and key-only Gas API paths); the key is anything up to the next separator
 _V3_KEY = re.compile(r"(/v3/)[^/?#\s\"'<>]+")
@@ -81,7 +86,7 @@ def register_secrets(*secrets: str | None) -> None:
     life of the process (a client's key may be in a record logged after it closed).
     """
     global _registered_pattern
-    values = [s for s in _with_basic_forms(secrets) if len(s) >= _MIN_SECRET]
+    values = [s for s in _with_basic_forms(secrets) if len(s) >= _MIN_REGISTERED]
     with _lock:
         if not set(values) <= _registered:
             _registered.update(values)
@@ -289,6 +294,26 @@ def scrub_exception(exc: BaseException, secrets: Iterable[str] = ()) -> BaseExce
     if _leaks(exc, secrets):
         return _stand_in(exc, secrets)
     return exc
+
+
+def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """What happened, for a feeslab error's message: ``"ConnectError: [Errno 111] Connection
+    refused"``, the exception scrubbed first (:func:`scrub_exception`).
+
+    A timeout with no text of its own (anyio's) says ``timed out``; another exception with
+    none borrows its first cause's.
+    """
+    scrub_exception(exc, secrets)
+    text = str(exc).strip()
+    if not text and isinstance(exc, TimeoutError | httpx.TimeoutException):
+        text = "timed out"  # anyio's own text is a cancel scope's id: noise
+    link = exc.__cause__ or exc.__context__
+    for _ in range(8):  # the chains here are short; a cycle must not spin
+        if link is None or text:
+            break
+        text = str(link).strip()
+        link = link.__cause__ or link.__context__
+    return f"{type(exc).__name__}: {redact(text, secrets)}" if text else type(exc).__name__
 
 
 def _clean_after(exc: BaseException, secrets: Iterable[str]) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from feeslab.fetch._redact import register_secrets, scrub_exception
+from feeslab.fetch._redact import describe, register_secrets
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.errors import (
@@ -88,8 +88,8 @@ class GasClient:
                 answer = self._client.get(url)
             except httpx.HTTPError as exc:
                 if attempt == self.retries:
-                    scrub_exception(exc, self._secrets)  # no key in its request's URL/headers
-                    message = f"Gas API unreachable: {type(exc).__name__}: {exc}"
+                    # no key in its request's URL/headers
+                    message = f"Gas API unreachable: {describe(exc, self._secrets)}"
                     raise TransportError(message, secrets=self._secrets) from exc
                 self._sleep(min(8.0, 0.25 * 2**attempt))
                 continue

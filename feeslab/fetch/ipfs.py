@@ -36,7 +36,7 @@ import httpcore
 import httpx
 
 from feeslab import unixfs
-from feeslab.fetch._redact import redact, register_secrets, scrub_exception
+from feeslab.fetch._redact import describe, redact, register_secrets
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -632,9 +632,11 @@ class _Base:
     def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
         """Return to try again; raise ``TransportError`` when this was the last try."""
         if last or not isinstance(exc, httpx.ConnectError):
-            scrub_exception(exc, self._secrets)  # its request's Basic header shows no secret
+            # describe() scrubs it: its request's Basic header shows no secret
+            reached = describe(exc, self._secrets)
             error = TransportError(
-                f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
+                f"{command}: the storage API could not be reached: {reached}",
+                secrets=self._secrets,
             )
             raise error from exc
 
@@ -644,9 +646,8 @@ class _Base:
             raise _error(command, response, body, self._secrets)
 
     def _cut(self, command: str, exc: httpx.TransportError) -> IpfsStreamError:
-        scrub_exception(exc, self._secrets)
         return IpfsStreamError(
-            f"{command}: the connection failed mid-answer: {exc}",
+            f"{command}: the connection failed mid-answer: {describe(exc, self._secrets)}",
             command=command,
             secrets=self._secrets,
         )

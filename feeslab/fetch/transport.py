@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import http_status_cost, method_cost
-from feeslab.fetch._redact import register_secrets, scrub_exception
+from feeslab.fetch._redact import describe, register_secrets, scrub_exception
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -510,10 +510,8 @@ class _Core:
         return error
 
     def transport_error(self, exc: httpx.HTTPError) -> _Retry:
-        kind = type(exc).__name__
-        scrub_exception(exc, self.secrets)  # the cause keeps its type; its request shows no key
-        text = redact(str(exc) or kind, self.secrets)
-        error = TransportError(f"{kind}: {text}", secrets=self.secrets)
+        # the cause keeps its type; its request shows no key
+        error = TransportError(describe(exc, self.secrets), secrets=self.secrets)
         error.__cause__ = exc
         return _Retry(error)
 
