@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, S
 from typing import Any, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from feeslab.fetch._redact import scrub_exception
 from feeslab.fetch.errors import (
@@ -240,6 +240,10 @@ class AsyncWebSocketTransport(_CoreReports):
             except InvalidStatus as exc:
                 scrub_exception(exc, secrets)  # it stays chained as __context__
                 raise self._handshake_error(exc) from None
+            except (InvalidURI, ValueError) as exc:  # a URL websockets refuses: "#frag", a port
+                scrub_exception(exc, secrets)
+                message = f"the WebSocket URL cannot be used: {exc}"
+                raise ConfigError(message, secrets=secrets) from None
             except (OSError, TimeoutError, InvalidHandshake) as exc:
                 scrub_exception(exc, secrets)
                 error = TransportError(

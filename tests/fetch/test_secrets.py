@@ -368,6 +368,17 @@ def test_an_invalid_url_with_a_key_shows_no_key() -> None:
     assert "/v3/***" in str(caught.value)
 
 
+@pytest.mark.parametrize("tail", ["#fragment", ""])
+def test_a_websocket_url_websockets_refuses_shows_no_key(tail: str) -> None:
+    port = "1" if tail else "99999"  # a fragment, or a port out of range
+    url = f"ws://127.0.0.1:{port}/ws/v3/{KEY}{tail}"
+    refused = pytest.raises(ConfigError, match="the WebSocket URL cannot be used")
+    with WebSocketTransport(url=url, retries=0, timeout=0.5) as transport, refused as caught:
+        transport.handle_request([RpcCall("eth_blockNumber")])
+    shown, _ = everything_shown(caught.value)
+    assert not leaked(shown), shown
+
+
 def test_scrub_exception_keeps_type_and_story() -> None:
     request = httpx.Request("POST", f"https://mainnet.infura.io/v3/{KEY}")
     request.headers["Authorization"] = f"Basic {BASIC}"
