@@ -14,6 +14,7 @@ one). A fetch that fails keeps its bar, stopped where it failed.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -49,6 +50,7 @@ def progress_bar(*, total: int, initial: int = 0, description: str, unit: str = 
     return tqdm(**options, leave=False)
 
 
+@functools.cache
 def _widget_bar(base: type) -> type:
     class WidgetBar(base):  # type: ignore[misc, valid-type]
         """tqdm's widget, shown under a display id that is emptied once complete."""
