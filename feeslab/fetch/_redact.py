@@ -6,7 +6,8 @@ The service takes its key in the URL path (``https://mainnet.infura.io/v3/KEY``,
 httpx logs every request's URL at INFO, websockets logs the handshake's request line at DEBUG,
 and an httpx error carries its ``Request`` (URL and headers) to wherever it is chained.
 
-- :func:`redact` masks credentials in a text: ``/v3/<key>`` segments, ``Basic <base64>``,
+- :func:`redact` masks credentials in a text: ``/v3/<key>`` (and ``/v2/<key>``) segments,
+  ``Basic <base64>``,
   ``user:pass@`` in URLs, key-like query parameters, and every secret a feeslab client holds.
 - :func:`register_secrets` is called by each client holding a key or secret: it remembers
   them (for the lifetime of the process) and installs :data:`LOG_FILTER` on the loggers of
@@ -40,6 +41,7 @@ __all__ = [
     "redact",
     "register_secrets",
     "scrub_exception",
+    "secrets_in_url",
 ]
 
 REDACTED = "***"
@@ -48,8 +50,9 @@ _MIN_SECRET = 4  # a shorter "secret" would shred ordinary text
 # mask ordinary words; real keys and secrets are 32 characters
 _MIN_REGISTERED = 8
 
-# /v3/<key> (node and key-only Gas API paths); the key is anything up to the next separator
-_V3_KEY = re.compile(r"(/v3/)[^/?#\s\"'<>]+")
+# /v3/<key> (node and key-only Gas API paths; /v2/<key> other providers' node URLs given as
+# rpc_url=): the key is anything up to the next separator
+_V3_KEY = re.compile(r"(/v[23]/)[^/?#\s\"'<>]+")
 _BASIC = re.compile(r"(\bBasic\s+)[A-Za-z0-9+/=_-]+", re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s\"'<>]+@", re.IGNORECASE)
 # ?apikey=..., &token=...: other providers' node URLs (rpc_url=) put the key in the query
@@ -94,10 +97,22 @@ def register_secrets(*secrets: str | None) -> None:
     install_log_filter()
 
 
+def secrets_in_url(url: str) -> list[str]:
+    """The credentials a URL carries: a ``/v3/``/``/v2/`` path key, ``user:pass@``, key-like
+    query values (to register, so they are masked wherever they appear)."""
+    found = [m.group(0)[len(m.group(1)) :] for m in _V3_KEY.finditer(url)]
+    found += [m.group(0)[len(m.group(1)) :] for m in _QUERY_KEY.finditer(url)]
+    userinfo = _URL_USERINFO.search(url)
+    if userinfo:
+        found += userinfo.group(0)[len(userinfo.group(1)) : -1].split(":")
+    return found
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Hide credentials in ``text``.
 
-    Replaces ``/v3/<key>`` path segments, ``Basic <base64>`` credentials, ``user:pass@`` in
+    Replaces ``/v3/<key>`` and ``/v2/<key>`` path segments, ``Basic <base64>`` credentials,
+    ``user:pass@`` in
     URLs, key-like query parameters (``?apikey=``, ``&token=``, ...) and any exact occurrence
     of the given ``secrets``, of the secrets registered by feeslab's clients, and of their
     Basic Base64 forms with ``***``.

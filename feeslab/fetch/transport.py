@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import http_status_cost, method_cost
-from feeslab.fetch._redact import describe, register_secrets, scrub_exception
+from feeslab.fetch._redact import describe, register_secrets, scrub_exception, secrets_in_url
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -434,7 +434,8 @@ class _Core:
         self.clock = clock
         self.rng = rng or random.Random()
         self.secrets = _secrets_of(url, auth)
-        register_secrets(*self.secrets)  # and mask them in httpx's and websockets' log records
+        # and mask them in httpx's and websockets' log records (any provider's URL key too)
+        register_secrets(*self.secrets, *secrets_in_url(url))
         self.governor = (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )

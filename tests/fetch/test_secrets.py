@@ -263,6 +263,13 @@ def node_http(port: int) -> None:
         transport.handle_request([RpcCall("eth_blockNumber"), RpcCall("eth_chainId")])
 
 
+def node_http_other_provider(port: int) -> None:
+    """rpc_url= of another provider: the key in a /v2/ path and the query."""
+    url = f"http://127.0.0.1:{port}/v2/{KEY}?apikey={SECRET}"
+    with HTTPTransport(url=url, retries=0, timeout=0.5) as transport:
+        transport.handle_request([RpcCall("eth_blockNumber")])
+
+
 def node_http_async(port: int) -> None:
     async def main() -> None:
         url = f"http://127.0.0.1:{port}/v3/{KEY}"
@@ -327,6 +334,7 @@ SURFACES: dict[str, tuple[Callable[[int], None], bool]] = {
     # name: (what to run, whether an httpx request rides on the chain)
     "node-http": (node_http, True),
     "node-http-async": (node_http_async, True),
+    "node-http-other-provider": (node_http_other_provider, True),
     "node-websocket": (node_websocket, False),
     "gas-basic": (gas_basic, True),
     "gas-key-only": (gas_key_only, True),
@@ -356,8 +364,8 @@ def test_a_failed_connection_shows_no_key_anywhere_in_the_chain(
         assert isinstance(caught.value.__cause__, httpx.TransportError)
         url = str(caught.value.__cause__.request.url)
         assert url.startswith(f"http://127.0.0.1:{port}/")
-        if "/v3/" in url:
-            assert "/v3/***" in url
+        if "/v3/" in url or "/v2/" in url:
+            assert "/v3/***" in url or "/v2/***?apikey=***" in url
 
 
 def test_an_invalid_url_with_a_key_shows_no_key() -> None:
