@@ -38,16 +38,22 @@ def progress_bar(*, total: int, initial: int = 0, description: str, unit: str = 
     tqdm.tqdm
         ``update(n)`` it, ``close()`` it.
     """
+    tqdm = _tqdm()
+    options = {"total": total, "initial": initial, "desc": description, "unit": unit}
+    if any(cls.__name__ == "tqdm_notebook" for cls in tqdm.__mro__):
+        return _widget_bar(tqdm)(**options)
+    return tqdm(**options, leave=False)
+
+
+@functools.cache  # once: catch_warnings swaps the process's warning filters
+def _tqdm() -> type:
     from tqdm import TqdmWarning
 
     with warnings.catch_warnings():
         # a kernel without ipywidgets gets tqdm's text bar, not a warning about it
         warnings.simplefilter("ignore", TqdmWarning)
         from tqdm.auto import tqdm
-    options = {"total": total, "initial": initial, "desc": description, "unit": unit}
-    if any(cls.__name__ == "tqdm_notebook" for cls in tqdm.__mro__):
-        return _widget_bar(tqdm)(**options)
-    return tqdm(**options, leave=False)
+    return tqdm
 
 
 @functools.cache
@@ -60,9 +66,12 @@ def _widget_bar(base: type) -> type:
 
             super().__init__(**options, leave=False, display=False)
             # the view alone: its text/plain twin (tqdm's bar at 0 %) would be compared by nbval
-            bundle = self.container._repr_mimebundle_()
+            bundle = getattr(self.container, "_repr_mimebundle_", lambda: None)() or {}
             view = {k: v for k, v in bundle.items() if k != "text/plain"}
-            self._handle = display(view, raw=True, display_id=True)
+            if view:
+                self._handle = display(view, raw=True, display_id=True)
+            else:  # an ipywidgets without mime bundles: let it show itself
+                self._handle = display(self.container, display_id=True)
 
         def close(self) -> None:
             complete = not self.total or self.n >= self.total
