@@ -415,6 +415,6 @@ class AsyncNodeClient(_NodeBase):
 def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):
     if not show or total - done < DEFAULT_CHUNK // 2:  # short fetches need no bar
         return None
-    from tqdm.auto import tqdm
+    from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere
 
-    return tqdm(total=total, initial=done, desc=description, unit="call", leave=False)
+    return progress_bar(total=total, initial=done, description=description, unit="call")

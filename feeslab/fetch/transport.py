@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import http_status_cost, method_cost
+from feeslab.fetch._redact import describe, register_secrets, scrub_exception, secrets_in_url
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -393,6 +394,7 @@ def _check_options(
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
+        scrub_exception(exc, _secrets_of(url, 0))  # it stays chained as __context__
         raise ConfigError(f"invalid url {url!r}: {exc}", secrets=_secrets_of(url, 0)) from None
     if parsed.scheme not in schemes or not parsed.host:
         raise ConfigError(
@@ -432,6 +434,8 @@ class _Core:
         self.clock = clock
         self.rng = rng or random.Random()
         self.secrets = _secrets_of(url, auth)
+        # and mask them in httpx's and websockets' log records (any provider's URL key too)
+        register_secrets(*self.secrets, *secrets_in_url(url))
         self.governor = (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )
@@ -507,9 +511,8 @@ class _Core:
         return error
 
     def transport_error(self, exc: httpx.HTTPError) -> _Retry:
-        kind = type(exc).__name__
-        text = redact(str(exc) or kind, self.secrets)
-        error = TransportError(f"{kind}: {text}", secrets=self.secrets)
+        # the cause keeps its type; its request shows no key
+        error = TransportError(describe(exc, self.secrets), secrets=self.secrets)
         error.__cause__ = exc
         return _Retry(error)
 
