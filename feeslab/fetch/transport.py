@@ -91,6 +91,10 @@ RATE_LIMIT_CODE = -32005  # EIP-1474 "limit exceeded", the older deployments' 42
 GOVERNOR_HEADROOM = 0.95
 """The governor runs at this share of ``credits_per_second``: the service measures arrivals,
 not departures, so a client pacing at exactly the limit meets the odd 429."""
+GOVERNOR_BURST = 0.5
+"""The client's bucket holds this share of one second's credits (the service's holds a whole
+second): a request the service queues before admitting it can arrive together with later
+ones, and the smaller burst keeps the service's bucket ahead of ours from the first second."""
 RATE_CUT = 0.5  # AIMD: a 429 multiplies the governor's rate by this
 RATE_FLOOR = 1 / 64  # ... but never below this share of the ceiling
 CUT_SPACING = 1.0  # [s] the 429s of one burst (every batch in flight) cut the rate once
@@ -171,9 +175,9 @@ def _short(value: Any, limit: int = 60) -> str:
 class CreditGovernor:
     """A client-side token bucket charged ``method_cost`` credits per call, adaptive (AIMD).
 
-    It mirrors the service's governor (``feeslab/devnet/credits.py`` models it): capacity one
-    second's worth, refilled continuously, a request may go when the bucket is positive and then
-    takes its whole cost. ``reserve`` books a request and says how long to wait first, so
+    It mirrors the service's governor (``feeslab/devnet/credits.py`` models it): refilled
+    continuously, a request may go when the bucket is positive and then takes its whole cost;
+    it holds ``GOVERNOR_BURST`` of a second's worth where the service holds one second's. ``reserve`` books a request and says how long to wait first, so
     concurrent callers queue fairly without holding a lock while they wait.
 
     It runs at ``GOVERNOR_HEADROOM`` of the plan's rate (the *ceiling*). When 429s come anyway
@@ -209,7 +213,7 @@ class CreditGovernor:
         self.rate = self.ceiling
         self.cuts = 0
         self._clock = clock
-        self._level = self.rate
+        self._level = self.rate * GOVERNOR_BURST
         self._t = clock()
         self._last_cut = -math.inf
         self._last_429 = -math.inf
@@ -218,7 +222,8 @@ class CreditGovernor:
 
     def _refill(self, now: float) -> None:
         if now > self._t:  # refill up to now (not while earlier bookings lie in the future)
-            self._level = min(self.rate, self._level + (now - self._t) * self.rate)
+            refilled = self._level + (now - self._t) * self.rate
+            self._level = min(self.rate * GOVERNOR_BURST, refilled)
             self._t = now
 
     def reserve(self, cost: float) -> float:
@@ -243,7 +248,8 @@ class CreditGovernor:
         with self._lock:
             now = self._clock()
             self._refill(now)
-            self._last_429 = now
+            # the quiet stretch starts when the service lets requests in again
+            self._last_429 = max(self._last_429, now + (wait or 0.0))
             if now - self._last_cut >= CUT_SPACING:
                 self.rate = max(self.ceiling * RATE_FLOOR, self.rate * RATE_CUT)
                 self._last_cut = now
