@@ -128,6 +128,11 @@ DEFAULT_SERVICE_PLAN = "core"
 throughput is within every plan's, so a key on any plan meets no 429 by default."""
 
 
+DEFAULT_DEVNET_PLAN = "team"
+"""The plan a devnet's default limits copy (``feeslab/devnet/server.py``): what a client paces
+for on a devnet root whose limits it cannot ask (no secret for ``GET /devnet/info``)."""
+
+
 def plan_credits_per_second(name: str) -> int:
     """The throughput of the plan called ``name`` (``"core"``, ``"developer"``, ``"team"``)
     [credits/s]; ``KeyError`` naming the known plans otherwise."""

@@ -808,8 +808,9 @@ def connect(
     credits_per_second : float or str, optional
         Keep the fetch under this throughput [credits/s], or a plan's (``"core"``,
         ``"developer"``, ``"team"``); ``math.inf`` does not pace. Default: the plan's rate,
-        as a devnet reports it (``GET /devnet/info``), else on the service the free Core
-        plan's 500 credits/s (pass your plan's). The client paces with a token bucket at 95 %
+        as a devnet reports it (``GET /devnet/info``; without ``api_key_secret`` a devnet's
+        default, Team's 40,000), else on the service the free Core plan's 500 credits/s (pass
+        your plan's), else (``rpc_url``) none. The client paces with a token bucket at 95 %
         of it, cuts batches to fit it, and halves its pace on a 429 (see
         ``feeslab.fetch.transport.CreditGovernor``).
     max_batch, max_concurrency : int

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from feeslab._costs import (
+    DEFAULT_DEVNET_PLAN,
     DEFAULT_SERVICE_PLAN,
     PLANS,
     event_cost,
@@ -558,11 +559,12 @@ def pacing_rate(
     credits_per_second : float, str or None
         A number [credits/s]; a plan's name (``"core"``, ``"developer"``, ``"team"``, see
         ``feeslab._costs.PLANS``); ``math.inf`` for no pacing; None for the default: what a
-        devnet at ``devnet_root`` says it enforces, else on the service (``service``) the
-        ``DEFAULT_SERVICE_PLAN`` (the free plan: every plan allows that much), else (a node
-        that charges no credits) no pacing.
+        devnet at ``devnet_root`` says it enforces (asked with ``auth``), or without a secret
+        to ask with the devnet's default plan (``DEFAULT_DEVNET_PLAN``, Team); else on the
+        service (``service``) the ``DEFAULT_SERVICE_PLAN`` (the free Core plan: every plan
+        allows that much); else (a node that charges no credits) no pacing.
     devnet_root : str, optional
-        The root URL of a devnet (or a service root that may be one), asked with ``auth``.
+        The root URL of a devnet (``connect(url=...)``, or the embedded one).
     auth : (key, secret), optional
         HTTP Basic credentials for ``devnet_root``.
     service : bool
@@ -598,6 +600,8 @@ def pacing_rate(
         told = devnet_credits_per_second(devnet_root, auth)
         if told is not None:
             return told
-    if service or devnet_root is not None:
+    if devnet_root is not None:
+        return float(plan_credits_per_second(DEFAULT_DEVNET_PLAN))
+    if service:
         return float(plan_credits_per_second(DEFAULT_SERVICE_PLAN))
     return None

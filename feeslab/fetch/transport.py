@@ -177,8 +177,9 @@ class CreditGovernor:
 
     It mirrors the service's governor (``feeslab/devnet/credits.py`` models it): refilled
     continuously, a request may go when the bucket is positive and then takes its whole cost;
-    it holds ``GOVERNOR_BURST`` of a second's worth where the service holds one second's. ``reserve`` books a request and says how long to wait first, so
-    concurrent callers queue fairly without holding a lock while they wait.
+    it holds ``GOVERNOR_BURST`` of a second's worth where the service holds one second's.
+    ``reserve`` books a request and says how long to wait first, so concurrent callers queue
+    fairly without holding a lock while they wait.
 
     It runs at ``GOVERNOR_HEADROOM`` of the plan's rate (the *ceiling*). When 429s come anyway
     (another client on the same key, a plan smaller than assumed) ``rate_limited`` empties the
