@@ -24,7 +24,9 @@ HTTP 200, not JSON / not JSON-RPC      retried (a truncated or proxied answer is
 item error -32005 (limit exceeded)     that item is retried like a 429 (``data.backoff_seconds``)
 HTTP 429                               retried after ``Retry-After`` (seconds or HTTP-date), else
                                        the body's ``error.data.backoff_seconds``, else backoff;
-                                       after the retries -> ``RateLimited``
+                                       not counted against ``retries``: after
+                                       ``rate_limit_patience`` seconds of nothing but 429s (no
+                                       request served) -> ``RateLimited``
 HTTP 5xx, connect/read errors,         retried with backoff; after the retries ->
 timeouts                               ``TransportError`` (the last httpx error as __cause__)
 HTTP 402                               ``CreditsExhausted`` at once (retrying cannot help)
@@ -37,6 +39,14 @@ a whole-request error object           ``RpcError`` raised (e.g. -32600 "batch t
 Backoff is exponential with full jitter: attempt ``n`` waits ``uniform(0, min(cap, base * 2**n))``.
 A 429 also pauses the whole transport, so the other batches in flight do not hammer the
 service meanwhile.
+
+Pacing
+------
+With ``credits_per_second`` the transport paces itself (`CreditGovernor`: a token bucket at
+``GOVERNOR_HEADROOM`` of the rate, with ``GOVERNOR_BURST`` of a second's burst, costed per call
+from ``feeslab._costs``), cuts batches to at most the bucket's share of one of the
+``max_concurrency`` batches in flight, and adapts (AIMD): a 429 halves the rate, a quiet
+stretch wins it back. ``connect()`` passes the plan's rate by default.
 """
 
 from __future__ import annotations
