@@ -426,6 +426,7 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     say(repr(plan))
     governor = getattr(lab.node.transport, "governor", None)
     if governor is not None and plan.total:
+        governor.settle(timeout=5.0)
         rate = governor.ceiling
         say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
             "(--credits-per-second to change)")  # fmt: skip

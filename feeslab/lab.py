@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from feeslab.fetch._gc import gc_paused
-from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine, pacing_rate
+from feeslab.fetch.credits import (
+    Budget,
+    CreditLedger,
+    Plan,
+    PlanLine,
+    ask_devnet_credits_per_second,
+    pacing_rate,
+)
 from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
@@ -862,10 +869,12 @@ def connect(
     elif websocket:
         node_url = _ws_node_url(node_url)
     devnet_root = devnet.url if devnet is not None else url
+    told = None  # a devnet's own limit, asked while the first requests go
+    if credits_per_second is None and devnet_root is not None and api_key and api_key_secret:
+        told = ask_devnet_credits_per_second(devnet_root, (api_key, api_key_secret))
     credits_per_second = pacing_rate(
         credits_per_second,
-        devnet_root=devnet_root if rpc_url is None else None,
-        auth=(api_key, api_key_secret) if api_key and api_key_secret else None,
+        devnet_root=devnet_root,
         service=(rpc_url is None and bool(api_key))
         or node_url.partition("//")[2].partition("/")[0].endswith(".infura.io"),
     )
@@ -877,6 +886,8 @@ def connect(
         on_response=ledger.on_response,
     )
     transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
+    if told is not None and getattr(transport, "governor", None) is not None:
+        transport.governor.follow(told)
     node = NodeClient(transport, ledger=ledger, cache=cache, progress=progress)
     gas = None
     if gas_root is not None and api_key:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import feeslab
+from feeslab.devnet import start
 from feeslab.devnet.chain import build_chains
 
 SEED = 7  # the session devnet's seed
@@ -245,6 +246,7 @@ def test_the_readme_uncle_scan_completes_within_the_default_limits(monkeypatch, 
     lab = feeslab.connect(cache=tmp_path, progress=False)  # only the cache is not the user's
     try:
         transport = lab.node.transport
+        transport.governor.settle()
         assert transport.governor.ceiling == pytest.approx(40_000 * 0.95)  # the devnet told it
         scan = lab.uncles(100_000, 120_000)
         assert len(scan.uncles) == 1_496 and len(scan.blocks) == 20_000
@@ -277,8 +279,15 @@ def test_the_pace_comes_from_the_devnet_a_plan_or_the_service(devnet, monkeypatc
 
     from feeslab.fetch.credits import pacing_rate
 
-    with _lab_on(devnet, False) as lab:  # what the session devnet enforces
+    with _lab_on(devnet, False) as lab:  # what the session devnet enforces, asked meanwhile
+        lab.node.transport.governor.settle()
         assert lab.node.transport.governor.ceiling == pytest.approx(10**12 * 0.95)
+    with start(seed=SEED, credits_per_second=12_345, warm=False) as small, _lab_on(
+        small, False
+    ) as lab:
+        lab.node.head()  # the first requests need not wait for the answer
+        lab.node.transport.governor.settle()
+        assert lab.node.transport.governor.ceiling == pytest.approx(12_345 * 0.95)
     with _lab_on(devnet, False, credits_per_second="developer") as lab:
         assert lab.node.transport.governor.ceiling == pytest.approx(4_000 * 0.95)
     with _lab_on(devnet, False, credits_per_second=math.inf) as lab:

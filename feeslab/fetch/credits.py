@@ -20,6 +20,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +45,7 @@ __all__ = [
     "Kind",
     "Plan",
     "PlanLine",
+    "ask_devnet_credits_per_second",
     "devnet_credits_per_second",
     "pacing_rate",
     "unit_cost",
@@ -546,6 +548,22 @@ def devnet_credits_per_second(
     if isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
         return float(rate)
     return None
+
+
+def ask_devnet_credits_per_second(root: str, auth: tuple[str, str]) -> Future:
+    """`devnet_credits_per_second` on a daemon thread: a future of its answer, so that a
+    client can start at once and take the devnet's limit when it comes (one round trip less
+    before the first request)."""
+    told: Future = Future()
+
+    def ask() -> None:
+        try:
+            told.set_result(devnet_credits_per_second(root, auth))
+        except BaseException as exc:  # the future carries it
+            told.set_exception(exc)
+
+    threading.Thread(target=ask, name="feeslab-devnet-limit", daemon=True).start()
+    return told
 
 
 def pacing_rate(

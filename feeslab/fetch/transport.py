@@ -52,6 +52,7 @@ stretch wins it back. ``connect()`` passes the plan's rate by default.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import itertools
 import json
@@ -62,7 +63,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -230,6 +231,34 @@ class CreditGovernor:
         self._last_429 = -math.inf
         self._last_raise = self._t
         self._lock = threading.Lock()
+        self._told: Future | None = None
+
+    def follow(self, told: Future) -> None:
+        """Take the plan's rate from ``told`` (a future of credits/s, or None: keep this one)
+        once it is known, without waiting for it (``connect`` asks a devnet for its limit while
+        the first requests go)."""
+        self._told = told
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait (up to ``timeout`` [s]) for the rate ``follow`` was given, and take it."""
+        told = self._told
+        if told is not None:
+            with contextlib.suppress(Exception):  # unknown: keep pacing at the rate we have
+                told.result(timeout)
+            self._take_told()
+
+    def _take_told(self) -> None:
+        told = self._told
+        if told is None or not told.done():
+            return
+        self._told = None
+        rate = None if told.cancelled() or told.exception() else told.result()
+        if rate:
+            with self._lock:
+                self._refill(self._clock())
+                cut = self.rate / self.ceiling  # keep a slow-down a 429 has made
+                self.ceiling = rate * GOVERNOR_HEADROOM
+                self.rate = self.ceiling * cut
 
     def _refill(self, now: float) -> None:
         if now > self._t:  # refill up to now (not while earlier bookings lie in the future)
@@ -239,6 +268,8 @@ class CreditGovernor:
 
     def reserve(self, cost: float) -> float:
         """Book ``cost`` credits; returns the seconds to wait before sending."""
+        if self._told is not None:
+            self._take_told()
         with self._lock:
             now = self._clock()
             self._refill(now)
@@ -252,6 +283,7 @@ class CreditGovernor:
     def batch_credits(self, concurrency: int) -> float:
         """The most credits one batch should carry [credits]: the ceiling's one-second bucket
         shared by the ``concurrency`` batches in flight, so none of them overdraws it alone."""
+        self.settle(timeout=5.0)  # a big fetch's batches: worth the plan's own rate
         return self.ceiling / max(1, concurrency)
 
     def rate_limited(self, wait: float | None = None) -> None:
