@@ -69,7 +69,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from feeslab._costs import METHOD_COSTS, http_status_cost, method_cost
+from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, http_status_cost, method_cost
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -495,12 +495,15 @@ def read_items(
     return _Outcome(answered, retry_ids + missing, len(retry_ids), max(hints) if hints else None)
 
 
+_MOST_A_CALL_COSTS = max(DEFAULT_METHOD_COST, *METHOD_COSTS.values())
+
+
 def _chunks(
     items: Sequence[RpcCall], size: int, max_cost: float | None = None
 ) -> list[Sequence[RpcCall]]:
     """``items`` in batches of at most ``size`` calls and, when given, at most ``max_cost``
     credits each (costed per call from ``feeslab._costs``; a batch holds at least one call)."""
-    if max_cost is None or max_cost >= size * max(METHOD_COSTS.values(), default=0):
+    if max_cost is None or max_cost >= size * _MOST_A_CALL_COSTS:
         return [items[i : i + size] for i in range(0, len(items), size)]
     out: list[Sequence[RpcCall]] = []
     begin, credits = 0, 0
@@ -613,11 +616,14 @@ class _Core:
         if self.on_response is not None:
             self.on_response(list(calls), status)
 
-    def batch_cost_limit(self) -> float | None:
-        """The most credits a batch may carry (None: only ``max_batch`` limits it)."""
-        if self.governor is None:
+    def batch_cost_limit(self, calls: Sequence[RpcCall]) -> float | None:
+        """The most credits a batch of ``calls`` may carry (None: only ``max_batch`` limits)."""
+        governor = self.governor
+        if governor is None:
             return None
-        return self.governor.batch_credits(self.max_concurrency)
+        if len(calls) * _MOST_A_CALL_COSTS <= governor.ceiling / self.max_concurrency:
+            return None  # too few to cut: no need to wait for the plan's own rate
+        return governor.batch_credits(self.max_concurrency)
 
     def backoff_wait(self, attempt: int, hint: float | None, rate_limited: bool) -> float:
         if hint is not None:
@@ -926,7 +932,7 @@ class AsyncHTTPTransport(_CoreReports):
                 on_batch(chunk, results)
             return results
 
-        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit())
+        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit(calls))
         parts = await gather_or_cancel([run(c) for c in chunks])
         return [result for part in parts for result in part]
 
@@ -1034,7 +1040,7 @@ class HTTPTransport(_CoreReports):
         calls = list(calls)
         if not calls:
             return []
-        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit())
+        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit(calls))
         if len(chunks) == 1:
             return self._send_batch(chunks[0], None, on_batch)
         stop = threading.Event()
