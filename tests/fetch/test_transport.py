@@ -808,3 +808,24 @@ def test_batches_are_cut_to_the_bucket_by_each_calls_cost() -> None:
     transport, _ = mock(script, credits_per_second=8 * 400 / GOVERNOR_HEADROOM, on_response=seen)
     transport.handle_request([RpcCall("eth_getBlockByNumber", [hex(n)]) for n in range(12)])
     assert sorted(len(methods) for methods, _ in seen.seen) == [2, 5, 5]  # 400 credits each
+
+
+def test_the_governor_takes_a_rate_told_later_and_keeps_a_slow_down() -> None:
+    from concurrent.futures import Future
+
+    now = [0.0]
+    governor = CreditGovernor(40_000, clock=lambda: now[0])
+    told: Future = Future()
+    governor.follow(told)
+    governor.reserve(80)  # not told yet: paces at what it has
+    assert governor.ceiling == pytest.approx(40_000 * GOVERNOR_HEADROOM)
+    governor.rate_limited(1.0)  # a 429 meanwhile halves the rate
+    told.set_result(12_345)
+    governor.reserve(80)  # taken without waiting, at the next booking
+    assert governor.ceiling == pytest.approx(12_345 * GOVERNOR_HEADROOM)
+    assert governor.rate == pytest.approx(governor.ceiling / 2)
+    unknown: Future = Future()
+    governor.follow(unknown)
+    unknown.set_result(None)  # not a devnet: keep the rate it has
+    governor.settle()
+    assert governor.ceiling == pytest.approx(12_345 * GOVERNOR_HEADROOM)
