@@ -284,6 +284,12 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         "--no-cache", action="store_true", help="neither read nor write the answer cache"
     )
     run.add_argument("--quiet", action="store_true", help="print neither plan, ledger nor progress")
+    run.add_argument(
+        "--credits-per-second",
+        metavar="N|PLAN",
+        help="pace requests at N credits/s or a plan's rate (core, developer, team); default: "
+        "what a devnet reports, else the Core plan's 500 on the service; inf: no pacing",
+    )
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -435,6 +441,12 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
+    governor = getattr(lab.node.transport, "governor", None)
+    if governor is not None and plan.total:
+        governor.settle(timeout=5.0)
+        rate = governor.ceiling
+        say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
+            "(--credits-per-second to change)")  # fmt: skip
     progress = not args.quiet
     if args.kind == "base-fees" and "percentiles" not in params:
         return lab.base_fee_history(params["chain_id"])
@@ -522,6 +534,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache=not args.no_cache,
             progress=not args.quiet,
+            credits_per_second=args.credits_per_second,
         )
         frame = _fetch(lab, args, params, say)
         write_frame(frame, params["output"])

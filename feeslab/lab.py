@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from feeslab.fetch._gc import gc_paused
-from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
+from feeslab.fetch.credits import (
+    Budget,
+    CreditLedger,
+    Plan,
+    PlanLine,
+    ask_devnet_credits_per_second,
+    pacing_rate,
+)
 from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
@@ -776,7 +783,7 @@ def connect(
     seed: int = 0,
     cache: Any = True,
     progress: bool = True,
-    credits_per_second: float | None = None,
+    credits_per_second: float | str | None = None,
     max_batch: int = 500,
     max_concurrency: int = 8,
     wallet_url: str | None = None,
@@ -805,8 +812,14 @@ def connect(
         The on-disk answer cache: on (user cache directory), a directory, or off.
     progress : bool
         Progress bars on long fetches.
-    credits_per_second : float, optional
-        Keep the fetch under this throughput (the plan's limit) [credits/s].
+    credits_per_second : float or str, optional
+        Keep the fetch under this throughput [credits/s], or a plan's (``"core"``,
+        ``"developer"``, ``"team"``); ``math.inf`` does not pace. Default: the plan's rate,
+        as a devnet reports it (``GET /devnet/info``; without ``api_key_secret`` a devnet's
+        default, Team's 40,000), else on the service the free Core plan's 500 credits/s (pass
+        your plan's), else (``rpc_url``) none. The client paces with a token bucket at 95 %
+        of it, cuts batches to fit it, and halves its pace on a 429 (see
+        ``feeslab.fetch.transport.CreditGovernor``).
     max_batch, max_concurrency : int
         JSON-RPC calls per HTTP request (500: fewer round trips on a slow link, and within
         geth's limit of 1,000 per batch), and requests in flight.
@@ -855,6 +868,16 @@ def connect(
         websocket = True  # an rpc_url that is a WebSocket
     elif websocket:
         node_url = _ws_node_url(node_url)
+    devnet_root = devnet.url if devnet is not None else url
+    told = None  # a devnet's own limit, asked while the first requests go
+    if credits_per_second is None and devnet_root is not None and api_key and api_key_secret:
+        told = ask_devnet_credits_per_second(devnet_root, (api_key, api_key_secret))
+    credits_per_second = pacing_rate(
+        credits_per_second,
+        devnet_root=devnet_root,
+        service=(rpc_url is None and bool(api_key))
+        or node_url.partition("//")[2].partition("/")[0].endswith(".infura.io"),
+    )
     options = dict(
         url=node_url,
         max_batch=max_batch,
@@ -863,6 +886,8 @@ def connect(
         on_response=ledger.on_response,
     )
     transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
+    if told is not None and getattr(transport, "governor", None) is not None:
+        transport.governor.follow(told)
     node = NodeClient(transport, ledger=ledger, cache=cache, progress=progress)
     gas = None
     if gas_root is not None and api_key:
