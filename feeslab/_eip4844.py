@@ -105,9 +105,10 @@ def next_excess_blob_gas(
             raise ValueError("EIP-7918's reserve price needs the parent's base fee")
         blob_price = GAS_PER_BLOB * blob_base_fee(parent_excess_blob_gas, update_fraction)
         if BLOB_BASE_COST * parent_base_fee > blob_price:
-            return parent_excess_blob_gas + parent_blob_gas_used * (
-                max_blobs - target_blobs
-            ) // max_blobs
+            return (
+                parent_excess_blob_gas
+                + parent_blob_gas_used * (max_blobs - target_blobs) // max_blobs
+            )
     return total - target_gas
 
 

@@ -95,6 +95,10 @@ MAX_UNCLE_DEPTH = 6
 _OP_FEE_VAULT = bytes.fromhex("4200000000000000000000000000000000000011")
 # EIP-7685: sha256 of the (here empty) list of requests' hashes
 EMPTY_REQUESTS_HASH = hashlib.sha256(b"").digest()
+_STORED_COLUMNS = (
+    "timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median", "blob_gas_used",
+    "excess_blob_gas",
+)  # fmt: skip
 
 
 # -- RLP ---------------------------------------------------------------------
@@ -893,13 +897,7 @@ class History:
         state.blob_gas_used, state.excess_blob_gas, state.blob_burst_left = blob_ints
         state.blob_level, state.blob_burst = blob_floats
         rng_state, inc, has_uint32, uinteger = (int(x) for x in data["rng"].tolist())
-        columns = {
-            name: data[name]
-            for name in (
-                "timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median",
-                "blob_gas_used", "excess_blob_gas",
-            )  # fmt: skip
-        }
+        columns = {name: data[name] for name in _STORED_COLUMNS}
         if any(len(column) != len(hashes) for column in columns.values()):
             raise ValueError("stored columns have different lengths")
         base_fee = [None if f < 0 else f for f in data["base_fee"].tolist()]
