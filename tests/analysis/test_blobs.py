@@ -1,4 +1,4 @@
-"""feeslab.analysis.fees' blob rules against real mainnet headers, EIP-4844's reference and the devnet.
+"""The blob rules against real mainnet headers, EIP-4844's reference and the devnet.
 
 Real headers: tests/data/mainnet_fork_headers.json (ethereum/portal-spec-tests, see SOURCES.md),
 around Shanghai, Cancun (19,426,587) and Prague (22,431,084). The reference rules come from
