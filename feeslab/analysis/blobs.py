@@ -61,6 +61,7 @@ BLOB_STATES: tuple[str, ...] = ("empty", "below_target", "above_target", "full",
 BLOB_REGIMES: tuple[str, ...] = ("floor", "calm", "volatile", "rising", "falling")
 _SLOT_S = 12  # a child's timestamp when the frame has no next row (one slot later)
 _INT64_SAFE = 2**61  # products below this stay exact in int64 with a 4x margin
+_INT64_MAX = 2**63 - 1
 # fake_exponential truncates each Taylor term, so it lies below e**x by up to 1 wei plus a
 # relative 1.6e-9 (measured over excess up to 4,000 blobs for the four mainnet fractions):
 # the true e**x is in [fee, (fee + 1) * _TAYLOR]
@@ -133,18 +134,18 @@ def _fake_exponential(numerator: np.ndarray, denominator: np.ndarray) -> np.ndar
     result = np.zeros(n, dtype=object) if n else np.zeros(0, dtype=np.int64)
     if n == 0:
         return result
-    num = numerator.astype(np.int64)
-    den = denominator.astype(np.int64)
+    num = numerator.astype(np.int64, copy=False)
+    den = denominator.astype(np.int64, copy=False)
     out = np.zeros(n, dtype=np.int64)
     big = np.zeros(n, dtype=bool)
-    for fraction in np.unique(den):
-        rows = np.flatnonzero(den == fraction)
+    single = den.min() == den.max()  # one fork's fraction: no grouping needed
+    for fraction in [den[0]] if single else pd.unique(den):
+        rows = slice(None) if single else np.flatnonzero(den == fraction)
         values = num[rows]
-        whole = values % GAS_PER_BLOB == 0
-        if whole.all():
+        if not (values & (GAS_PER_BLOB - 1)).any():  # whole blobs: a table of k * 2**17
             k = values >> 17
             top = int(k.max())
-            if top <= 4 * len(rows) + 1024:
+            if top <= 4 * len(values) + 1024:
                 table, table_big = _exact_block(
                     np.arange(top + 1, dtype=np.int64) * GAS_PER_BLOB, int(fraction)
                 )
@@ -187,8 +188,12 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
     if safe.all():
         return fees, None
     exact = fees.astype(object)
+    fits = True
     for i in np.flatnonzero(~safe):
-        exact[i] = _eip4844.blob_base_fee(int(excess[i]), fraction)
+        exact[i] = value = _eip4844.blob_base_fee(int(excess[i]), fraction)
+        fits = fits and value <= _INT64_MAX
+    if fits:  # the loop's sums passed int64, its results did not
+        return exact.astype(np.int64), None
     return fees, exact
 
 
