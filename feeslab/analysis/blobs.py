@@ -46,6 +46,7 @@ __all__ = [
     "blob_base_fee",
     "blob_base_fees",
     "blob_fee_regimes",
+    "blob_forks",
     "blob_parameters",
     "blob_states",
     "burn_by_day",
@@ -435,6 +436,37 @@ def blob_parameters(
     )
 
 
+def blob_forks(chain_id: int, *, heights: Heights = "protocol") -> pd.DataFrame:
+    """The chain's blob schedule from ``data/chains.json``, one row per fork.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``fork``: ``start`` (int64: a Unix timestamp [s] on the real chains, a block
+        number on the devnet), ``key`` (``"timestamp"`` or ``"block"``), ``target_blobs``,
+        ``max_blobs``, ``update_fraction`` (int64), ``reserve_price`` (bool, EIP-7918) and
+        ``max_rise`` (float64: the fee's largest factor per block, ``e ** ((max - target) *
+        2**17 / fraction)``).
+    """
+    rules = _eip4844.blob_schedule(int(chain_id), heights)
+    frame = pd.DataFrame(
+        {
+            "start": [r.start for r in rules],
+            "key": [r.key for r in rules],
+            "target_blobs": [r.target_blobs for r in rules],
+            "max_blobs": [r.max_blobs for r in rules],
+            "update_fraction": [r.update_fraction for r in rules],
+            "reserve_price": [r.reserve_price for r in rules],
+        },
+        index=pd.Index([r.fork for r in rules], name="fork"),
+    ).astype({"start": np.int64, "target_blobs": np.int64, "max_blobs": np.int64,
+              "update_fraction": np.int64, "reserve_price": bool})  # fmt: skip
+    frame["max_rise"] = np.exp(
+        (frame["max_blobs"] - frame["target_blobs"]) * GAS_PER_BLOB / frame["update_fraction"]
+    )
+    return frame
+
+
 def _blob_columns(blocks: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     absent = [c for c in ("blob_gas_used", "excess_blob_gas") if c not in blocks.columns]
     if absent:
@@ -772,20 +804,27 @@ def _static_rewards(chain_id: int, heights: Heights, numbers: np.ndarray) -> np.
     return np.where(which >= 0, values[np.maximum(which, 0)], 0)
 
 
-def burn_by_day(burn: pd.DataFrame) -> pd.DataFrame:
+def burn_by_day(burn: pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
     """:func:`fee_burn` summed per UTC day, exact (Python ints where a sum passes int64).
+
+    Parameters
+    ----------
+    burn : pandas.DataFrame
+        :func:`fee_burn`'s frame.
+    freq : str
+        The period, as a pandas frequency: ``"D"`` (UTC days), ``"h"`` for hours.
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``day`` (UTC midnight): ``blocks``, ``base_fee_burn_wei``,
+        Indexed by ``day`` (the period's UTC start): ``blocks``, ``base_fee_burn_wei``,
         ``blob_fee_burn_wei``, ``burn_wei``, ``issuance_wei`` (and ``tips_wei``), ``net_wei``
         (issuance minus burn: negative when supply shrank), ``blob_share`` (float64) and the
         same in ETH as float64 for plotting (``*_eth``).
     """
     if "timestamp" not in burn.columns:
         raise ValueError("burn_by_day needs fee_burn's timestamp column")
-    day = pd.to_datetime(burn["timestamp"], utc=True).dt.floor("D")
+    day = pd.to_datetime(burn["timestamp"], utc=True).dt.floor(freq)
     columns = [c for c in ("base_fee_burn_wei", "blob_fee_burn_wei", "burn_wei", "issuance_wei",
                            "tips_wei") if c in burn.columns]  # fmt: skip
     groups = {}
