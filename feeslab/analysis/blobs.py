@@ -820,7 +820,7 @@ def burn_by_day(burn: pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
         Indexed by ``day`` (the period's UTC start): ``blocks``, ``base_fee_burn_wei``,
         ``blob_fee_burn_wei``, ``burn_wei``, ``issuance_wei`` (and ``tips_wei``), ``net_wei``
         (issuance minus burn: negative when supply shrank), ``blob_share`` (float64) and the
-        same in ETH as float64 for plotting (``*_eth``).
+        same in ETH as float64 for plotting (``*_eth``). ``attrs["freq"]`` keeps ``freq``.
     """
     if "timestamp" not in burn.columns:
         raise ValueError("burn_by_day needs fee_burn's timestamp column")
@@ -850,4 +850,5 @@ def burn_by_day(burn: pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
     for name in [*columns, "net_wei"]:
         if all(-(2**63) < int(v) < 2**63 for v in frame[name]):
             frame[name] = frame[name].astype(np.int64)
+    frame.attrs["freq"] = freq  # what one row spans (plots label their axis with it)
     return frame

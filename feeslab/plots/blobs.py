@@ -149,7 +149,8 @@ def plot_burn(daily: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> 
            color="#d6604d", label="blob fee burn", **kwargs)  # fmt: skip
     if (daily["issuance_eth"] > 0).any():
         ax.plot(x, daily["issuance_eth"], color="#1b7837", marker="o", label="issuance (EL)")
-    hourly = len(x) > 1 and (x[1:] - x[:-1]).min() < pd.Timedelta(days=1)
+    period = pd.Timedelta(pd.tseries.frequencies.to_offset(daily.attrs.get("freq", "D")))
+    hourly = period < pd.Timedelta(days=1)
     ax.set_xlabel("hour (UTC)" if hourly else "day (UTC)")
     ax.set_ylabel(f"ETH per {'hour' if hourly else 'day'} [ETH]")
     ax.legend(loc="upper left", fontsize=8)
