@@ -28,6 +28,16 @@ What is simulated, and how:
   siblings of ancestors.  Stale blocks not included by depth 6 are lost.
 * **Proof of stake / sequencers.**  Fixed slots with occasional missed slots,
   difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
+* **After the merge** (chains 1 and 11155111): Shanghai, Cancun, Prague, Osaka,
+  BPO1 and BPO2 at scaled heights, each adding geth's header fields
+  (``withdrawalsRoot`` of the empty withdrawals list, ``blobGasUsed``,
+  ``excessBlobGas``, ``parentBeaconBlockRoot``, ``requestsHash`` of no requests)
+  and gas limits that rise 30M -> 36M -> 45M -> 60M.
+* **Blobs.**  EIP-4844's excess and fee rule with each fork's schedule (and
+  EIP-7918's reserve price from Osaka), from :mod:`feeslab._eip4844`; Poisson
+  blob counts around a growing appetite with bursts, buyers cutting back once the
+  fee passes 0.001 gwei, from a random stream of their own (the pre-merge chain
+  is unchanged by it).
 
 Headers carry every field real clients return; ``hash`` is keccak256 of the
 header's RLP.  Fields the simulator has no model for (state and receipt roots,
