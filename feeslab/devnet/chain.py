@@ -58,7 +58,6 @@ References
 from __future__ import annotations
 
 import bisect
-import functools
 import hashlib
 import itertools
 import math
@@ -229,7 +228,7 @@ class Header:
             )
         )  # fmt: skip
         if self.withdrawals_root is not None:
-            payload += b"".join(map(_rlp_item, self._later()))
+            payload += _encode_later(self)
         return _rlp_length_prefix(len(payload), 0xC0) + payload
 
     def check(self) -> None:
@@ -249,6 +248,20 @@ class Header:
     def hash(self) -> bytes:
         """keccak256 of the header's RLP: the block hash."""
         return keccak(self.encode())
+
+
+def _encode_later(h: Header) -> bytes:
+    """RLP items of the post-merge fields, in order, up to the first absent one (hot path)."""
+    out = b"\xa0" + h.withdrawals_root  # type: ignore[operator]
+    if h.blob_gas_used is None:
+        return out
+    out += _rlp_int(h.blob_gas_used) + _rlp_int(h.excess_blob_gas)  # type: ignore[arg-type]
+    if h.parent_beacon_block_root is None:
+        return out
+    out += b"\xa0" + h.parent_beacon_block_root
+    if h.requests_hash is None:
+        return out
+    return out + b"\xa0" + h.requests_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,12 +402,6 @@ class ChainParams:
 
     def gas_limit_target(self, number: int) -> int:
         return _in_force(self.gas_limit_targets, number)[1]
-
-
-@functools.lru_cache(maxsize=65536)
-def _blob_fee_cached(excess: int, update_fraction: int) -> int:
-    # the generator asks for the same few excess values over and over (0 at the floor)
-    return blob_base_fee(excess, update_fraction)
 
 
 def _in_force(schedule: Sequence[tuple[int, ...]], number: int) -> tuple[int, ...]:
@@ -1117,7 +1124,8 @@ class History:
             rule.update_fraction, reserve_price=rule.reserve_price,
             parent_base_fee=s.base_fee or 0,
         )  # fmt: skip
-        fee = _blob_fee_cached(excess, rule.update_fraction)
+        # the buyers' view of the fee: e ** x is close enough for demand (the header is exact)
+        fee = math.exp(min(excess / rule.update_fraction, 700.0))
         s.blob_level = 0.995 * s.blob_level + 0.07 * z
         if s.blob_burst_left == 0 and u[0] < 0.0015:
             s.blob_burst_left = 20 + int(u[1] * 300)
