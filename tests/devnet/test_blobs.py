@@ -9,6 +9,7 @@ not through feeslab.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -192,3 +193,20 @@ def test_web3s_own_new_heads_and_get_block_tests_pass(web3_suites):
 
     with start(seed=7, block_time=0.2, daily_credits=10**15, credits_per_second=10**12) as dev:
         asyncio.run(asyncio.wait_for(run(f"{dev.ws_url}/ws/v3/{dev.api_key}"), 60))
+
+
+def test_gas_limits_rise_as_mainnets_did(rpc, truth):
+    # validators voted 30M -> 36M -> 45M -> 60M (data/chains.json gas_limit_history); the
+    # devnet's producers vote towards each step at its scaled height, 1/1024 per block
+    def limit(number: int, network: str = "mainnet") -> int:
+        return int(rpc("eth_getBlockByNumber", hex(number), False, network=network)["gasLimit"], 16)
+
+    assert [limit(n) for n in (183_000, 184_500, 195_500, 199_000, 210_000)] == [
+        30_000_000, 36_000_000, 45_000_000, 60_000_000, 60_000_000,
+    ]  # fmt: skip
+    steps = truth.gas_limit_range(165_000, 210_001)  # the served chain, in-process
+    bound = all(abs(b - a) <= a // 1024 for a, b in itertools.pairwise(steps))
+    assert bound  # every step within the protocol's 1/1024
+    assert [limit(n, "sepolia") for n in (34_000, 36_000, 51_000)] == [
+        30_000_000, 36_000_000, 60_000_000,
+    ]  # fmt: skip
