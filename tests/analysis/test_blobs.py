@@ -213,3 +213,19 @@ def test_regimes_see_the_floor_and_the_bursts(devnet_blocks):
     assert "floor" in seen and "rising" in seen
     at_floor = (regimes["regime"] == "floor").to_numpy()
     assert (blocks["blob_base_fee_wei"].to_numpy()[at_floor] == 1).all()
+
+
+def test_the_reserve_rule_is_exact_at_its_boundary():
+    # EIP-7918 binds when 2**13 * base_fee > 2**17 * blob_fee: base fees within a few wei of
+    # 16 x the blob fee, where a float shortcut would go wrong
+    r = random.Random(7918)
+    for _ in range(2_000):
+        fraction = r.choice([PRAGUE_FRACTION, 8_346_193, 11_684_671])
+        excess = r.randrange(0, 3_000) * 2**17 + r.randrange(0, 2**17)
+        base = max(0, 16 * fake_exponential(1, excess, fraction) + r.randrange(-2, 3))
+        used = r.randrange(0, 22) * 2**17
+        got = fees.next_excess_blob_gas(
+            excess, used, target_blobs=14, max_blobs=21, update_fraction=fraction,
+            reserve_price=True, parent_base_fee=base,
+        )  # fmt: skip
+        assert got == calc_excess_blob_gas(excess, used, 14, 21, fraction, base)
