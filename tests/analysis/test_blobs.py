@@ -229,3 +229,24 @@ def test_the_reserve_rule_is_exact_at_its_boundary():
             reserve_price=True, parent_base_fee=base,
         )  # fmt: skip
         assert got == calc_excess_blob_gas(excess, used, 14, 21, fraction, base)
+
+
+def test_chains_json_fork_times_fall_between_the_real_fork_headers():
+    chains = json.loads((Path(__file__).resolve().parents[2] / "data" / "chains.json").read_text())
+    mainnet = next(c for c in chains["chains"] if c["chain_id"] == 1)["protocol"]
+    blocks = real_blocks().set_index("block_number")
+    seconds = (blocks["timestamp"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=1)
+    checked = []
+    for name, fork in mainnet["timestamp_forks"].items():
+        if "block" not in fork:
+            continue
+        first = fork["block"]
+        assert seconds[first - 1] < fork["timestamp"] <= seconds[first], name
+        checked.append(name)
+    assert checked == ["shanghai", "cancun", "prague"]
+    # the schedules as EIP-4844 and EIP-7691 state them
+    schedule = {s["fork"]: (s["target"], s["max"], s["base_fee_update_fraction"])
+                for s in mainnet["blob_schedule"]}  # fmt: skip
+    assert schedule["cancun"] == (3, 6, CANCUN_FRACTION)
+    assert schedule["prague"] == (6, 9, PRAGUE_FRACTION)
+    assert schedule["bpo2"] == (14, 21, 11_684_671)
