@@ -97,31 +97,33 @@ def _series_result(values: np.ndarray, missing: np.ndarray, index: pd.Index, nam
 # -- fake_exponential, vectorised exactly --------------------------------------------------------
 
 
-def _fake_exponential_int64(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _fake_exponential_int64(numerator: np.ndarray, denominator: int) -> np.ndarray:
     """``fake_exponential(1, numerator, denominator)`` in int64, rows known to be safe.
 
     The Taylor loop of EIP-4844 over all rows at once; ``accum * numerator // (d * i)`` is
     split as ``q * numerator + r * numerator // (d * i)`` with ``accum = q * d * i + r``, so
-    no product exceeds the next term or ``d * i * numerator`` (checked by the caller). Rows
-    whose series has ended leave the working set.
+    no product exceeds the next term or ``d * i * numerator`` (checked by the caller). A row
+    whose series has ended keeps ``accum == 0`` (so adds nothing); the working set sheds
+    such rows once enough of them have gathered.
     """
     n = len(numerator)
     output = np.zeros(n, dtype=np.int64)
-    accum = denominator.copy()
-    num, den, pos = numerator, denominator, np.arange(n)
+    num, pos = numerator.astype(np.int64), np.arange(n)
+    accum = np.full(n, denominator, dtype=np.int64)
     total = np.zeros(n, dtype=np.int64)
     i = 1
     while len(pos):
         total += accum
-        d = den * i
-        q, r = np.divmod(accum, d)
-        accum = q * num + r * num // d
+        d = denominator * i
+        q = accum // d
+        accum = q * num + (accum - q * d) * num // d
         i += 1
         done = accum == 0
-        if done.any():
+        finished = int(np.count_nonzero(done))
+        if finished == len(pos) or finished * 8 > len(pos):
             output[pos[done]] = total[done]
             keep = ~done
-            accum, num, den, pos, total = accum[keep], num[keep], den[keep], pos[keep], total[keep]
+            accum, num, pos, total = accum[keep], num[keep], pos[keep], total[keep]
     return output // denominator
 
 
@@ -183,9 +185,7 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
     fees = np.zeros(len(excess), dtype=np.int64)
     if safe.any():
         rows = np.flatnonzero(safe)
-        fees[rows] = _fake_exponential_int64(
-            excess[rows], np.full(len(rows), fraction, dtype=np.int64)
-        )
+        fees[rows] = _fake_exponential_int64(excess[rows], fraction)
     if safe.all():
         return fees, None
     exact = fees.astype(object)
