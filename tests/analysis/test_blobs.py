@@ -250,3 +250,28 @@ def test_chains_json_fork_times_fall_between_the_real_fork_headers():
     assert schedule["cancun"] == (3, 6, CANCUN_FRACTION)
     assert schedule["prague"] == (6, 9, PRAGUE_FRACTION)
     assert schedule["bpo2"] == (14, 21, 11_684_671)
+
+
+def test_issuance_before_the_merge_is_the_block_reward_and_nephew_rewards(devnet, tmp_path):
+    import feeslab
+
+    lab = feeslab.connect(
+        url=devnet.url, api_key=devnet.api_key, api_key_secret=devnet.api_key_secret,
+        cache=tmp_path, progress=False,
+    )  # fmt: skip
+    try:
+        blocks = lab.blocks(119_900, 120_100)  # the devnet's London at 120,000 (chains.json)
+    finally:
+        lab.close()
+    burn = fees.fee_burn(blocks, chain_id=1, heights="devnet")
+    reward = 2 * 10**18  # Constantinople's block reward (EIP-1234), from 60,000 on the devnet
+    want = [reward + reward // 32 * int(u) for u in blocks["uncle_count"]]
+    assert burn["issuance_wei"].tolist() == want
+    assert blocks["uncle_count"].sum() > 0
+    before = (blocks["block_number"] < 120_000).to_numpy()
+    assert (burn["base_fee_burn_wei"][before] == 0).all()
+    assert (burn["blob_fee_burn_wei"] == 0).all()
+    after = blocks[~before]
+    assert burn["base_fee_burn_wei"][~before].tolist() == [
+        int(f) * int(g) for f, g in zip(after["base_fee_wei"], after["gas_used"], strict=True)
+    ]
