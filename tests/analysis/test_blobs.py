@@ -275,3 +275,25 @@ def test_issuance_before_the_merge_is_the_block_reward_and_nephew_rewards(devnet
     assert burn["base_fee_burn_wei"][~before].tolist() == [
         int(f) * int(g) for f, g in zip(after["base_fee_wei"], after["gas_used"], strict=True)
     ]
+
+
+# Another client's EIP-7918 cases (Osaka: target 6, max 9, fraction 5,007,716): Nethermind's
+# src/Nethermind/Nethermind.Evm.Test/Eip7918Tests.cs (NethermindEth/nethermind, LGPL-3.0), its
+# six (parent excess, parent blobs, parent base fee, expected excess) cases as numbers
+NETHERMIND_EIP7918 = [
+    (786_433, 0, 1_000_000_000, 786_433),  # reserve binds, nothing used: excess kept
+    (1_000, 7, 1_000_000_000, 1_000 + 7 * 2**17 // 3),
+    (786_432, 6, 1_000_000_000, 4 * 786_432 // 3),
+    (786_433, 0, 1, 1),  # target above the floor: the EIP-4844 rule
+    (1_000, 6, 16, 1_000),  # exactly at the boundary: not applied
+    (1_000, 6, 116, 1_000 + 786_432 * 3 // 9),  # below the floor
+]
+
+
+@pytest.mark.parametrize("excess, blobs, base_fee, expected", NETHERMIND_EIP7918)
+def test_eip7918_matches_another_clients_cases(excess, blobs, base_fee, expected):
+    got = fees.next_excess_blob_gas(
+        excess, blobs * 2**17, target_blobs=6, max_blobs=9, update_fraction=PRAGUE_FRACTION,
+        reserve_price=True, parent_base_fee=base_fee,
+    )  # fmt: skip
+    assert got == expected
