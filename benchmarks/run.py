@@ -24,6 +24,7 @@ import platform
 import sys
 import time
 
+import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
 import ipfs  # benchmarks/ipfs.py
@@ -187,6 +188,7 @@ def main() -> int:
     rows.extend(bench_frames())
     rows.extend(uncle_scan.bench())
     rows.extend(ipfs.bench())
+    rows.extend(blobs.bench())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:
