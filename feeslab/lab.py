@@ -888,7 +888,13 @@ def connect(
     transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
     if told is not None and getattr(transport, "governor", None) is not None:
         transport.governor.follow(told)
-    node = NodeClient(transport, ledger=ledger, cache=cache, progress=progress)
+    node = NodeClient(
+        transport,
+        ledger=ledger,
+        cache=cache,
+        progress=progress,
+        identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
+    )
     gas = None
     if gas_root is not None and api_key:
         gas = GasClient(

@@ -301,3 +301,16 @@ def test_the_pace_comes_from_the_devnet_a_plan_or_the_service(devnet, monkeypatc
     for bad in ("fast", 0, -5, float("nan"), True):
         with pytest.raises(feeslab.ConfigError, match="credits_per_second"):
             _lab_on(devnet, False, credits_per_second=bad)
+
+
+def test_embedded_devnet_answers_are_cached_apart_per_simulation(tmp_path) -> None:
+    """A changed simulator must never read a cache an older one wrote: the embedded devnet's
+    identity carries its simulation digest (the sources, chains.json and the seed)."""
+    from feeslab.devnet.server import simulation_digest
+
+    with feeslab.connect(cache=tmp_path, progress=False) as lab:
+        lab.blocks(1, 3)
+        identity = lab.node._identity
+    assert identity.endswith(f"-devnet{simulation_digest(0)}")
+    assert simulation_digest(0) != simulation_digest(1)
+    assert [p.name for p in (tmp_path / "rpc").glob("*.sqlite3")] == [f"{identity}.sqlite3"]

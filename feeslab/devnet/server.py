@@ -183,6 +183,27 @@ class Devnet:
         }
 
 
+def simulation_digest(seed: int) -> str:
+    """12 hex digits naming the simulation: every devnet source file, chains.json and the seed."""
+    import hashlib
+    from pathlib import Path
+
+    from feeslab._chaindata import chains_json_bytes
+
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    sources = [*sorted(here.rglob("*.py")), *sorted((here / "contracts").glob("*.json"))]
+    sources += [Path(__file__).resolve().parent.parent / name for name in _RULES]
+    for path in sources:
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    digest.update(hashlib.sha256(chains_json_bytes()).digest())
+    digest.update(str(seed).encode())
+    return digest.hexdigest()[:12]
+
+
+_RULES = ("_eip1559.py", "_eip4844.py", "_costs.py")  # rules outside devnet/ the answers follow
+
+
 class DevnetHandle:
     """A running devnet: where it listens, its key and secret, and ``stop()``.
 
@@ -214,6 +235,15 @@ class DevnetHandle:
         self.host = url_host
         self.url = f"http://{url_host}:{self.port}"
         self.ws_url = f"ws://{url_host}:{self.port}"
+
+    @property
+    def simulation(self) -> str:
+        """A digest of what its answers are made from (simulator sources, chains.json, seed).
+
+        Two devnets with the same digest answer alike; a client's answer cache keeps the
+        answers of one digest apart from another's (a changed simulator never reads stale data).
+        """
+        return simulation_digest(self.seed)
 
     @property
     def api_key(self) -> str:

@@ -78,8 +78,10 @@ class _NodeBase:
         settled_depth: int = DEFAULT_SETTLED_DEPTH,
         progress: bool = True,
         chunk: int = DEFAULT_CHUNK,
+        identity_suffix: str | None = None,
     ) -> None:
         self.transport = transport
+        self.identity_suffix = identity_suffix
         self.ledger = ledger
         self.settled_depth = settled_depth
         self.progress = progress
@@ -120,8 +122,11 @@ class _NodeBase:
         chain_id, genesis = answers
         if not isinstance(genesis.unwrap(), dict):
             raise ProtocolError("the node did not return its genesis block")
-        self._identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
-        return self._identity
+        identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
+        if self.identity_suffix:  # e.g. a devnet's simulation digest: a changed simulator
+            identity = f"{identity}-{self.identity_suffix}"  # must not read older answers
+        self._identity = identity
+        return identity
 
     def settled_below(self) -> int:
         """The first block number not considered settled (needs the head asked already)."""
