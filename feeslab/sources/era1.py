@@ -441,7 +441,8 @@ class Era1File:
         self.accumulator = bytes(data[acc + 8 : acc + 40])
         buf = np.frombuffer(data, dtype=np.uint8)
         if offsets[0] != 8 or (np.diff(offsets) <= 0).any() or offsets[-1] >= acc:
-            raise self._error("the BlockIndex's offsets are not in order within the file")
+            raise self._error("its BlockIndex does not match its records (offsets out of order "
+                              "or past the blocks): damaged or truncated")  # fmt: skip
         pos = offsets.copy()
         layout = {}
         for kind in _TUPLE:
@@ -914,6 +915,8 @@ class Era1Source:
             else:
                 kind = data[payload]
                 tips.append(_tip(rlp.decode(data[payload + 1 : end]), kind, base_fee))
+        if not tips:  # a devnet file's stand-in root: no transactions, no tips
+            return [0] * len(percentiles)
         receipts = handle.receipts(i)
         if len(receipts) != len(tips):
             raise handle._error(f"it has {len(tips)} transactions but {len(receipts)} "
