@@ -107,18 +107,21 @@ class Era1Error(FeeslabError, ValueError):
 def _snappy_frames(data: bytes | memoryview) -> bytes:
     """Decode a snappy-framed stream.
 
-    One compressed chunk (every header and most bodies) goes straight to cramjam's raw
-    decoder: cramjam's framed decoder costs ~10 us a call against ~0.4 us for the raw one,
-    and the chunk's CRC is not checked because the content is checked by hash (header hash,
-    ``sha3Uncles``, ``transactionsRoot``) right after. Longer streams use cramjam's framed
+    One chunk (every header and most bodies) goes straight to cramjam's raw decoder, or
+    is the data itself when stored uncompressed: cramjam's framed decoder costs ~10 us a
+    call against ~0.4 us for the raw one, and the chunk's CRC is not checked because the
+    content is checked by hash (header hash, ``sha3Uncles``, ``transactionsRoot``) right
+    after. Longer streams use cramjam's framed
     decoder, CRCs included.
     """
     if (
         len(data) > 18
         and data[:10] == _STREAM_ID
-        and data[10] == 0
+        and data[10] in (0, 1)
         and int.from_bytes(data[11:14], "little") == len(data) - 14
     ):
+        if data[10] == 1:  # an uncompressed chunk: what compression would not shrink
+            return bytes(data[18:])
         return bytes(cramjam.snappy.decompress_raw(data[18:]))
     return bytes(cramjam.snappy.decompress(bytes(data)))
 
@@ -494,12 +497,14 @@ class Era1File:
         near = np.where(fast, where, 0)
         for k, byte in enumerate(_STREAM_ID):
             fast &= buf[near + k] == byte
-        fast &= (buf[near + 10] == 0) & ((_u32(buf, near + 10) >> 8) == size - 14)
+        kind = buf[near + 10]
+        fast &= (kind <= 1) & ((_u32(buf, near + 10) >> 8) == size - 14)
         raw = None
         if fast.all():
             try:
-                raw = [bytes(raw_decode(view[o + 18 : o + n]))
-                       for o, n in zip(offsets, lengths, strict=True)]  # fmt: skip
+                chunks = zip(offsets, lengths, kind.tolist(), strict=True)
+                raw = [bytes(raw_decode(view[o + 18 : o + n])) if k == 0 else
+                       bytes(view[o + 18 : o + n]) for o, n, k in chunks]  # fmt: skip
             except cramjam.DecompressionError:
                 raw = None
         if raw is None:  # record by record, to name the one that fails
