@@ -128,3 +128,34 @@ def test_cli_export_era1(tmp_path, exported):
     proc = feeslab_cli("export-era1", "--out", str(tmp_path), "--start-epoch", "21")
     assert proc.returncode == 2 and "start_epoch" in proc.stderr
     shutil.rmtree(tmp_path)
+
+
+def test_exported_records_decode_with_plain_struct_cramjam_and_rlp(exported):
+    """Another reader's view: e2store records by struct, framed snappy with its CRCs by
+    cramjam, RLP by the rlp package; the layout era1 specifies."""
+    import struct
+
+    import cramjam
+    import rlp
+    from eth_hash.auto import keccak
+
+    data = exported[1].read_bytes()
+    kinds, pos, items = [], 0, []
+    while pos < len(data):
+        kind, length, reserved = struct.unpack_from("<2sIH", data, pos)
+        assert reserved == 0
+        kinds.append(kind)
+        items.append(data[pos + 8 : pos + 8 + length])
+        pos += 8 + length
+    assert kinds == [b"e2", *[b"\x03\x00", b"\x04\x00", b"\x05\x00", b"\x06\x00"] * 8192,
+                     b"\x07\x00", b"f2"]  # fmt: skip
+    header = rlp.decode(bytes(cramjam.snappy.decompress(items[1])))
+    assert int.from_bytes(header[8], "big") == 8192
+    body = rlp.decode(bytes(cramjam.snappy.decompress(items[2])))
+    assert body[0] == [] and keccak(rlp.encode(body[1])) == header[1]
+    assert rlp.decode(bytes(cramjam.snappy.decompress(items[3]))) == []
+    index = items[-1]
+    assert struct.unpack_from("<Q", index, 0)[0] == 8192
+    assert struct.unpack_from("<Q", index, len(index) - 8)[0] == 8192
+    first = struct.unpack_from("<q", index, 8)[0]  # relative to the index record's start
+    assert len(data) - (8 + len(index)) + first == 8
