@@ -72,11 +72,11 @@ def attack_gas_2016() -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        23,153 blocks between 2,271,721 and 2,419,325: ``block_number`` (int64),
-        ``gas_used`` (int64) [gas], ``attack_gas`` (int64) [gas] (gas spent on the attack's
-        underpriced opcodes, as ethereum/research estimated it) and ``uncle_count`` (int64):
-        the uncles *of that height* counted in the source's regression. ``attrs``:
-        ``source`` ``"ethereum/research"``.
+        The 23,153 blocks the source lists between 2,271,721 and 2,419,325 (its regression
+        counts the blocks it does not list as empty): ``block_number`` (int64), ``gas_used``
+        (int64) [gas], ``attack_gas`` (int64) [gas] (the gas the source attributes to the
+        attack's transactions) and ``uncle_count`` (int64): the source's ``uncles`` column,
+        the regression's response. ``attrs``: ``source`` ``"ethereum/research"``.
 
     References
     ----------
