@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import cramjam
 
-from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
+from feeslab.devnet.chain import devnet_params, history, keccak, rlp_list_of_encoded
 from feeslab.sources.era1 import (
     ACCUMULATOR,
     BLOCK_INDEX,
@@ -32,7 +33,7 @@ from feeslab.sources.era1 import (
     accumulator_root,
 )
 
-__all__ = ["export_era1", "premerge_blocks"]
+__all__ = ["epoch_bytes", "era1_bytes", "export_era1", "premerge_blocks"]
 
 NETWORK = "devnet"
 
@@ -53,33 +54,35 @@ def premerge_blocks(seed: int = 0) -> int:
     return merge
 
 
-def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:
-    """(era1 file content, accumulator root) of the devnet chain 1's ``epoch``."""
-    start = epoch * EPOCH_SIZE
-    stop = min(start + EPOCH_SIZE, premerge_blocks(seed))
-    if start >= stop:
-        raise ValueError(f"epoch {epoch} starts past the devnet's merge ({stop:,})")
-    chain = history(devnet_params()[1], seed)
-    chain.ensure(stop - 1)
+def era1_bytes(
+    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
+) -> tuple[bytes, bytes]:
+    """An era1 file's content from RLP blocks: (content, accumulator root).
+
+    Parameters
+    ----------
+    start : int
+        The first block's number.
+    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
+        In block order, at most 8,192.
+    """
+    if not 0 < len(blocks) <= EPOCH_SIZE:
+        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
     parts = [_record(VERSION, b"")]
     offset = 8
     offsets, hashes, tds = [], [], []
-    receipts = _record(COMPRESSED_RECEIPTS, _framed(b"\xc0"))
-    for number in range(start, stop):
-        block = chain.block(number)
-        body = rlp_list_of_encoded([b"\xc0", rlp_list_of_encoded([u.encode() for u in
-                                                                   block.uncles])])  # fmt: skip
+    for header, body, receipts, total_difficulty in blocks:
         tuple_bytes = b"".join((
-            _record(COMPRESSED_HEADER, _framed(block.header.encode())),
+            _record(COMPRESSED_HEADER, _framed(header)),
             _record(COMPRESSED_BODY, _framed(body)),
-            receipts,
-            _record(TOTAL_DIFFICULTY, block.total_difficulty.to_bytes(32, "little")),
+            _record(COMPRESSED_RECEIPTS, _framed(receipts)),
+            _record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
         ))  # fmt: skip
         offsets.append(offset)
         offset += len(tuple_bytes)
         parts.append(tuple_bytes)
-        hashes.append(block.hash)
-        tds.append(block.total_difficulty)
+        hashes.append(keccak(header))
+        tds.append(total_difficulty)
     root = accumulator_root(hashes, tds)
     parts.append(_record(ACCUMULATOR, root))
     index_start = offset + 40
@@ -90,6 +93,23 @@ def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:
     )
     parts.append(_record(BLOCK_INDEX, index))
     return b"".join(parts), root
+
+
+def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:
+    """(era1 file content, accumulator root) of the devnet chain 1's ``epoch``."""
+    start = epoch * EPOCH_SIZE
+    stop = min(start + EPOCH_SIZE, premerge_blocks(seed))
+    if start >= stop:
+        raise ValueError(f"epoch {epoch} starts past the devnet's merge ({stop:,})")
+    chain = history(devnet_params()[1], seed)
+    chain.ensure(stop - 1)
+    blocks = []
+    for number in range(start, stop):
+        block = chain.block(number)
+        uncles = rlp_list_of_encoded([u.encode() for u in block.uncles])
+        body = rlp_list_of_encoded([b"\xc0", uncles])  # no transactions
+        blocks.append((block.header.encode(), body, b"\xc0", block.total_difficulty))
+    return era1_bytes(start, blocks)
 
 
 def export_era1(

@@ -271,3 +271,69 @@ def test_effective_rewards_as_geth_fee_history():
     assert era1_module._tip(tx, 2, 39 * 10**9) == 10**9  # min(tip cap, fee cap - base fee)
     assert era1_module._tip(tx, 2, 30 * 10**9) == 3 * 10**9
     assert era1_module._tip([b"", (50 * 10**9).to_bytes(5, "big")], None, 30 * 10**9) == 20 * 10**9
+
+
+# -- a block with transactions: the transactions root and fee-history tips ------------------------
+
+GWEI = 10**9
+
+
+def london_blocks(tamper: bool = False) -> tuple[list[tuple[bytes, bytes, bytes, int]], list]:
+    """Block 0 (empty) and block 1 (base fee 10 gwei) with a legacy, an EIP-2930 and an
+    EIP-1559 transaction and their receipts (21,000, 50,000 and 29,000 gas)."""
+    from trie import HexaryTrie
+
+    to = bytes.fromhex("11" * 20)
+    sig = [27, 1, 2]
+    legacy = [0, 15 * GWEI, 21_000, to, 0, b"", *sig]
+    access = b"\x01" + rlp.encode([1, 0, 12 * GWEI, 50_000, to, 0, b"", [], 0, 1, 2])
+    dynamic = b"\x02" + rlp.encode([1, 0, 3 * GWEI, 11 * GWEI, 29_000, to, 0, b"", [], 0, 1, 2])
+    tree = HexaryTrie(db={})
+    for i, value in enumerate([rlp.encode(legacy), access, dynamic]):
+        tree[rlp.encode(i)] = value
+    bloom = bytes(256)
+    receipts = rlp.encode([[1, 21_000, bloom, []], b"\x01" + rlp.encode([1, 71_000, bloom, []]),
+                           b"\x02" + rlp.encode([1, 100_000, bloom, []])])  # fmt: skip
+    empty_uncles = keccak(rlp.encode([]))
+    genesis = [bytes(32), empty_uncles, bytes(20), bytes(32), keccak(b"\x80"), keccak(b"\x80"),
+               bloom, 2**17, 0, 30_000_000, 0, 0, b"", bytes(32), bytes(8)]  # fmt: skip
+    header0 = rlp.encode(genesis)
+    fields = [keccak(header0), empty_uncles, to, bytes(32), tree.root_hash, bytes(32), bloom,
+              2**17, 1, 30_000_000, 100_000, 12, b"", bytes(32), bytes(8), 10 * GWEI]  # fmt: skip
+    header1 = rlp.encode(fields)
+    transactions = [legacy, access, dynamic]
+    if tamper:
+        transactions = [[0, 16 * GWEI, 21_000, to, 0, b"", *sig], access, dynamic]
+    body1 = rlp.encode([transactions, []])
+    blocks = [(header0, rlp.encode([[], []]), rlp.encode([]), 2**17),
+              (header1, body1, receipts, 2**18)]  # fmt: skip
+    return blocks, fields
+
+
+def test_transactions_root_and_fee_history_tips_from_receipts(tmp_path):
+    from feeslab.devnet.era1 import era1_bytes
+
+    blocks, fields = london_blocks()
+    content, root = era1_bytes(0, blocks)
+    path = tmp_path / f"mainnet-00000-{root[:4].hex()}.era1"
+    path.write_bytes(content)
+    source = Era1Source(path)
+    frame = source.blocks(0, 2, progress=False)
+    assert frame["transaction_count"].tolist() == [0, 3]
+    assert frame["base_fee_wei"].tolist()[1] == 10 * GWEI and pd.isna(frame["base_fee_wei"][0])
+    full = rlp.encode([fields, *rlp.decode(blocks[1][1])])
+    assert frame["size_bytes"].tolist()[1] == len(full)
+    fees = source.fee_history(0, 2, percentiles=(10, 50, 90))
+    # tips: legacy 15 - 10 = 5, 2930 12 - 10 = 2, 1559 min(3, 11 - 10) = 1 gwei; by tip the
+    # running gas is 29,000, 79,000, 100,000 of 100,000: 10 % -> 1, 50 % -> 2, 90 % -> 5 gwei
+    assert fees.iloc[1][["reward_p10_wei", "reward_p50_wei", "reward_p90_wei"]].tolist() == [
+        GWEI, 2 * GWEI, 5 * GWEI]  # fmt: skip
+    assert fees.iloc[0]["reward_p50_wei"] == 0
+    assert fees["gas_used_ratio"].tolist()[1] == 100_000 / 30e6
+
+    tampered, _ = london_blocks(tamper=True)
+    content, root = era1_bytes(0, tampered)
+    path.write_bytes(content)
+    with pytest.raises(Era1Error, match="block 1: its body's transactions do not hash to its "
+                                        "transactionsRoot"):  # fmt: skip
+        Era1Source(path).blocks(0, 2, progress=False)
