@@ -28,6 +28,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import hashlib
 import mmap
@@ -415,7 +416,15 @@ class Era1File:
         return self.start + self.count
 
     def close(self) -> None:
-        self._map.close()
+        """Unmap the file (at once, or when the last array or traceback still using it goes)."""
+        with contextlib.suppress(BufferError):
+            self._map.close()
+
+    def __enter__(self) -> Era1File:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _error(self, message: str, block: int | None = None) -> Era1Error:
         where = "" if block is None else f"block {block:,}: "
@@ -635,6 +644,27 @@ def era1_files(path: str | Path | Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def _span(path: Path) -> tuple[int, int]:
+    """(first block, block count) from a file's BlockIndex alone: 16 bytes read."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            if size >= 32:
+                handle.seek(size - 8)
+                count = int.from_bytes(handle.read(8), "little")
+                index_start = size - (8 + 16 + 8 * count)
+                if 0 < count <= EPOCH_SIZE and index_start >= 8:
+                    handle.seek(index_start)
+                    head = handle.read(16)
+                    if head[:2] == BLOCK_INDEX and int.from_bytes(head[2:6], "little") == (
+                            16 + 8 * count):  # fmt: skip
+                        return int.from_bytes(head[8:16], "little"), count
+    except OSError as exc:
+        raise Era1Error(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+    raise Era1Error(f"{path.name}: no BlockIndex record at the end: truncated or not an era1 "
+                    "file", path=path)  # fmt: skip
+
+
 def _network(paths: Sequence[Path]) -> str:
     names = {p.name.split("-")[0] for p in paths}
     return names.pop() if len(names) == 1 else "mixed"
@@ -714,8 +744,9 @@ class Era1Source:
 
     Notes
     -----
-    Opening reads each file's block index (the last 64 KiB) and checks its layout; a range
-    then decodes only what it needs: every header of each file it touches (they are hashed
+    Opening reads nothing; the first range reads each file's first block and count (16
+    bytes of its block index), and every file a range touches is mapped, its layout checked,
+    and only what the frame needs decoded: every header of each file it touches (they are hashed
     and checked against the accumulator), and bodies only where a block has uncles or
     transactions (or, for ``blocks``, everywhere: the block size needs the body).
     """
@@ -726,33 +757,25 @@ class Era1Source:
         self.files = era1_files(path)
         self.network = _network(self.files)
         self.heights = "devnet" if self.network == "devnet" else "protocol"
-        self._opened: dict[Path, Era1File] = {}
         self._ranges: list[tuple[int, int, Path]] | None = None
 
     def __repr__(self) -> str:
         return f"<Era1Source {self.network}: {len(self.files)} files>"
 
     def close(self) -> None:
-        for handle in self._opened.values():
-            handle.close()
-        self._opened.clear()
-
-    def _file(self, path: Path) -> Era1File:
-        if path not in self._opened:
-            self._opened[path] = Era1File(path)
-        return self._opened[path]
+        """Nothing stays open between calls (each file is mapped while it is read)."""
 
     def ranges(self) -> list[tuple[int, int, Path]]:
         """(first block, block after the last, file) for every file, in block order."""
         if self._ranges is None:
             spans = []
             for path in self.files:
-                handle = self._file(path)
-                spans.append((handle.start, handle.stop, path))
+                first, count = _span(path)
+                spans.append((first, first + count, path))
             self._ranges = sorted(spans)
         return self._ranges
 
-    def _covering(self, start: int, stop: int) -> list[tuple[Era1File, int, int]]:
+    def _covering(self, start: int, stop: int) -> list[tuple[Path, int, int]]:
         """(file, first index, index after the last) covering blocks start .. stop - 1."""
         if not 0 <= start < stop:
             raise ValueError(f"need 0 <= start < stop, got {start}, {stop}")
@@ -763,7 +786,7 @@ class Era1Source:
                 continue
             if first > block:
                 break
-            out.append((self._file(path), block - first, min(stop, after) - first))
+            out.append((path, block - first, min(stop, after) - first))
             block = min(stop, after)
             if block >= stop:
                 return out
@@ -785,14 +808,15 @@ class Era1Source:
             bar = tqdm(total=len(parts), desc="era1 files", unit="file", leave=False)
         previous: bytes | None = None
         try:
-            for handle, lo, hi in parts:
-                headers = handle.headers()
-                if lo == 0 and previous is not None and headers.columns["parent_hash"][
-                    0] != previous:  # fmt: skip
-                    raise handle._error("its parentHash is not the previous file's last hash",
-                                        handle.start)  # fmt: skip
-                previous = headers.hashes[-1] if hi == handle.count else None
-                yield handle, headers, lo, hi
+            for path, lo, hi in parts:
+                with Era1File(path) as handle:
+                    headers = handle.headers()
+                    if lo == 0 and previous is not None and headers.columns["parent_hash"][
+                        0] != previous:  # fmt: skip
+                        raise handle._error("its parentHash is not the previous file's last "
+                                            "hash", handle.start)  # fmt: skip
+                    previous = headers.hashes[-1] if hi == handle.count else None
+                    yield handle, headers, lo, hi
                 if bar is not None:
                     bar.update()
         finally:

@@ -159,3 +159,14 @@ def test_exported_records_decode_with_plain_struct_cramjam_and_rlp(exported):
     assert struct.unpack_from("<Q", index, len(index) - 8)[0] == 8192
     first = struct.unpack_from("<q", index, 8)[0]  # relative to the index record's start
     assert len(data) - (8 + len(index)) + first == 8
+
+
+def test_no_file_stays_open_between_calls(exported):
+    """The archive has 1,896 files, more than a process may hold open: none is kept."""
+    import os
+
+    before = len(os.listdir("/proc/self/fd"))
+    source = Era1Source(exported)
+    source.uncle_rows(0, 3 * 8192, progress=False)
+    source.blocks(8000, 8400, progress=False)
+    assert len(os.listdir("/proc/self/fd")) == before
