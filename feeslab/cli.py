@@ -4,7 +4,7 @@ Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
   ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
-- ``feeslab fetch base-fees|uncles|storage ... -o FILE.parquet|FILE.csv``: fetch one frame (as
+- ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
   the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
   and the ledger after; the file is written to a temporary name and renamed, so a failed run
   leaves no partial file. Columns of exact ints beyond int64 (``object`` columns such as
@@ -12,7 +12,10 @@ Subcommands:
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
-  alone reaches the real service; nothing starts the embedded devnet (``--seed``).
+  alone reaches the real service; nothing starts the embedded devnet (``--seed``);
+  ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
+  credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
+- ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
   key, a budget the plan exceeds), reported on one line; 1 a failure of the service or the
