@@ -14,8 +14,9 @@ LE, offsets relative to the index record's start). Files are named
 
 Reading checks everything the file can prove: the record layout and the block index, every
 header's hash (keccak of its RLP) and parent link, the total difficulties, the accumulator
-root over the file's (hash, total difficulty) pairs, and, for every body that is decoded,
-``sha3Uncles`` and ``transactionsRoot``. Any mismatch raises :class:`Era1Error` naming the
+root over the file's (hash, total difficulty) pairs, for every body that is decoded,
+``sha3Uncles`` and ``transactionsRoot``, and for receipts (read for fee-history tips only)
+``receiptsRoot``. Any mismatch raises :class:`Era1Error` naming the
 file, the record and the block, before a row is returned.
 
 References
@@ -320,6 +321,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
         "uncles_hash": matrix[:, 34:66],
         "coinbase": matrix[:, 67:87],
         "transactions_root": matrix[:, 121:153],
+        "receipts_root": matrix[:, 154:186],
         "has_fee": has_fee,
         "base_fee": base_fee,
     }
@@ -328,7 +330,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
     bad = np.flatnonzero(~ok)
     failed = []
     if len(bad):  # the general path, header by header
-        for name in ("uncles_hash", "coinbase", "transactions_root"):
+        for name in ("uncles_hash", "coinbase", "transactions_root", "receipts_root"):
             columns[name] = columns[name].copy()
         for name in (*_HEADER_FIELDS, "base_fee"):
             columns[name] = columns[name].astype(object)
@@ -339,7 +341,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
                 failed.append(int(i))
                 continue
             columns["parent_hash"][i] = slow["parent_hash"]
-            for name in ("uncles_hash", "coinbase", "transactions_root"):
+            for name in ("uncles_hash", "coinbase", "transactions_root", "receipts_root"):
                 columns[name][i] = np.frombuffer(slow[name], dtype=np.uint8)
             for name in _HEADER_FIELDS:
                 columns[name][i] = slow[name]
@@ -591,26 +593,49 @@ class Era1File:
             )
         return data, txs, uncles, stop - start
 
-    def receipts(self, i: int) -> list[Any]:
-        """Block ``start + i``'s receipts, decoded with ``rlp``."""
+    def receipts(self, i: int, headers: _Headers) -> list[Any]:
+        """Block ``start + i``'s receipts, decoded with ``rlp``; checked against its
+        ``receiptsRoot`` when they are in the consensus encoding (era1 as geth writes it:
+        ``[status, cumulativeGasUsed, bloom, logs]``, typed ones as ``type || rlp``). Slim
+        receipts without a bloom cannot be hashed to the root, and are not checked."""
+        number = self.start + i
         data = self._record(COMPRESSED_RECEIPTS, i)
         try:
-            return rlp.decode(data)
-        except rlp.exceptions.DecodingError as exc:
+            decoded = rlp.decode(data)
+            is_list, start, stop = _item(data, 0, len(data))
+            items = _children(data, start, stop) if is_list else []
+        except (rlp.exceptions.DecodingError, ValueError) as exc:
             raise self._error(f"its CompressedReceipts record is not RLP ({exc})",
-                              self.start + i) from None  # fmt: skip
+                              number) from None  # fmt: skip
+        if not isinstance(decoded, list):
+            raise self._error("its CompressedReceipts record is not an RLP list", number)
+        fields = [r if isinstance(r, list) else rlp.decode(r[1:]) for r in decoded]
+        if all(len(f) == 4 for f in fields):
+            values = [data[a:e] if is_item_list else data[p:e]
+                      for a, p, e, is_item_list in items]  # fmt: skip
+            want = bytes(headers.columns["receipts_root"][i])
+            if _trie_root(values) != want:
+                raise self._error(f"its receipts do not hash to its receiptsRoot 0x{want.hex()}",
+                                  number)  # fmt: skip
+        return fields
 
 
 def _transactions_root(data: bytes, txs: list[tuple[int, int, int, bool]]) -> bytes:
     """The Merkle-Patricia root of a body's transactions (legacy: the RLP list; typed: the
     byte string's content, ``type || payload``)."""
-    if not txs:
+    return _trie_root([data[item:end] if is_list else data[payload:end]
+                       for item, payload, end, is_list in txs])  # fmt: skip
+
+
+def _trie_root(values: Sequence[bytes]) -> bytes:
+    """The Merkle-Patricia root of a list keyed by ``rlp(index)`` (transactions, receipts)."""
+    if not values:
         return EMPTY_TRIE_ROOT
     from trie import HexaryTrie
 
     tree = HexaryTrie(db={})
-    for index, (item, payload, end, is_list) in enumerate(txs):
-        tree[rlp.encode(index)] = data[item:end] if is_list else data[payload:end]
+    for index, value in enumerate(values):
+        tree[rlp.encode(index)] = value
     return tree.root_hash
 
 
@@ -946,14 +971,11 @@ class Era1Source:
                 tips.append(_tip(rlp.decode(data[payload + 1 : end]), kind, base_fee))
         if not tips:  # a devnet file's stand-in root: no transactions, no tips
             return [0] * len(percentiles)
-        receipts = handle.receipts(i)
+        receipts = handle.receipts(i, headers)
         if len(receipts) != len(tips):
             raise handle._error(f"it has {len(tips)} transactions but {len(receipts)} "
                                 "receipts", handle.start + i)  # fmt: skip
-        cumulative = []
-        for receipt in receipts:
-            fields = receipt if isinstance(receipt, list) else rlp.decode(receipt[1:])
-            cumulative.append(int.from_bytes(fields[1], "big"))
+        cumulative = [int.from_bytes(fields[1], "big") for fields in receipts]
         gas = [b - a for a, b in zip([0, *cumulative[:-1]], cumulative, strict=True)]
         return effective_rewards(gas_used, tips, gas, percentiles)
 

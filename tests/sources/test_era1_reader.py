@@ -278,7 +278,9 @@ def test_effective_rewards_as_geth_fee_history():
 GWEI = 10**9
 
 
-def london_blocks(tamper: bool = False) -> tuple[list[tuple[bytes, bytes, bytes, int]], list]:
+def london_blocks(
+    tamper: bool = False, tamper_receipts: int = 0
+) -> tuple[list[tuple[bytes, bytes, bytes, int]], list]:
     """Block 0 (empty) and block 1 (base fee 10 gwei) with a legacy, an EIP-2930 and an
     EIP-1559 transaction and their receipts (21,000, 50,000 and 29,000 gas)."""
     from trie import HexaryTrie
@@ -292,13 +294,19 @@ def london_blocks(tamper: bool = False) -> tuple[list[tuple[bytes, bytes, bytes,
     for i, value in enumerate([rlp.encode(legacy), access, dynamic]):
         tree[rlp.encode(i)] = value
     bloom = bytes(256)
-    receipts = rlp.encode([[1, 21_000, bloom, []], b"\x01" + rlp.encode([1, 71_000, bloom, []]),
-                           b"\x02" + rlp.encode([1, 100_000, bloom, []])])  # fmt: skip
+    receipt_items = [[1, 21_000, bloom, []], b"\x01" + rlp.encode([1, 71_000, bloom, []]),
+                     b"\x02" + rlp.encode([1, 100_000 + tamper_receipts, bloom, []])]  # fmt: skip
+    receipts = rlp.encode(receipt_items)
+    receipt_tree = HexaryTrie(db={})
+    untampered = b"\x02" + rlp.encode([1, 100_000, bloom, []])
+    for i, item in enumerate([*receipt_items[:2], untampered]):
+        receipt_tree[rlp.encode(i)] = rlp.encode(item) if isinstance(item, list) else item
     empty_uncles = keccak(rlp.encode([]))
     genesis = [bytes(32), empty_uncles, bytes(20), bytes(32), keccak(b"\x80"), keccak(b"\x80"),
                bloom, 2**17, 0, 30_000_000, 0, 0, b"", bytes(32), bytes(8)]  # fmt: skip
     header0 = rlp.encode(genesis)
-    fields = [keccak(header0), empty_uncles, to, bytes(32), tree.root_hash, bytes(32), bloom,
+    fields = [keccak(header0), empty_uncles, to, bytes(32), tree.root_hash, receipt_tree.root_hash,
+              bloom,
               2**17, 1, 30_000_000, 100_000, 12, b"", bytes(32), bytes(8), 10 * GWEI]  # fmt: skip
     header1 = rlp.encode(fields)
     transactions = [legacy, access, dynamic]
@@ -337,3 +345,10 @@ def test_transactions_root_and_fee_history_tips_from_receipts(tmp_path):
     with pytest.raises(Era1Error, match="block 1: its body's transactions do not hash to its "
                                         "transactionsRoot"):  # fmt: skip
         Era1Source(path).blocks(0, 2, progress=False)
+
+    tampered, _ = london_blocks(tamper_receipts=1)
+    content, root = era1_bytes(0, tampered)
+    path.write_bytes(content)
+    assert len(Era1Source(path).blocks(0, 2, progress=False)) == 2  # receipts not read
+    with pytest.raises(Era1Error, match="block 1: its receipts do not hash to its receiptsRoot"):
+        Era1Source(path).fee_history(0, 2)
