@@ -561,10 +561,12 @@ class Era1File:
             )
         return _Headers(hashes=hashes, raw=raw, columns=columns, total_difficulty=tds)
 
-    def body(self, i: int, headers: _Headers) -> tuple[bytes, list[tuple[int, int, int, bool]],
-                                                       list[tuple[int, int, int, bool]], int]:
+    def body(self, i: int, headers: _Headers, *, transactions: bool = True) -> tuple[
+            bytes, list[tuple[int, int, int, bool]], list[tuple[int, int, int, bool]], int]:
         """Block ``start + i``'s body, checked against its header: (body RLP, transaction
-        items, uncle items, payload length)."""
+        items, uncle items, payload length). ``transactions=False`` leaves the transaction
+        list unread and unchecked (an empty item list): the uncle scan needs only the
+        uncles, which ``sha3Uncles`` checks."""
         number = self.start + i
         data = self._record(COMPRESSED_BODY, i)
         try:
@@ -574,7 +576,7 @@ class Era1File:
             parts = _children(data, start, stop)
             if len(parts) < 2 or not parts[0][3] or not parts[1][3]:
                 raise ValueError("not [transactions, uncles]")
-            txs = _children(data, parts[0][1], parts[0][2])
+            txs = _children(data, parts[0][1], parts[0][2]) if transactions else []
             uncles = _children(data, parts[1][1], parts[1][2])
         except ValueError as exc:
             raise self._error(f"its CompressedBody record is not an RLP block body ({exc})",
@@ -584,6 +586,8 @@ class Era1File:
         if keccak(data[parts[1][0] : parts[1][2]]) != want:
             raise self._error(f"its body's uncles do not hash to its sha3Uncles 0x{want.hex()}",
                               number)  # fmt: skip
+        if not transactions:
+            return data, txs, uncles, stop - start
         root = _transactions_root(data, txs)
         want = bytes(columns["transactions_root"][i])
         if root != want and not self.stand_in_roots:
@@ -772,8 +776,9 @@ class Era1Source:
     Opening reads nothing; the first range reads each file's first block and count (16
     bytes of its block index), and every file a range touches is mapped, its layout checked,
     and only what the frame needs decoded: every header of each file it touches (they are hashed
-    and checked against the accumulator), and bodies only where a block has uncles or
-    transactions (or, for ``blocks``, everywhere: the block size needs the body).
+    and checked against the accumulator); for ``uncle_rows`` the bodies of blocks with
+    uncles, their transactions left unread; for ``fee_history`` the bodies and receipts of
+    blocks with transactions; for ``blocks`` every body (the block size needs it).
     """
 
     chain_id = 1
@@ -903,7 +908,7 @@ class Era1Source:
         for handle, headers, lo, hi in self._walk(start, stop, progress):
             has = np.flatnonzero((headers.columns["uncles_hash"][lo:hi] != empty).any(axis=1))
             for i in (has + lo).tolist():
-                data, _, uncles, _ = handle.body(i, headers)
+                data, _, uncles, _ = handle.body(i, headers, transactions=False)
                 for k, (a, _, e, _) in enumerate(uncles):
                     including.append(handle.start + i)
                     index.append(k)
