@@ -2,9 +2,8 @@
 
 Blocks come from ``feeslab.devnet.chain``'s public ``history``/``devnet_params``; the devnet's
 blocks have no transactions, so each body is ``rlp([[], uncles])`` and each receipts record
-``rlp([])``. Records are e2store, payloads snappy-framed (cramjam), the accumulator root is
-``feeslab.sources.era1.accumulator_root``, and files are named like the public archive's:
-``devnet-00000-<first 4 bytes of the accumulator root>.era1``.
+``rlp([])``, written by ``feeslab.sources.era1.era1_bytes``; files are named like the public
+archive's: ``devnet-00000-<first 4 bytes of the accumulator root>.era1``.
 
 References
 ----------
@@ -15,35 +14,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
-import cramjam
+from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
+from feeslab.sources.era1 import EPOCH_SIZE, era1_bytes
 
-from feeslab.devnet.chain import devnet_params, history, keccak, rlp_list_of_encoded
-from feeslab.sources.era1 import (
-    ACCUMULATOR,
-    BLOCK_INDEX,
-    COMPRESSED_BODY,
-    COMPRESSED_HEADER,
-    COMPRESSED_RECEIPTS,
-    EPOCH_SIZE,
-    TOTAL_DIFFICULTY,
-    VERSION,
-    accumulator_root,
-)
-
-__all__ = ["epoch_bytes", "era1_bytes", "export_era1", "premerge_blocks"]
+__all__ = ["epoch_bytes", "export_era1", "premerge_blocks"]
 
 NETWORK = "devnet"
-
-
-def _record(kind: bytes, data: bytes) -> bytes:
-    return kind + len(data).to_bytes(4, "little") + b"\x00\x00" + data
-
-
-def _framed(data: bytes) -> bytes:
-    return bytes(cramjam.snappy.compress(data))
 
 
 def premerge_blocks(seed: int = 0) -> int:
@@ -52,47 +30,6 @@ def premerge_blocks(seed: int = 0) -> int:
     if merge is None:  # pragma: no cover - chain 1 always merges
         raise ValueError("the devnet's chain 1 has no merge height")
     return merge
-
-
-def era1_bytes(
-    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
-) -> tuple[bytes, bytes]:
-    """An era1 file's content from RLP blocks: (content, accumulator root).
-
-    Parameters
-    ----------
-    start : int
-        The first block's number.
-    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
-        In block order, at most 8,192.
-    """
-    if not 0 < len(blocks) <= EPOCH_SIZE:
-        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
-    parts = [_record(VERSION, b"")]
-    offset = 8
-    offsets, hashes, tds = [], [], []
-    for header, body, receipts, total_difficulty in blocks:
-        tuple_bytes = b"".join((
-            _record(COMPRESSED_HEADER, _framed(header)),
-            _record(COMPRESSED_BODY, _framed(body)),
-            _record(COMPRESSED_RECEIPTS, _framed(receipts)),
-            _record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
-        ))  # fmt: skip
-        offsets.append(offset)
-        offset += len(tuple_bytes)
-        parts.append(tuple_bytes)
-        hashes.append(keccak(header))
-        tds.append(total_difficulty)
-    root = accumulator_root(hashes, tds)
-    parts.append(_record(ACCUMULATOR, root))
-    index_start = offset + 40
-    index = b"".join(
-        [start.to_bytes(8, "little")]
-        + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
-        + [len(offsets).to_bytes(8, "little")]
-    )
-    parts.append(_record(BLOCK_INDEX, index))
-    return b"".join(parts), root
 
 
 def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:

@@ -63,6 +63,7 @@ __all__ = [
     "Era1Source",
     "accumulator_root",
     "effective_rewards",
+    "era1_bytes",
     "era1_files",
 ]
 
@@ -641,6 +642,58 @@ def _trie_root(values: Sequence[bytes]) -> bytes:
     for index, value in enumerate(values):
         tree[rlp.encode(index)] = value
     return tree.root_hash
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _e2store_record(kind: bytes, data: bytes) -> bytes:
+    return kind + len(data).to_bytes(4, "little") + b"\x00\x00" + data
+
+
+def _framed(data: bytes) -> bytes:
+    return bytes(cramjam.snappy.compress(data))
+
+
+def era1_bytes(
+    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
+) -> tuple[bytes, bytes]:
+    """An era1 file's content from RLP blocks: (content, accumulator root).
+
+    Parameters
+    ----------
+    start : int
+        The first block's number.
+    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
+        In block order, at most 8,192.
+    """
+    if not 0 < len(blocks) <= EPOCH_SIZE:
+        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
+    parts = [_e2store_record(VERSION, b"")]
+    offset = 8
+    offsets, hashes, tds = [], [], []
+    for header, body, receipts, total_difficulty in blocks:
+        tuple_bytes = b"".join((
+            _e2store_record(COMPRESSED_HEADER, _framed(header)),
+            _e2store_record(COMPRESSED_BODY, _framed(body)),
+            _e2store_record(COMPRESSED_RECEIPTS, _framed(receipts)),
+            _e2store_record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
+        ))  # fmt: skip
+        offsets.append(offset)
+        offset += len(tuple_bytes)
+        parts.append(tuple_bytes)
+        hashes.append(keccak(header))
+        tds.append(total_difficulty)
+    root = accumulator_root(hashes, tds)
+    parts.append(_e2store_record(ACCUMULATOR, root))
+    index_start = offset + 40
+    index = b"".join(
+        [start.to_bytes(8, "little")]
+        + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
+        + [len(offsets).to_bytes(8, "little")]
+    )
+    parts.append(_e2store_record(BLOCK_INDEX, index))
+    return b"".join(parts), root
 
 
 # -- many files ----------------------------------------------------------------------------------

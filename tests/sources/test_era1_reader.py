@@ -319,7 +319,7 @@ def london_blocks(
 
 
 def test_transactions_root_and_fee_history_tips_from_receipts(tmp_path):
-    from feeslab.devnet.era1 import era1_bytes
+    from feeslab.sources.era1 import era1_bytes
 
     blocks, fields = london_blocks()
     content, root = era1_bytes(0, blocks)
