@@ -111,23 +111,30 @@ class Lab:
         network: str = "mainnet",
         wallet_url: str | None = None,
         ipfs: IpfsClient | None = None,
+        era1: Any = None,
     ) -> None:
         self.node = node
+        self.era1 = era1  # an Era1Source: blocks, uncles and fee_history read its files
         self.gas = gas
         self.ipfs = ipfs
         self.credits = credits
         self.devnet = devnet
         self.network = network
-        self._heights: str | None = None
+        self._heights: str | None = None if era1 is None else era1.heights
         self.wallet_url = wallet_url
         self._wallet: Any = None
 
     def __repr__(self) -> str:
+        if self.era1 is not None:
+            return f"<Lab on era1 files ({len(self.era1.files)}), no node>"
         where = "devnet" if self.devnet is not None else "service"
         return f"<Lab {self.network} on the {where}, {self.credits.spent:,} credits spent>"
 
     def close(self) -> None:
         """Close connections and the cache; stop the embedded devnet if this Lab started it."""
+        if self.era1 is not None:
+            self.era1.close()
+            return
         self.node.close()
         self.node.transport.close()
         if self.gas is not None:
@@ -248,6 +255,8 @@ class Lab:
         Uses ``eth_feeHistory``, 1,024 blocks per 80-credit call, so months of fee history
         cost little. See ``feeslab.frames.parse_fee_history`` for the columns.
         """
+        if self.era1 is not None:
+            return self.era1.fee_history(start, stop, percentiles=percentiles, progress=progress)
         _check_range(start, stop)
         newest = list(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         plan = Plan([PlanLine.of("eth_feeHistory", len(newest))], title="fee history")
@@ -296,6 +305,8 @@ class Lab:
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Block headers of ``start`` .. ``stop - 1`` (see ``feeslab.frames.parse_blocks``)."""
+        if self.era1 is not None:
+            return self.era1.blocks(start, stop, progress=progress)
         _check_range(start, stop)
         self._check_head(stop)
         with gc_paused():  # the decoded headers die before the collector resumes
@@ -311,6 +322,8 @@ class Lab:
         indexes everywhere. The number of uncles is estimated from a sample of headers
         (fetched, and cached for the scan) unless every header is already cached.
         """
+        if self.era1 is not None:  # files cost nothing
+            return Plan([], title=f"uncle scan of blocks {start:,} to {stop - 1:,} (era1 files)")
         return self._plan_uncles(start, stop, sample)[0]
 
     def _plan_uncles(self, start: int, stop: int, sample: int) -> tuple[Plan, dict[int, Any]]:
@@ -350,6 +363,9 @@ class Lab:
             ``.uncles`` (one row per uncle), ``.blocks`` (uncle count per scanned block,
             zeros included) and ``.plan`` (the credits planned before running).
         """
+        if self.era1 is not None:
+            uncles, blocks = self.era1.uncle_rows(start, stop, progress=progress)
+            return UncleScan(uncles=uncles, blocks=blocks, plan=self.plan_uncles(start, stop))
         with gc_paused():  # the decoded headers die before the collector resumes
             plan, sampled = self._plan_uncles(start, stop, UNCLE_SAMPLE)
             self._check_budget(plan, budget)
@@ -396,6 +412,8 @@ class Lab:
     def plan_fee_history(self, start: int, stop: int) -> Plan:
         """What :meth:`fee_history` of ``start`` .. ``stop - 1`` costs (a call per 1,024 blocks)."""
         _check_range(start, stop)
+        if self.era1 is not None:  # files cost nothing
+            return Plan([], title=f"fee history of blocks {start:,} to {stop - 1:,} (era1)")
         count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         return Plan([PlanLine.of("eth_feeHistory", count)],
                     title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
@@ -789,6 +807,7 @@ def connect(
     wallet_url: str | None = None,
     block_time: float | None = None,
     websocket: bool = False,
+    era1: Any = None,
 ) -> Lab:
     """A :class:`Lab` on the real service, a running devnet, any node, or the embedded devnet.
 
@@ -833,7 +852,16 @@ def connect(
     block_time : float, optional
         The embedded devnet's chains grow one block every ``block_time`` [s] (live mode:
         ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.
+    era1 : str, Path or sequence of them, optional
+        Read blocks, uncles and fee history from era1 files (mainnet's pre-merge archive):
+        a file, a directory of ``*.era1`` or a glob; no node, no credits
+        (``feeslab.sources.era1.Era1Source``).
     """
+    if era1 is not None:
+        from feeslab.sources.era1 import Era1Source, NoNode
+
+        source = Era1Source(era1)
+        return Lab(node=NoNode(source), gas=None, credits=CreditLedger(), era1=source)  # type: ignore[arg-type]
     if url is not None and rpc_url is not None:
         raise ConfigError("give url= (a devnet or service root) or rpc_url= (a node), not both")
     api_key = api_key or os.environ.get("INFURA_API_KEY") or None

@@ -281,7 +281,7 @@ MISTAKES = {
         "unknown output format '.txt'",
     ),
     "missing key with --url": (["base-fees", "--url", "http://127.0.0.1:9"], "--api-key"),
-    "unknown kind": (["blocks"], "invalid choice"),
+    "unknown kind": (["headers"], "invalid choice"),
 }
 
 
