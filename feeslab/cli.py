@@ -506,7 +506,8 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
-    governor = getattr(lab.node.transport, "governor", None)
+    node = lab.node if lab.era1 is None else None  # era1 files are read, not paced
+    governor = getattr(getattr(node, "transport", None), "governor", None)
     if governor is not None and plan.total:
         governor.settle(timeout=5.0)
         rate = governor.ceiling

@@ -948,6 +948,9 @@ class Era1Source:
                 "transaction_count": np.array(tx_counts, dtype=np.int64),
                 "uncle_count": np.array([len(u) for u in uncle_hashes], dtype=np.int64),
                 "uncle_hashes": _object_series(uncle_hashes),
+                # era1 files end at the merge: no block has Cancun's blob fields
+                "blob_gas_used": pd.Series([pd.NA] * len(number), dtype="Int64"),
+                "excess_blob_gas": pd.Series([pd.NA] * len(number), dtype="Int64"),
             }))  # fmt: skip
         frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(BLOCK_DTYPES)
         return self._attrs(frame, self.network)
