@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
-from feeslab.fetch.errors import ConfigError, RevertError
+from feeslab.fetch.errors import ConfigError, RevertError, redact
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.fetch.node import NodeClient, quantity
@@ -104,6 +105,7 @@ class Lab:
         network: str = "mainnet",
         wallet_url: str | None = None,
         ipfs: IpfsClient | None = None,
+        rpc_url: str | None = None,
     ) -> None:
         self.node = node
         self.gas = gas
@@ -112,10 +114,16 @@ class Lab:
         self.devnet = devnet
         self.network = network
         self._heights: str | None = None
+        self._chain_spec: tuple[ChainSpec | None] | None = None  # asked once, then kept
+        self.rpc_url = rpc_url  # any node's URL (connect(rpc_url=)); None on the service
         self.wallet_url = wallet_url
         self._wallet: Any = None
 
     def __repr__(self) -> str:
+        if self.rpc_url is not None:  # any node: no network name, no credits
+            known = self.node._identity  # shown only when already asked: a repr sends nothing
+            chain = f"chain {known.split('-', 1)[0]}" if known else "a node"
+            return f"<Lab {chain} at {redact(self.rpc_url)}, {self.credits.calls:,} calls>"
         where = "devnet" if self.devnet is not None else "service"
         return f"<Lab {self.network} on the {where}, {self.credits.spent:,} credits spent>"
 
@@ -208,13 +216,14 @@ class Lab:
         Returns
         -------
         pandas.DataFrame
-            See ``feeslab.frames.parse_base_fee_history``.
+            See ``feeslab.frames.parse_base_fee_history``; ``attrs`` say its chain (see
+            :meth:`chain_spec`).
         """
         if self.gas is None:
             raise ConfigError("this Lab has no Gas API (connected with rpc_url=)")
         chain_id = self.node.chain_id if chain_id is None else chain_id
         values = self.gas.base_fee_history(chain_id)
-        frame = parse_base_fee_history(values)
+        frame = self._tag(parse_base_fee_history(values), chain_id)
         if chain_id != self.node.chain_id or frame.empty:
             return frame
         head = self.node.head(refresh=True)
@@ -224,7 +233,7 @@ class Lab:
             int(ends[0]["baseFeePerGas"], 16) == fees.iloc[0]
             and int(ends[1]["baseFeePerGas"], 16) == fees.iloc[-1]
         ):
-            return parse_base_fee_history(values, newest_block=head)
+            return self._tag(parse_base_fee_history(values, newest_block=head))
         return frame
 
     def fee_history(
@@ -255,7 +264,7 @@ class Lab:
         frame = pd.concat(frames, ignore_index=True) if frames else parse_fee_history(
             {"oldestBlock": hex(start), "baseFeePerGas": [], "gasUsedRatio": []}
         )  # fmt: skip
-        return frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)]
+        return self._tag(frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)])
 
     # -- blocks and uncles -------------------------------------------------------------------
 
@@ -276,6 +285,41 @@ class Lab:
                 self._heights = "devnet" if version.startswith(DEVNET_CLIENT) else "protocol"
         return self._heights
 
+    @property
+    def chain_spec(self) -> ChainSpec | None:
+        """The rules this Lab's chain follows (``feeslab.chainspec.ChainSpec``), which every
+        frame it returns carries in ``attrs`` for the analysis to read.
+
+        The real chain's heights on the service and on other nodes; the devnet's compressed
+        heights on a feeslab devnet (see :attr:`heights`). None for a chain that
+        ``data/chains.json`` does not describe (e.g. a local node's chain 1337): the analysis
+        then needs explicit parameters.
+        """
+        if self._chain_spec is None:
+            chain_id = self.node.chain_id
+            known = chain_id in ChainSpec.known()
+            self._chain_spec = (ChainSpec.from_chain(chain_id, heights=self.heights)
+                                if known else None,)  # fmt: skip
+        return self._chain_spec[0]
+
+    @property
+    def source(self) -> str:
+        """Where this Lab's frames come from: ``"devnet"`` (a feeslab devnet), ``"node"``
+        (another node, ``connect(rpc_url=)``) or ``"service"``; in every frame's ``attrs``."""
+        if self.heights == "devnet":
+            return "devnet"
+        return "node" if self.rpc_url is not None else "service"
+
+    def _tag(self, frame: pd.DataFrame, chain_id: int | None = None) -> pd.DataFrame:
+        """``frame`` with ``attrs`` saying its chain, the chain's spec and this Lab's source."""
+        own = self.node.chain_id
+        if chain_id is None or chain_id == own:
+            spec = self.chain_spec
+        else:  # the Gas API of another chain of the same service: same heights
+            known = chain_id in ChainSpec.known()
+            spec = ChainSpec.from_chain(chain_id, heights=self.heights) if known else None
+        return with_chain(frame, chain_id=chain_id or own, spec=spec, source=self.source)
+
     def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
         """``eth_subscribe(kind, *params)`` on this Lab's WebSocket: iterate the result for
         the notifications (``for head in sub`` or ``next(sub)``); close it when done.
@@ -293,7 +337,7 @@ class Lab:
         self._check_head(stop)
         with gc_paused():  # the decoded headers die before the collector resumes
             found = self.node.blocks(range(start, stop), progress=progress)
-            return parse_blocks([b for b in found if b is not None])
+            return self._tag(parse_blocks([b for b in found if b is not None]))
 
     def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE) -> Plan:
         """What :meth:`uncles` will cost, before it runs.
@@ -358,9 +402,9 @@ class Lab:
             ]
             objects = self.node.uncles(wanted, progress=progress)
             rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-            uncles = parse_uncles(rows)
-            return UncleScan(uncles=uncles, blocks=uncle_scan_frame(range(start, stop), uncles),
-                             plan=plan)  # fmt: skip
+            uncles = self._tag(parse_uncles(rows))
+            blocks = self._tag(uncle_scan_frame(range(start, stop), uncles))
+            return UncleScan(uncles=uncles, blocks=blocks, plan=plan)
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -382,7 +426,7 @@ class Lab:
         answers = {
             b: "0x" + w.to_bytes(32, "big").hex() for b, w in zip(blocks, words, strict=True)
         }
-        return parse_storage_series(address, slot, answers)
+        return self._tag(parse_storage_series(address, slot, answers))
 
     # -- plans ---------------------------------------------------------------------------------
 
@@ -529,7 +573,7 @@ class Lab:
                 answers[n] = answer.error
             else:
                 raise answer.error
-        return parse_call_series(spec, answers, abi=abi)
+        return self._tag(parse_call_series(spec, answers, abi=abi))
 
     def estimate_costs(
         self,
@@ -592,12 +636,14 @@ class Lab:
             a.result if a.ok else a.error
             for a in self.node.run(calls, progress=progress, description="eth_estimateGas")
         ]
-        return parse_cost_estimates(
-            answers,
-            block_number=number,
-            base_fee_wei=None if base_fee is None else int(base_fee, 16),
-            priority_fee_wei=priority_fee_wei,
-            abi=abi,
+        return self._tag(
+            parse_cost_estimates(
+                answers,
+                block_number=number,
+                base_fee_wei=None if base_fee is None else int(base_fee, 16),
+                priority_fee_wei=priority_fee_wei,
+                abi=abi,
+            )
         )
 
     def gas_needed(
@@ -827,7 +873,7 @@ def connect(
     api_key_secret = api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
     if block_time is not None and (url is not None or rpc_url is not None or api_key):
         raise ConfigError("block_time= sets the embedded devnet's pace; this Lab starts none")
-    ledger = CreditLedger()
+    ledger = CreditLedger(priced=rpc_url is None)  # another node charges no credits
     devnet = None
     ipfs_root = None
     if rpc_url is not None:
@@ -880,6 +926,7 @@ def connect(
         network=network,
         wallet_url=wallet_url,
         ipfs=ipfs,
+        rpc_url=rpc_url,
     )
 
 
