@@ -115,6 +115,7 @@ class Lab:
         self.network = network
         self._heights: str | None = None
         self._chain_spec: tuple[ChainSpec | None] | None = None  # asked once, then kept
+        self._own_chain_id: int | None = None
         self.rpc_url = rpc_url  # any node's URL (connect(rpc_url=)); None on the service
         self.wallet_url = wallet_url
         self._wallet: Any = None
@@ -296,7 +297,7 @@ class Lab:
         then needs explicit parameters.
         """
         if self._chain_spec is None:
-            chain_id = self.node.chain_id
+            chain_id = self._chain_id()
             known = chain_id in ChainSpec.known()
             self._chain_spec = (ChainSpec.from_chain(chain_id, heights=self.heights)
                                 if known else None,)  # fmt: skip
@@ -310,9 +311,18 @@ class Lab:
             return "devnet"
         return "node" if self.rpc_url is not None else "service"
 
+    def _chain_id(self) -> int:
+        """The node's chain id: from the cache's identity when known, else ``eth_chainId``
+        alone (without the cache the genesis block the identity needs is not asked for)."""
+        if self.node._identity is not None:
+            return self.node.chain_id
+        if self._own_chain_id is None:
+            self._own_chain_id = int(self.node.request("eth_chainId", []), 16)
+        return self._own_chain_id
+
     def _tag(self, frame: pd.DataFrame, chain_id: int | None = None) -> pd.DataFrame:
         """``frame`` with ``attrs`` saying its chain, the chain's spec and this Lab's source."""
-        own = self.node.chain_id
+        own = self._chain_id()
         if chain_id is None or chain_id == own:
             spec = self.chain_spec
         else:  # the Gas API of another chain of the same service: same heights
