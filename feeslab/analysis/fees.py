@@ -594,24 +594,16 @@ def next_base_fees(
         ``gas_limit`` [gas] (``Lab.blocks``).
     spec : ChainSpec or str, optional
         The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
-        frame's ``attrs["chain_spec"]``.
+        frame's ``attrs["chain_spec"]``. Each child's parameters come from it; a child that
+        is the London block gets the chain's initial base fee.
     chain_id : int, optional
         Instead of ``spec``: the real chain's spec (or the frame's, when its attrs say it is
         of this chain).
     heights : {"protocol", "devnet"}, optional
         Deprecated: with ``chain_id``, ``ChainSpec.from_chain(chain_id, heights=...)``.
-        Each child's parameters come from the spec; a child that is the London block gets
-        the chain's initial base fee.
     elasticity_multiplier, max_change_denominator : int or array-like, optional
         Instead of a spec, as for :func:`next_base_fee` (one given, the other defaults to 2
         or 8).
-
-    Raises
-    ------
-    MissingChainSpec
-        Neither a spec (argument or attrs) nor the parameters.
-    ChainSpecConflict
-        ``spec``/``chain_id`` contradict the frame's attrs.
 
     Returns
     -------
@@ -619,6 +611,15 @@ def next_base_fees(
         ``next_base_fee_wei`` (int64, or Int64 with ``<NA>`` where the parent has no base fee
         and the child is not the London block), aligned with ``blocks``. Comparing it with the
         next row's ``base_fee_wei`` checks every header against EIP-1559.
+
+    Raises
+    ------
+    MissingChainSpec
+        Neither a spec (argument or attrs) nor the parameters.
+    ChainSpecConflict
+        ``spec``/``chain_id`` contradict the frame's attrs.
+    ChainSpecError
+        Blocks with a base fee that the spec puts before London (another chain's heights).
 
     References
     ----------
