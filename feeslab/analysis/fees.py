@@ -49,28 +49,56 @@ import pandas as pd
 
 from feeslab import _eip1559
 from feeslab._eip1559 import nearest_rank_index
+from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported here
+    BLOB_REGIMES,
+    BLOB_STATES,
+    blob_base_fee,
+    blob_base_fees,
+    blob_fee_regimes,
+    blob_forks,
+    blob_parameters,
+    blob_states,
+    burn_by_day,
+    fee_burn,
+    infer_blob_usage,
+    next_blob_base_fees,
+    next_excess_blob_gas,
+)
 from feeslab.chainspec import ChainSpec, resolve_spec
 from feeslab.fetch.errors import ChainSpecError
 
 __all__ = [
+    "BLOB_REGIMES",
+    "BLOB_STATES",
     "BLOCK_STATES",
     "REGIMES",
     "base_fee_bounds",
     "base_fee_percentile",
     "base_fee_range",
+    "blob_base_fee",
+    "blob_base_fees",
+    "blob_fee_regimes",
+    "blob_forks",
+    "blob_parameters",
+    "blob_states",
     "block_states",
+    "burn_by_day",
     "busy_threshold",
     "eip1559_parameters",
+    "fee_burn",
     "fee_regimes",
     "fee_summary",
     "gas_api_percentiles",
     "gas_used_target_ratio",
     "includable_blocks",
+    "infer_blob_usage",
     "infer_utilisation",
     "log_returns",
     "max_fee_per_gas",
     "next_base_fee",
     "next_base_fees",
+    "next_blob_base_fees",
+    "next_excess_blob_gas",
     "regime_spans",
     "rolling_volatility",
 ]
