@@ -60,14 +60,16 @@ class Fork:
     ----------
     name : str
         As in ``data/chains.json`` (``london``, ``merge``, ``canyon``, ...).
-    block : int
-        The first block under its rules.
+    block : int or None
+        The first block under its rules (None for a timestamp fork whose first block
+        ``data/chains.json`` does not give).
     timestamp : int or None
-        Its activation time [s since the epoch], for timestamp-scheduled forks (OP stack).
+        Its activation time [s since the epoch], for timestamp-scheduled forks (Shanghai and
+        later, the OP stack's).
     """
 
     name: str
-    block: int
+    block: int | None
     timestamp: int | None = None
 
 
@@ -212,7 +214,13 @@ def _build(chain_id: int, heights: str) -> ChainSpec:
             forks.append(Fork(name, int(value["block"]), None if stamp is None else int(stamp)))
         else:
             forks.append(Fork(name, int(value)))
-    forks.sort(key=lambda f: f.block)  # stable: forks at one block keep the file's order
+    for name, value in (half.get("timestamp_forks") or {}).items():  # Shanghai and later
+        if isinstance(value, Mapping):
+            block, stamp = value.get("block"), value.get("timestamp")
+            forks.append(Fork(name, None if block is None else int(block),
+                              None if stamp is None else int(stamp)))  # fmt: skip
+    # in activation order (stable: forks at one block keep the file's order)
+    forks.sort(key=lambda f: (f.block is None, f.block or 0, f.timestamp or 0))
     rules = protocol.get("uncles")
     uncles = None
     if rules is not None:
