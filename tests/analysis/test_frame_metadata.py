@@ -191,3 +191,17 @@ def test_storage_calls_and_estimates_carry_the_chain_too(labs):
     assert series.attrs == expected
     transfer = {"from": "0x" + "00" * 20, "to": token["address"], "data": "0x"}
     assert lab.estimate_costs([transfer], block=head).attrs == expected
+
+
+def test_blob_fees_read_the_spec_from_the_frame_too(frames):
+    _, blocks = frames["mainnet"]  # the devnet's chain 1 is past Cancun at its head
+    own = fees.blob_base_fees(blocks)
+    pd.testing.assert_series_equal(own, fees.blob_base_fees(blocks, chain_id=1, heights="devnet"))
+    pd.testing.assert_series_equal(own, fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1)))
+    assert own.notna().all()
+    with pytest.raises(feeslab.ChainSpecConflict):
+        fees.next_blob_base_fees(blocks, spec=ChainSpec.from_chain(1))
+    bare = blocks.copy()
+    bare.attrs = {}
+    with pytest.raises(feeslab.MissingChainSpec, match="fee_burn: pass spec="):
+        fees.fee_burn(bare)
