@@ -50,6 +50,7 @@ __all__ = [
     "packed_field",
     "slot_from_layout",
     "slot_hex",
+    "storage_word",
     "struct_member_slot",
     "type_size",
 ]
@@ -58,6 +59,7 @@ WORD_BITS = 256
 WORD_MOD = 1 << WORD_BITS
 
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+_WORD = re.compile(r"0[xX][0-9a-fA-F]{0,64}")
 _SIZED = re.compile(r"(uint|int|bytes)(\d*)")
 
 
@@ -88,6 +90,30 @@ def _as_uint256(value: Any, name: str) -> int:
     if not 0 <= number < WORD_MOD:
         raise ValueError(f"{name} must be in [0, 2**256), got {number}")
     return number
+
+
+def storage_word(answer: Any, name: str = "word") -> int:
+    """An ``eth_getStorageAt`` answer as an int in [0, 2**256).
+
+    Every shape real nodes answer is a word: 66-character words (geth, the devnet), short
+    ones without leading zeros (``0x0``, ``0x1``) and ``0x`` for an empty slot (ganache), all
+    big-endian.
+
+    Raises
+    ------
+    feeslab.MalformedWord
+        (a ``FeeslabError`` and a ``ValueError``) Not a string, not hex, or longer than 32
+        bytes; ``name`` says which answer.
+    """
+    from feeslab.fetch.errors import MalformedWord  # late: slots stays importable alone
+
+    if not isinstance(answer, str) or not _WORD.fullmatch(answer):
+        shown = repr(answer) if len(repr(answer)) <= 80 else repr(answer)[:77] + "..."
+        why = (f"is longer than 32 bytes ({(len(answer) - 1) // 2} bytes)"
+               if isinstance(answer, str) and _HEX.fullmatch(answer)
+               else "is not 0x followed by at most 64 hex digits")  # fmt: skip
+        raise MalformedWord(f"{name} {why}: {shown}", value=answer)
+    return int(answer[2:] or "0", 16)
 
 
 def _word_bytes(value: int) -> bytes:

@@ -239,7 +239,10 @@ def _results(answers: Sequence[RpcResult]) -> list[Any]:
 
 
 def _words(answers: Sequence[RpcResult]) -> list[int]:
-    return [int(r.unwrap(), 16) for r in answers]
+    from feeslab.slots import storage_word  # accepts "0x" and short words (ganache)
+
+    return [storage_word(r.unwrap(), f"eth_getStorageAt's answer at {r.call.params[2]}")
+            for r in answers]  # fmt: skip
 
 
 class NodeClient(_NodeBase):

@@ -386,6 +386,13 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         if frame["block_number"].duplicated().any():
             block = frame["block_number"][frame["block_number"].duplicated()].iloc[0]
             raise ValueError(f"frames[{k}] has block {block} more than once")
+    said = {
+        (f.attrs.get("chain_id"), f.attrs.get("chain_spec")): f.attrs for f in items if f.attrs
+    }
+    if len(said) > 1:  # snapshots of two chains (or heights) would stitch into nonsense
+        from feeslab.fetch.errors import ChainSpecConflict
+
+        raise ChainSpecConflict(f"the snapshots are of different chains: {sorted(said, key=str)}")
     combined = pd.concat(
         [f.assign(_snapshot=k) for k, f in enumerate(items)], ignore_index=True, sort=False
     )
@@ -406,4 +413,6 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         .last()
         .drop(columns="_snapshot")
     )
-    return stitched.reset_index(drop=True)
+    stitched = stitched.reset_index(drop=True)
+    stitched.attrs = dict(next(iter(said.values()), {}))  # the chain they all say
+    return stitched

@@ -908,7 +908,11 @@ class Era1Source:
 
     @staticmethod
     def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
-        frame.attrs.update({"chain_id": 1, "source": "era1", "network": network})
+        from feeslab.chainspec import ChainSpec  # the analysis reads the spec from attrs
+
+        spec = ChainSpec.from_chain(1, heights="devnet" if network == "devnet" else "protocol")
+        frame.attrs.update({"chain_id": 1, "chain_spec": spec.label, "source": "era1",
+                            "network": network})  # fmt: skip
         return frame
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:

@@ -60,7 +60,7 @@ def test_plot_uncle_rate_by_era_and_by_day():
     blocks["timestamp"] = pd.to_datetime(
         [1_704_067_200 + 40_000 * i for i in range(6)], unit="s", utc=True
     )
-    eras = U.uncle_rate_by_era(blocks, heights="devnet")
+    eras = U.uncle_rate_by_era(blocks, chain_id=1, heights="devnet")  # the deprecated form
     ax = plot_uncle_rate(eras)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["genesis", "byzantium"]
     assert list(errorbar(ax).lines[0].get_ydata()) == eras["rate"].tolist()
@@ -92,7 +92,7 @@ def test_plot_rewards_stacks_the_three_parts_per_era():
     uncles = pd.DataFrame({"block_number": [29_998, 30_000, 30_000],
                            "uncle_number": [29_997, 29_999, 29_998],
                            "depth": [1, 1, 2]})  # fmt: skip
-    table = U.rewards_by_era(blocks, uncles, heights="devnet")
+    table = U.rewards_by_era(blocks, uncles, spec="mainnet@devnet")
     ax = plot_rewards(table)
     containers = [c for c in ax.containers if isinstance(c, BarContainer)]
     assert len(containers) == 3
