@@ -97,3 +97,9 @@ def http_status_cost(status: int) -> int:
     if status in (402, 429) or status >= 500 or status < 400:
         return 0
     return REJECTED_REQUEST_COST
+
+
+# Infura's largest self-serve plan, Team (docs.metamask.io/services/get-started/pricing,
+# "Infura plans"): the devnet's default limits, and `feeslab serve`'s, without importing it
+TEAM_PLAN_DAILY_CREDITS = 75_000_000
+TEAM_PLAN_CREDITS_PER_SECOND = 40_000

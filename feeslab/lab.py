@@ -843,8 +843,9 @@ def connect(
         node_url, gas_root = INFURA_NODE.format(network=network, key=api_key), INFURA_GAS
         ipfs_root = INFURA_IPFS
     else:
-        import feeslab.devnet
+        import feeslab.devnet  # only here: a client with a key never loads the devnet
 
+        feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
         devnet = feeslab.devnet.start(seed=seed, block_time=block_time)
         wallet_url = wallet_url or f"{devnet.ws_url}/wallet"
         api_key, api_key_secret = devnet.api_key, devnet.api_key_secret

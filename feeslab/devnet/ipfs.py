@@ -66,7 +66,7 @@ from feeslab.devnet._trailers import TRAILERS
 from feeslab.unixfs import CID, CidError, DagError
 
 if TYPE_CHECKING:
-    from feeslab.devnet.server import Devnet
+    from feeslab.devnet.service import Devnet
 
 log = logging.getLogger(__name__)
 
