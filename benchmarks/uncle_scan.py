@@ -117,13 +117,13 @@ def warm(served: Served) -> None:
             {"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []},
             {"jsonrpc": "2.0", "id": 2, "method": "eth_getBlockByNumber",
              "params": [hex(STOP - 1), False]},
-        ]  # fmt: skip
+        ]
         client.post(served.rpc, json=body).raise_for_status()
         batch = [
             {"jsonrpc": "2.0", "id": i, "method": "eth_getBlockByNumber",
              "params": [hex(n), False]}
             for i, n in enumerate(range(START, START + WEB3_BATCH))
-        ]  # fmt: skip
+        ]
         client.post(served.rpc, json=batch).raise_for_status()
 
 
@@ -182,7 +182,7 @@ def _connect(served: Served, cache) -> feeslab.Lab:
     return feeslab.connect(
         url=served.url, api_key=served.key, api_key_secret=served.secret,
         cache=cache, progress=False,
-    )  # fmt: skip
+    )
 
 
 def _uncles_of(lab: feeslab.Lab) -> list[Uncle]:
@@ -192,7 +192,7 @@ def _uncles_of(lab: feeslab.Lab) -> list[Uncle]:
             frame["block_number"].tolist(), frame["uncle_index"].tolist(),
             frame["hash"].tolist(), strict=True,
         )
-    )  # fmt: skip
+    )
 
 
 def feeslab_cold(served: Served) -> tuple[list[Uncle], int, int]:
@@ -232,7 +232,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
     args = (
         "--seed", str(SEED), "--latency-ms", str(latency_ms),
         "--credits-per-second", str(CREDITS_PER_SECOND), "--daily-credits", str(DAILY_CREDITS),
-    )  # fmt: skip
+    )
     with feeslab_serve(*args) as served:
         warm(served)
         # untimed: the reference answer, and each client's first-call costs paid alike
@@ -271,7 +271,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
         out["feeslab"] = (
             statistics.median(cold), f"{calls:,} calls in {requests:,} requests, cache off",
             requests,
-        )  # fmt: skip
+        )
 
         with tempfile.TemporaryDirectory(prefix="feeslab-bench-cache-") as cache_dir:
             lab = _connect(served, cache=cache_dir)
@@ -282,7 +282,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
                 lab.close()
             out["feeslab, warm cache rerun"] = (
                 seconds, f"{requests} requests ({calls} calls) sent: same Lab", requests,
-            )  # fmt: skip
+            )
             # a restarted kernel: a new Lab must learn the chain's identity (the cache's key)
             lab = _connect(served, cache=cache_dir)
             try:
@@ -299,7 +299,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
 
 
 SCANS = ("web3.py loop", "web3.py batches", "feeslab", "feeslab, warm cache rerun",
-         "feeslab, warm cache, new Lab")  # fmt: skip
+         "feeslab, warm cache, new Lab")
 
 
 def bench() -> list[tuple[str, float, str]]:
@@ -310,7 +310,7 @@ def bench() -> list[tuple[str, float, str]]:
         for name in SCANS:
             seconds, note, _ = result[name]
             rows.append((f"uncle scan, {latency} ms: {name}", seconds,
-                         f"{BLOCKS / seconds:,.0f} blocks/s; {note}"))  # fmt: skip
+                         f"{BLOCKS / seconds:,.0f} blocks/s; {note}"))
     for latency, baseline, goal in GOALS:
         ours, theirs = results[latency]["feeslab"][0], results[latency][baseline][0]
         ratio = theirs / ours
@@ -320,7 +320,7 @@ def bench() -> list[tuple[str, float, str]]:
     for latency, result in results.items():
         seconds, _, sent = result["feeslab, warm cache rerun"]
         verdicts.append((f"GOAL {latency} ms: warm-cache rerun sends 0 requests", seconds,
-                         f"{sent} sent: {'PASS' if sent == 0 else 'FAIL'}"))  # fmt: skip
+                         f"{sent} sent: {'PASS' if sent == 0 else 'FAIL'}"))
     return rows + verdicts
 
 

@@ -254,7 +254,7 @@ class Lab:
         frames = [parse_fee_history(a, percentiles=percentiles).iloc[:-1] for a in answers]
         frame = pd.concat(frames, ignore_index=True) if frames else parse_fee_history(
             {"oldestBlock": hex(start), "baseFeePerGas": [], "gasUsedRatio": []}
-        )  # fmt: skip
+        )
         return frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)]
 
     # -- blocks and uncles -------------------------------------------------------------------
@@ -360,7 +360,7 @@ class Lab:
             rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
             uncles = parse_uncles(rows)
             return UncleScan(uncles=uncles, blocks=uncle_scan_frame(range(start, stop), uncles),
-                             plan=plan)  # fmt: skip
+                             plan=plan)
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -391,7 +391,7 @@ class Lab:
         _check_range(start, stop)
         count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         return Plan([PlanLine.of("eth_feeHistory", count)],
-                    title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
+                    title=f"fee history of blocks {start:,} to {stop - 1:,}")
 
     def plan_base_fee_history(self) -> Plan:
         """What :meth:`base_fee_history` costs: the Gas API call, the head and two headers."""
@@ -465,9 +465,9 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         answer = self.node.run([RpcCall("eth_call", [request, _block_param(block)])],
-                               progress=False)[0]  # fmt: skip
+                               progress=False)[0]
         if isinstance(answer.error, RevertError):
             raise RevertError.from_rpc(answer.error.raw, abi=abi) from None
         values = decode_output(spec, answer.unwrap())
@@ -514,7 +514,7 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         numbers = [_block_number(b) for b in blocks]
         calls = [RpcCall("eth_call", [request, quantity(n)]) for n in numbers]
         if budget is not None:
@@ -645,7 +645,7 @@ class Lab:
         requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
         if frame.empty:
             return frame.assign(gas_needed=pd.Series(dtype="Int64"),
-                                eth_calls=pd.Series(dtype="int64"))  # fmt: skip
+                                eth_calls=pd.Series(dtype="int64"))
         number = quantity(int(frame["block_number"].iloc[0]))
         # search state per transaction: lo fails, hi succeeds (once checked)
         search = {
@@ -670,7 +670,7 @@ class Lab:
                 else:
                     probes.append((i, (lo + hi) // 2))
             batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
-                     for i, gas in probes]  # fmt: skip
+                     for i, gas in probes]
             answers = self.node.run(batch, progress=progress, description="gas search")
             for (i, gas), answer in zip(probes, answers, strict=True):
                 calls[i] += 1
@@ -685,7 +685,7 @@ class Lab:
                 if gas == state[1] and not state[2]:
                     if failed:
                         errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
-                                     f"{error_text(answer.error, abi)}")  # fmt: skip
+                                     f"{error_text(answer.error, abi)}")
                         del search[i]
                         continue
                     state[2] = True

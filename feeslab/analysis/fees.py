@@ -1524,7 +1524,7 @@ def fee_summary(
     if chain_id is None:
         options["elasticity_multiplier"] = elasticity_multiplier
     inferred = infer_utilisation(base_fees, max_change_denominator=max_change_denominator,
-                                 **options)  # fmt: skip
+                                 **options)
     states = block_states(inferred, tolerance=tolerance, **options)
     returns = log_returns(base_fees)
     d = float(params["max_change_denominator"].iloc[-1])
