@@ -19,7 +19,8 @@ from typing import Any
 __all__ = ["DevnetHandle", "SpawnedDevnet", "require", "spawn", "start"]
 
 INSTALL_HINT = "pip install 'feeslab[devnet]'"
-_REQUIRED = ("starlette", "uvicorn", "rlp", "eth_keys", "Crypto")  # the extra's packages
+# the extra's packages
+_REQUIRED = ("starlette", "uvicorn", "rlp", "eth_keys", "Crypto", "python_multipart")
 _EVM_BACKENDS = ("pyrevm", "evm")  # pyrevm, or py-evm where pyrevm has no wheel
 _LAZY = {
     "DevnetHandle": "feeslab.devnet.server",

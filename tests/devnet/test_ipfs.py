@@ -621,6 +621,31 @@ def test_multipart_parser_any_split():
         ]
 
 
+def test_multipart_parser_skips_a_preamble_and_ignores_the_epilogue():
+    body, content_type = multipart([("a.txt", b"hello")])
+    parser = MultipartParser(boundary_of(content_type))
+    events = []
+    for piece in (b"a preamble (RFC 2046)\r\n", body[:9], body[9:], b"an epilogue"):
+        events += parser.feed(piece)
+    parser.close()
+    assert [kind for kind, _ in events if kind != "data"] == ["part", "end"]
+    assert b"".join(value for kind, value in events if kind == "data") == b"hello"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"--b\r\nno colon here\r\n\r\nabc\r\n--b--\r\n", "malformed multipart body"),
+        (b"--b\r\nX: " + b"a" * 20_000 + b"\r\n\r\nabc\r\n--b--\r\n", "header size"),
+    ],
+)
+def test_multipart_parser_refuses_bad_part_headers(body, problem):
+    parser = MultipartParser("b")
+    with pytest.raises(MultipartError, match=problem):
+        for start in range(0, len(body), 1000):
+            parser.feed(body[start : start + 1000])
+
+
 def test_multipart_parser_refuses_a_cut_body():
     body, content_type = multipart([("a", b"abc")])
     parser = MultipartParser(boundary_of(content_type))
