@@ -18,7 +18,9 @@ import pytest
 from feeslab.devnet import spawn
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("uvicorn", "starlette", "pyrevm", "evm", "rlp", "eth_keys", "multipart")
+HEAVY = (
+    "uvicorn", "starlette", "pyrevm", "evm", "rlp", "eth_keys", "multipart", "python_multipart"
+)
 # prints the heavy top-level packages and the devnet modules the snippet left in sys.modules
 REPORT = f"""
 import json, sys
