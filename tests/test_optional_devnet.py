@@ -136,3 +136,17 @@ def test_the_extra_installed_passes_the_check():
 
     assert feeslab.devnet.missing_packages() == []
     feeslab.devnet.require()  # no error here: the test environment has the extra
+
+
+def test_cli_fetch_without_key_or_devnet_exits_2_with_the_install_line(tmp_path):
+    code = """
+    import sys, feeslab.cli
+    sys.exit(feeslab.cli.main(["fetch", "uncles", "--start", "0", "--stop", "10",
+                               "-o", "uncles.parquet"]))
+    """
+    done = _python(BLOCK_EXTRA, code, tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "no INFURA_API_KEY and the devnet is not installed" in done.stderr
+    assert "pip install 'feeslab[devnet]'" in done.stderr
+    assert not (tmp_path / "uncles.parquet").exists()
