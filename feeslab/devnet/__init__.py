@@ -20,7 +20,7 @@ __all__ = ["DevnetHandle", "SpawnedDevnet", "require", "spawn", "start"]
 
 INSTALL_HINT = "pip install 'feeslab[devnet]'"
 # the extra's packages
-_REQUIRED = ("starlette", "uvicorn", "rlp", "eth_keys", "Crypto", "python_multipart")
+_REQUIRED = ("starlette", "uvicorn", "eth_keys", "Crypto", "python_multipart")
 _EVM_BACKENDS = ("pyrevm", "evm")  # pyrevm, or py-evm where pyrevm has no wheel
 _LAZY = {
     "DevnetHandle": "feeslab.devnet.server",
