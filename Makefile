@@ -10,7 +10,7 @@ NPM_STAMP := node_modules/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[devnet,dev]'  # the devnet for make lab; dev has it too
 	touch $(STAMP)
 
 # The pinned npm packages (solc, and ganache for tests/devnet/test_reference_node.py)
@@ -30,6 +30,7 @@ test: $(STAMP) $(NPM_STAMP) lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks
+	$(BIN)/lint-imports  # the one-way flow: pyproject.toml [tool.importlinter]
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from feeslab.devnet.server import DEFAULT_CREDITS_PER_SECOND, DEFAULT_DAILY_CREDITS
+from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
+from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
 
 DEFAULT_PORT = 8545  # the usual local node port
 
@@ -212,6 +213,14 @@ def _banner(handle) -> str:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    import feeslab.devnet
+    from feeslab.fetch.errors import ConfigError
+
+    try:
+        feeslab.devnet.require("feeslab serve needs the devnet")
+    except ConfigError as exc:
+        print(f"feeslab serve: {exc}", file=sys.stderr)
+        return 2
     from feeslab.devnet.server import start
     from feeslab.devnet.wallet import WalletUser
 

@@ -474,7 +474,7 @@ class Lab:
             return Plan([], title=f"fee history of blocks {start:,} to {stop - 1:,} (era1)")
         count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         return Plan([PlanLine.of("eth_feeHistory", count)],
-                    title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
+                    title=f"fee history of blocks {start:,} to {stop - 1:,}")
 
     def plan_base_fee_history(self) -> Plan:
         """What :meth:`base_fee_history` costs: the Gas API call, the head and two headers."""
@@ -548,9 +548,9 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         answer = self.node.run([RpcCall("eth_call", [request, _block_param(block)])],
-                               progress=False)[0]  # fmt: skip
+                               progress=False)[0]
         if isinstance(answer.error, RevertError):
             raise RevertError.from_rpc(answer.error.raw, abi=abi) from None
         values = decode_output(spec, answer.unwrap())
@@ -597,7 +597,7 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         numbers = [_block_number(b) for b in blocks]
         calls = [RpcCall("eth_call", [request, quantity(n)]) for n in numbers]
         if budget is not None:
@@ -730,7 +730,7 @@ class Lab:
         requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
         if frame.empty:
             return frame.assign(gas_needed=pd.Series(dtype="Int64"),
-                                eth_calls=pd.Series(dtype="int64"))  # fmt: skip
+                                eth_calls=pd.Series(dtype="int64"))
         number = quantity(int(frame["block_number"].iloc[0]))
         # search state per transaction: lo fails, hi succeeds (once checked)
         search = {
@@ -755,7 +755,7 @@ class Lab:
                 else:
                     probes.append((i, (lo + hi) // 2))
             batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
-                     for i, gas in probes]  # fmt: skip
+                     for i, gas in probes]
             answers = self.node.run(batch, progress=progress, description="gas search")
             for (i, gas), answer in zip(probes, answers, strict=True):
                 calls[i] += 1
@@ -770,7 +770,7 @@ class Lab:
                 if gas == state[1] and not state[2]:
                     if failed:
                         errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
-                                     f"{error_text(answer.error, abi)}")  # fmt: skip
+                                     f"{error_text(answer.error, abi)}")
                         del search[i]
                         continue
                     state[2] = True
@@ -944,8 +944,9 @@ def connect(
         node_url, gas_root = INFURA_NODE.format(network=network, key=api_key), INFURA_GAS
         ipfs_root = INFURA_IPFS
     else:
-        import feeslab.devnet
+        import feeslab.devnet  # only here: a client with a key never loads the devnet
 
+        feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
         devnet = feeslab.devnet.start(seed=seed, block_time=block_time)
         wallet_url = wallet_url or f"{devnet.ws_url}/wallet"
         api_key, api_key_secret = devnet.api_key, devnet.api_key_secret

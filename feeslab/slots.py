@@ -135,7 +135,7 @@ def _parse_type(type_: Any, name: str = "type") -> tuple[str, int]:
     """
     if not isinstance(type_, str):
         raise TypeError(f"{name} must be a Solidity type name such as 'uint256', not "
-                        f"{type(type_).__name__}")  # fmt: skip
+                        f"{type(type_).__name__}")
     t = type_.strip()
     if t.startswith("t_"):
         t = t[2:]
@@ -228,10 +228,10 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
                 return b""
             if not _HEX.fullmatch(key) or len(key) % 2:
                 raise ValueError(f"key must be 0x hex with whole bytes for key_type 'bytes': "
-                                 f"{key!r}")  # fmt: skip
+                                 f"{key!r}")
             return bytes.fromhex(key[2:])
         raise TypeError(f"key must be bytes or 0x hex for key_type 'bytes', not "
-                        f"{type(key).__name__}")  # fmt: skip
+                        f"{type(key).__name__}")
     if kind == "int":
         if isinstance(key, bool):
             raise TypeError("key must be an int for a signed key_type, not bool")
@@ -239,7 +239,7 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
             number = operator.index(key)
         except TypeError:
             raise TypeError(f"key must be an int for key_type {key_type!r}, "
-                            f"not {type(key).__name__}") from None  # fmt: skip
+                            f"not {type(key).__name__}") from None
         if not -(1 << (size - 1)) <= number < 1 << (size - 1):
             raise ValueError(f"key {number} is out of range for {key_type!r}")
         return _word_bytes(number % WORD_MOD)  # sign-extended to 32 bytes, as abi.encode does
@@ -257,7 +257,7 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
                 data = bytes(key)
             if len(data) != size:
                 raise ValueError(f"key must be exactly {size} bytes for key_type {key_type!r}, "
-                                 f"got {len(data)}")  # fmt: skip
+                                 f"got {len(data)}")
         else:
             number = _as_uint256(key, "key")
             if number >= 1 << (8 * size):

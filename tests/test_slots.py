@@ -198,7 +198,7 @@ def test_slot_from_layout_reads_solc_output():
         (lambda: decode_short_string((1 << 40) | 2), ValueError, "past its length"),
         (lambda: slot_from_layout({"x": 1}, "a"), TypeError, "storage_layout must be"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_raises_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -233,7 +233,7 @@ def eth_call(rpc, to: str, signature: str, args: bytes, block: str, types: list[
     data = "0x" + (keccak(signature.encode())[:4] + args).hex()
     sender = "0x" + "00" * 19 + "01"
     return abi_decode(types, bytes.fromhex(rpc("eth_call", {"from": sender, "to": to, "data": data},
-                                               block)[2:]))  # fmt: skip
+                                               block)[2:]))
 
 
 def storage(rpc, address: str, slot: int, block: str) -> str:
@@ -261,7 +261,7 @@ def test_token_balances_allowances_and_packed_slot(rpc, chain):
     for owner in chain["accounts"]["holders"][:5]:
         for spender in chain["accounts"]["spenders"][:5]:
             (expected,) = eth_call(rpc, token, "allowance(address,address)",
-                                   addr(owner) + addr(spender), block, ["uint256"])  # fmt: skip
+                                   addr(owner) + addr(spender), block, ["uint256"])
             slot = nested_mapping_slot([owner, spender], allowances_slot)
             assert decode_word(storage(rpc, token, slot, block), "uint256") == expected
             seen += expected > 0

@@ -430,13 +430,13 @@ def uncle_rate(
         raise ValueError("blocks.uncle_count has negative values")
     if by is None:
         return _rate_table([len(counts)], [int(counts.sum())], pd.Index(["all"], name="group"),
-                           confidence, method)  # fmt: skip
+                           confidence, method)
     labels, name = _labels(blocks, by)
     order = np.argsort(blocks["block_number"].to_numpy(), kind="stable")
     frame = pd.DataFrame({"label": labels[order], "uncles": counts[order]})
     grouped = frame.groupby("label", sort=False)["uncles"].agg(["size", "sum"])
     return _rate_table(grouped["size"], grouped["sum"], pd.Index(grouped.index, name=name),
-                       confidence, method)  # fmt: skip
+                       confidence, method)
 
 
 def uncle_rate_by_window(
@@ -469,7 +469,7 @@ def uncle_rate_by_window(
         raise ValueError(f"window must be a positive number of blocks, not {window!r}")
     _require(blocks, ["block_number", "uncle_count"], "blocks")
     start = pd.Series(blocks["block_number"].to_numpy(dtype=np.int64) // window * window,
-                      name="start_block")  # fmt: skip
+                      name="start_block")
     table = uncle_rate(blocks, by=start, confidence=confidence, method=method)
     table.index = table.index.astype(np.int64)
     table.insert(0, "stop_block", table.index.to_numpy() + int(window))
@@ -513,7 +513,7 @@ def uncle_rate_by_day(
         raise TypeError(f"blocks.timestamp must be tz-aware datetime64 (UTC), not {stamps.dtype}")
     day = stamps.dt.tz_convert("UTC").dt.floor("D").rename("day").reset_index(drop=True)
     table = uncle_rate(blocks.reset_index(drop=True), by=day, confidence=confidence,
-                       method=method)  # fmt: skip
+                       method=method)
     lower, upper = _poisson_interval(table["uncles"].to_numpy(), _check_confidence(confidence))
     table.insert(2, "uncles_lower", lower)
     table.insert(3, "uncles_upper", upper)
@@ -556,7 +556,7 @@ def uncle_rate_by_era(
     chosen = _spec(blocks, "uncle_rate_by_era", spec, chain_id, heights)
     era = reward_era(blocks["block_number"], spec=chosen)
     return uncle_rate(blocks, by=era.to_numpy(), confidence=confidence,
-                      method=method).rename_axis("era")  # fmt: skip
+                      method=method).rename_axis("era")
 
 
 # -- depth -----------------------------------------------------------------------------------
@@ -959,7 +959,7 @@ def rewards_by_era(
         }
     columns = ["blocks", "uncles", "block_rewards_wei", "nephew_rewards_wei",
                "uncle_rewards_wei", "issuance_wei", "block_reward_eth", "nephew_reward_eth",
-               "uncle_reward_eth", "uncle_share"]  # fmt: skip
+               "uncle_reward_eth", "uncle_share"]
     table = pd.DataFrame(
         {
             c: _exact([r[c] for r in rows.values()])
@@ -1167,7 +1167,7 @@ def miner_uncles(
         table["stale"], produced, confidence, method
     )
     table = table[["blocks", "share", "stale", "stale_rate", "stale_lower", "stale_upper",
-                   "including"]]  # fmt: skip
+                   "including"]]
     table["including_rate"] = table["including"] / table["blocks"].where(table["blocks"] > 0)
     table["including_lower"], table["including_upper"] = _binomial_interval(
         table["including"], table["blocks"], confidence, method
@@ -1288,7 +1288,7 @@ def fork_heights(
     frame = blocks.sort_values("block_number").reset_index(drop=True)
     if frame.empty:
         return frame.assign(block_time_s=pd.Series(dtype=float), forks=pd.Series(dtype=np.int64),
-                            forked=pd.Series(dtype=bool))  # fmt: skip
+                            forked=pd.Series(dtype=bool))
     numbers = frame["block_number"].to_numpy(dtype=np.int64)
     stamps = frame["timestamp"]
     if not isinstance(stamps.dtype, pd.DatetimeTZDtype):
@@ -1353,7 +1353,7 @@ class DelayFit:
         """The model's propagation delay at each row of ``frame`` [s]."""
         design = _design(frame, self.covariates)
         return pd.Series(design @ self.params["estimate"].to_numpy(), index=frame.index,
-                         name="delay_s")  # fmt: skip
+                         name="delay_s")
 
     def stale_probability(self, frame: pd.DataFrame) -> pd.Series:
         """The model's fork probability at each row of ``frame`` [1]."""
@@ -1567,7 +1567,7 @@ def model_vs_data(
         }
     )
     rates = _rate_table(table["heights"], table["forks"], table.index,
-                        _check_confidence(confidence), "wilson")  # fmt: skip
+                        _check_confidence(confidence), "wilson")
     table["rate"], table["lower"], table["upper"] = rates["rate"], rates["lower"], rates["upper"]
     table = table[["x", "heights", "forks", "rate", "lower", "upper", "predicted"]]
     table.index = pd.RangeIndex(len(table), name="bin")

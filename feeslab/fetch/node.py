@@ -154,7 +154,7 @@ class _NodeBase:
         cacheable = [
             i for i, c in enumerate(calls)
             if use_cache and block_of(c) is not None and moving_tag(c.params) is None
-        ]  # fmt: skip
+        ]
         cache = self._open_cache() if cacheable else None
         if cache is not None:
             found = cache.get_many([(calls[i].method, calls[i].params) for i in cacheable])

@@ -271,7 +271,7 @@ def parse_fee_history(
     """
     if not isinstance(result, Mapping):
         raise TypeError(f"result must be eth_feeHistory's result (a dict), not "
-                        f"{type(result).__name__}")  # fmt: skip
+                        f"{type(result).__name__}")
     names = [reward_column(p) for p in percentiles] if percentiles is not None else []
     if len(set(names)) != len(names):
         raise ValueError(f"percentiles must be distinct, got {list(percentiles or [])}")
@@ -305,7 +305,7 @@ def parse_fee_history(
         blob = _int64(_hex_list(blob_fees, "baseFeePerBlobGas"), "baseFeePerBlobGas", "result")
         if len(blob) != count + 1:
             raise ValueError(f"result has {len(blob)} baseFeePerBlobGas values, expected "
-                             f"{count + 1}")  # fmt: skip
+                             f"{count + 1}")
         frame["base_fee_per_blob_gas_wei"] = pd.array(blob, dtype="Int64")
     blob_ratio = result.get("blobGasUsedRatio")
     if blob_ratio is None:
@@ -319,7 +319,7 @@ def parse_fee_history(
     if rewards is None:
         if names:
             raise ValueError(f"percentiles {list(percentiles or [])} given but result has no "
-                             "'reward'")  # fmt: skip
+                             "'reward'")
         return frame
     if percentiles is None:
         raise ValueError("result has 'reward': pass the request's percentiles to name them")

@@ -76,7 +76,7 @@ def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) ->
     slot_text = slots.slot_hex(slot)
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers must be a dict {{block_number: word}}, not "
-                        f"{type(answers).__name__}")  # fmt: skip
+                        f"{type(answers).__name__}")
     if not answers:
         return _empty(STORAGE_DTYPES)
     rows = sorted(
@@ -178,4 +178,4 @@ def decode_series(
         series.name = name
         return series
     return pd.Series(np.array(values, dtype=dtype) if dtype != "str" else values,
-                     index=frame.index, dtype=dtype, name=name)  # fmt: skip
+                     index=frame.index, dtype=dtype, name=name)

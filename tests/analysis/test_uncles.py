@@ -93,7 +93,7 @@ def chain1(truth):
     fork_p = -np.expm1(-delay / block_time)
     fork_p[0] = 0.0
     return {"blocks": blocks, "uncles": uncles, "fork_p": fork_p, "merge": merge,
-            "history": history, "block_time": block_time}  # fmt: skip
+            "history": history, "block_time": block_time}
 
 
 def scan_frame(counts, start=0):
@@ -214,7 +214,7 @@ def test_binomial_methods_refuse_more_uncles_than_blocks_and_garwood_does_not():
         (lambda: U.uncle_rate_by_window(scan_frame([0]), 0), ValueError, "positive"),
         (lambda: U.uncle_rate_by_day(scan_frame([0])), ValueError, "timestamp"),
     ],
-)  # fmt: skip
+)
 def test_bad_rate_input_is_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -232,7 +232,7 @@ def test_rate_by_window_aligns_windows_and_leaves_out_unscanned_ones():
 
 def test_rate_by_day_groups_utc_days_with_count_intervals():
     stamps = pd.to_datetime(["2024-01-01 23:59:50", "2024-01-02 00:00:03",
-                             "2024-01-02 00:00:20", "2024-01-02 13:00:00"], utc=True)  # fmt: skip
+                             "2024-01-02 00:00:20", "2024-01-02 13:00:00"], utc=True)
     blocks = scan_frame([1, 0, 2, 1])
     blocks["timestamp"] = stamps
     table = U.uncle_rate_by_day(blocks)
@@ -309,7 +309,7 @@ def test_mainnet_reward_schedule_follows_the_eips():
     schedule = U.reward_schedule(1)
     assert schedule["era"].tolist() == ["genesis", "byzantium", "constantinople", "merge"]
     assert schedule["from_block"].tolist() == [0, MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE,
-                                               MAINNET_MERGE]  # fmt: skip
+                                               MAINNET_MERGE]
     assert schedule["uncles_allowed"].tolist() == [True, True, True, False]
     for n in (0, 1_150_000, MAINNET_BYZANTIUM - 1, MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE - 1,
               MAINNET_CONSTANTINOPLE, MAINNET_MERGE - 1, MAINNET_MERGE, 20_000_000):  # fmt: skip
@@ -327,7 +327,7 @@ def test_devnet_heights_follow_the_devnets_own_forks():
     byzantium, constantinople = params.forks["byzantium"], params.forks["constantinople"]
     merge = params.merge_block
     assert (byzantium, constantinople, merge) != (MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE,
-                                                  MAINNET_MERGE)  # fmt: skip
+                                                  MAINNET_MERGE)
     numbers = [0, byzantium - 1, byzantium, constantinople - 1, constantinople, merge - 1, merge]
     got = U.block_reward(numbers, spec=ChainSpec.devnet(1)).tolist()
     assert got == [reference_block_reward(n, byzantium, constantinople, merge) for n in numbers]
@@ -336,7 +336,7 @@ def test_devnet_heights_follow_the_devnets_own_forks():
     eras = U.reward_era(pd.Series(numbers, index=list("abcdefg")), spec="mainnet@devnet")
     assert eras.index.tolist() == list("abcdefg")
     assert eras.tolist() == ["genesis", "genesis", "byzantium", "byzantium", "constantinople",
-                             "constantinople", "merge"]  # fmt: skip
+                             "constantinople", "merge"]
 
 
 def test_other_chains_come_from_chains_json():
@@ -356,10 +356,10 @@ def test_other_chains_come_from_chains_json():
     ("heights", "including"),
     [("protocol", 1_000_000), ("protocol", 5_000_000), ("protocol", 15_000_000),
      ("devnet", 10_000), ("devnet", 45_000), ("devnet", 150_000)],
-)  # fmt: skip
+)
 def test_uncle_and_nephew_rewards_at_every_depth(heights, including):
     forks = {"protocol": (MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE, MAINNET_MERGE),
-             "devnet": (30_000, 60_000, 165_000)}[heights]  # fmt: skip
+             "devnet": (30_000, 60_000, 165_000)}[heights]
     R = reference_block_reward(including, *forks)
     depths = np.arange(1, 7)
     uncles = pd.DataFrame({"block_number": including, "uncle_number": including - depths,
@@ -575,7 +575,7 @@ def test_fit_recovers_the_devnets_configured_propagation_delay(chain1):
         0.5 * per_mgas
     )
     assert fit.units == {"base": "s", "parent_gas_used": "s per Mgas",
-                         "progress": "s per progress"}  # fmt: skip
+                         "progress": "s per progress"}
     # the block-time estimate the fit used tracks the simulator's expected interval
     simulated = chain1["block_time"][heights["block_number"].to_numpy()]
     assert np.nanmedian(np.abs(heights["block_time_s"] / simulated - 1)) < 0.03
@@ -603,7 +603,7 @@ def test_model_vs_data_bins_observed_and_predicted_rates():
 
 def test_fit_refuses_what_it_cannot_identify():
     heights = pd.DataFrame({"gas_used": [1e6] * 50, "block_time_s": 13.0,
-                            "forked": [True] * 5 + [False] * 45})  # fmt: skip
+                            "forked": [True] * 5 + [False] * 45})
     with pytest.raises(ValueError, match="constant or collinear"):
         U.fit_propagation_delay(heights)
     with pytest.raises(ValueError, match="50 heights with 0 forks cannot identify 2"):
@@ -628,7 +628,7 @@ def test_empty_scans_give_empty_tables_with_their_columns():
     assert list(U.rewards_by_era(blocks, uncles, chain_id=1).columns)[:3] == [
         "blocks", "uncles", "block_rewards_wei"]  # fmt: skip
     assert list(U.miner_concentration(blocks).columns) == [
-        "blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]  # fmt: skip
+        "blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]
     heights = U.fork_heights(blocks, uncles)
     assert heights.empty
     assert {"forks", "forked", "block_time_s"} <= set(heights.columns)
