@@ -102,6 +102,8 @@ def frontier_blocks() -> pd.DataFrame:
         frame[name] = _object_series([int(v) for v in frame[name]])
     frame["uncle_hashes"] = _object_series([tuple(v) for v in frame["uncle_hashes"]])
     frame["base_fee_wei"] = frame["base_fee_wei"].astype("Int64")
+    for name in ("blob_gas_used", "excess_blob_gas"):  # no blobs before Cancun
+        frame[name] = pd.Series([pd.NA] * len(frame), dtype="Int64")
     return _attrs(frame, "era1", "mainnet-00000-5ec1ffb8.era1")
 
 
