@@ -28,7 +28,8 @@ from feeslab.devnet.evm import Account, BlockContext, Executor
 from feeslab.devnet.jsonrpc import CallContext
 from feeslab.devnet.rpc import dispatch
 
-GETH_TESTS = Path(__file__).resolve().parents[2].parent / "shared/reference/execution-apis/tests"
+# vendored from ethereum/execution-apis (tests/data/SOURCES.md)
+GETH_TESTS = Path(__file__).resolve().parents[1] / "data" / "execution-apis" / "tests"
 METHODS = ("eth_call", "eth_estimateGas", "eth_getStorageAt")
 
 SKIPS = {  # (file, exchange index) -> reason
