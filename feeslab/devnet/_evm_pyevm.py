@@ -42,7 +42,15 @@ from eth.vm.execution_context import ExecutionContext
 from eth.vm.forks.shanghai.state import ShanghaiState, ShanghaiTransactionExecutor
 from eth_hash.auto import keccak
 
-from feeslab.devnet.evm import Account, BlockContext, InvalidTransaction, Outcome, intrinsic_gas
+from feeslab.devnet.evm import (
+    INITCODE_WORD_GAS,
+    Account,
+    BlockContext,
+    CallRequest,
+    InvalidTransaction,
+    Outcome,
+    intrinsic_gas,
+)
 
 NAME = "py-evm"
 DEFAULT_GAS = 30_000_000  # a view's gas in the state builder (pyrevm's message_call default)
@@ -180,9 +188,12 @@ def _apply(state: _State, sender: bytes, to: bytes | None, data: bytes, value: i
 
 
 def intrinsic_gas_of(to: bytes | None, data: bytes) -> int:
-    from feeslab.devnet.evm import CallRequest
-
-    return intrinsic_gas(CallRequest(sender=bytes(20), to=to, data=data))
+    """Intrinsic gas as py-evm's executor takes it: without EIP-3860's initcode word cost,
+    which py-evm charges inside the creating computation instead [gas]."""
+    gas = intrinsic_gas(CallRequest(sender=bytes(20), to=to, data=data))
+    if to is None:
+        gas -= INITCODE_WORD_GAS * ((len(data) + 31) // 32)
+    return gas
 
 
 def _new_state(context: ExecutionContext) -> _State:
