@@ -31,20 +31,30 @@ the chain simulator); the storage they leave is what the node methods serve.
 from __future__ import annotations
 
 import bisect
+import gzip
+import hashlib
+import json
+import logging
+import os
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eth_abi import encode as abi_encode
 from eth_hash.auto import keccak
 
+from feeslab.devnet import _store
 from feeslab.devnet.contracts import Artifact, load_artifacts, selector
 from feeslab.devnet.evm import Account, BlockContext, Executor, backend
 
 if TYPE_CHECKING:
     from feeslab.devnet.chain import History
+
+log = logging.getLogger(__name__)
 
 WINDOW = 256  # blocks per journal parse / frontier rebuild
 CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below the head
@@ -149,6 +159,7 @@ class WorldState:
         self._applied = contracts_block - 1  # last block whose transactions are recorded
         self._executors: OrderedDict[int, Executor] = OrderedDict()
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
+        self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
     # -- queries -------------------------------------------------------------------------
 
@@ -224,10 +235,17 @@ class WorldState:
 
     def ensure(self, number: int) -> None:
         """Apply every block's transactions up to ``number``."""
+        if self._applied < number and not self._stored:
+            with self._lock:
+                if not self._stored:
+                    self._stored = _load_state(self)
         while self._applied < number:
             with self._lock:
                 if self._applied < number:
                     self._apply_window()
+                    if not self._stored and self._applied >= self.history.params.height:
+                        self._stored = True
+                        _save_state(self)
 
     def _apply_window(self) -> None:
         start = self._applied + 1
@@ -380,6 +398,99 @@ class WorldState:
 
     def _account(self, tag: bytes) -> bytes:
         return keccak(self._salt + tag)[12:]
+
+
+# -- the on-disk store: a built state is kept, like the chain histories (_store.py) -------------
+#
+# Building chain 1's 10,000 blocks of state takes ~2 s on pyrevm but about a minute on py-evm,
+# and every process (each notebook kernel, each test run) would pay it again. Once a state
+# reaches its chain's configured height it is saved; a later process loads it. The file name is
+# a digest of everything that decides the state: this module, the EVM backend's module and name,
+# the contracts' artifacts, the chain history's own key, the heights and the seed.
+
+STATE_FORMAT = 1
+
+
+def _state_file(state: WorldState) -> Path | None:
+    history_file = _store.history_file(state.history)
+    if history_file is None:
+        return None
+    from feeslab.devnet import contracts
+
+    module = backend()
+    digest = hashlib.sha256()
+    for part in (
+        Path(__file__).read_bytes(),
+        Path(module.__file__ or "").read_bytes(),
+        module.NAME.encode(),
+        (Path(contracts.__file__).parent / contracts.ARTIFACTS_FILE).read_bytes(),
+        history_file.name.encode(),  # the history's digest: simulator, chains.json, seed
+        f"{state.contracts_block}/{state.upgrade_block}/{STATE_FORMAT}".encode(),
+    ):
+        digest.update(hashlib.sha256(part).digest())
+    name = f"state-{state.chain_id}-{module.NAME}-{digest.hexdigest()[:24]}.json.gz"
+    return history_file.parent / name
+
+
+def _save_state(state: WorldState) -> None:
+    """Write ``state``'s histories and generator position atomically; failures cost speed only."""
+    path = _state_file(state)
+    if path is None:
+        return
+    record = {
+        "applied": state._applied,
+        "price": state._price,
+        "rng": state._rng.bit_generator.state,
+        "code": {a.hex(): c.hex() for a, c in state._code.items()},
+        "deployments": {
+            n: [d.address.hex(), d.block, d.role] for n, d in state.deployments.items()
+        },
+        "slots": [
+            [a.hex(), hex(s), h.blocks, [hex(v) for v in h.values]]
+            for (a, s), h in state._slots.items()
+        ],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(gzip.compress(json.dumps(record).encode(), compresslevel=6))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        log.warning("could not save devnet state to %s", path, exc_info=True)
+
+
+def _load_state(state: WorldState) -> bool:
+    """Fill a fresh ``state`` from its file, if there is a good one."""
+    path = _state_file(state)
+    if path is None or not path.exists():
+        return False
+    try:
+        record = json.loads(gzip.decompress(path.read_bytes()))
+        artifacts = load_artifacts()
+        code = {bytes.fromhex(a): bytes.fromhex(c) for a, c in record["code"].items()}
+        deployments = {
+            name: Deployment(name, bytes.fromhex(address), artifacts[name], block, role)
+            for name, (address, block, role) in record["deployments"].items()
+        }
+        slots = {
+            (bytes.fromhex(a), int(s, 16)): _SlotHistory(list(blocks), [int(v, 16) for v in values])
+            for a, s, blocks, values in record["slots"]
+        }
+        rng = np.random.default_rng()
+        rng.bit_generator.state = record["rng"]
+        applied, price = int(record["applied"]), int(record["price"])
+    except Exception:  # a damaged or foreign file: rebuild rather than trust it
+        log.warning("ignoring unreadable devnet state %s", path, exc_info=True)
+        path.unlink(missing_ok=True)
+        return False
+    state._code, state.deployments, state._slots = code, deployments, slots
+    state._rng, state._applied, state._price = rng, applied, price
+    return True
 
 
 def world_state(history: History) -> WorldState:
