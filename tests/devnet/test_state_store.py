@@ -7,14 +7,13 @@ from feeslab.devnet.chain import build_chains
 from feeslab.devnet.evm import backend
 
 SEED = 7
+DEPTH = 300  # contracts this many blocks below the head: a short build on either backend
 
 
 def _fresh(history) -> state_module.WorldState:
     height = history.params.height
     return state_module.WorldState(
-        history,
-        contracts_block=height - state_module.CONTRACTS_DEPTH,
-        upgrade_block=height - state_module.CONTRACTS_DEPTH // 2,
+        history, contracts_block=height - DEPTH, upgrade_block=height - DEPTH // 2
     )
 
 
@@ -27,11 +26,14 @@ def _snapshot(state: state_module.WorldState) -> dict:
     }
 
 
-def test_a_saved_state_loads_identically_and_continues_alike(tmp_path, monkeypatch) -> None:
+def test_a_state_built_to_the_height_is_saved_and_loads_identically(tmp_path, monkeypatch):
     monkeypatch.setenv("FEESLAB_CACHE_DIR", str(tmp_path))
     history = build_chains(SEED).by_id[1].history
     height = history.params.height
     built = _fresh(history)
+    built.ensure(built.contracts_block + 10)  # one window of blocks, below the height
+    assert built._applied < height
+    assert not list(tmp_path.glob("devnet/state-*"))  # nothing saved yet
     built.ensure(height)
     files = list((tmp_path / "devnet").glob(f"state-1-{backend().NAME}-*.json.gz"))
     assert len(files) == 1
@@ -45,12 +47,12 @@ def test_a_saved_state_loads_identically_and_continues_alike(tmp_path, monkeypat
         mp.setattr(state_module.WorldState, "_apply_window", no_generation)
         loaded.ensure(height)
     assert _snapshot(loaded) == _snapshot(built)
-    executor = loaded.executor_at(height)
-    assert executor.accounts == built.executor_at(height).accounts
+    assert loaded.executor_at(height).accounts == built.executor_at(height).accounts
 
     # the seeded transaction stream resumes where it stopped: later blocks agree too
-    built.ensure(height + 300)
-    loaded.ensure(height + 300)
+    later = built._applied + 300
+    built.ensure(later)
+    loaded.ensure(later)
     assert _snapshot(loaded) == _snapshot(built)
 
 
@@ -64,7 +66,7 @@ def test_a_damaged_file_is_rebuilt_not_trusted(tmp_path, monkeypatch) -> None:
     path.write_bytes(b"not gzip")
     state.ensure(state.contracts_block + 10)
     assert state.deployments  # built from the transactions instead
-    assert not path.exists()  # the bad file is removed (and a good one saved at the height)
+    assert not path.exists()  # the bad file is removed
 
 
 def test_the_store_can_be_turned_off(tmp_path, monkeypatch) -> None:
