@@ -11,7 +11,9 @@ Measures, on this machine:
   against web3.py at 0 and 50 ms of latency (``benchmarks/uncle_scan.py``), with the issue's
   goals marked PASS or FAIL;
 * the IPFS storage API (``benchmarks/ipfs.py``): ``add`` and ``cat`` of 64 MiB over loopback
-  against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally.
+  against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally;
+* era1 files (``benchmarks/era1.py``): the uncle scan in MiB/s per core on devnet-exported
+  files (goal 100 MiB/s) and on the real first mainnet file.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
 is printed as FAIL, and the run still succeeds.
@@ -24,6 +26,8 @@ import platform
 import sys
 import time
 
+import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
+import era1  # benchmarks/era1.py
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
 import ipfs  # benchmarks/ipfs.py
@@ -187,6 +191,8 @@ def main() -> int:
     rows.extend(bench_frames())
     rows.extend(uncle_scan.bench())
     rows.extend(ipfs.bench())
+    rows.extend(blobs.bench())
+    rows.extend(era1.bench())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:

@@ -14,6 +14,11 @@ verdicts among them. The same blocks of chain 1 (proof of work, with uncles) are
   directory, a first run that fills it, then reruns in the same ``Lab`` (which must send
   nothing) and in a new ``Lab`` on the same directory (a restarted kernel).
 
+* **feeslab, governed**: the same ``lab.uncles`` (``cache=False``) against a ``feeslab serve``
+  with its default limits (the Team plan: 40,000 credits/s), pacing as ``connect()`` does by
+  default; the goal is to finish within 1.1 x (credits spent / 40,000) s + 1 s with no 429
+  giving up the scan. Run once: it takes about 50 s by design.
+
 Latency is a ``feeslab serve`` start option (``--latency-ms``, a sleep before each HTTP request
 in the server) and no client can set it per request, so each latency gets its own server (same
 seed, same chain): one server at a time, never two at once. The plan's throughput and daily
@@ -298,6 +303,46 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
     return out
 
 
+GOVERNED_RATE = 40_000  # feeslab serve's default credits/s (the Team plan)
+
+
+def governed_scan() -> tuple[float, int, int, int]:
+    """``lab.uncles`` on ``connect()``'s defaults against a default ``feeslab serve``: seconds,
+    credits spent (the devnet's ledger), 429 answers met, uncles found."""
+    with feeslab_serve("--seed", str(SEED)) as served:
+        warm(served)
+        auth = (served.key, served.secret)
+        before = httpx.get(f"{served.url}/devnet/credits", auth=auth).json()["spent"]
+        time.sleep(1.5)  # the warm-up's credits flow back into the service's bucket
+        lab = _connect(served, cache=False)
+        try:
+            assert lab.node.transport.governor.ceiling < GOVERNED_RATE  # paced by default
+            begin = time.perf_counter()
+            try:
+                found = _uncles_of(lab)
+            except feeslab.RateLimited:  # the goal's failure, reported in the table
+                found = []
+            seconds = time.perf_counter() - begin
+            refused = lab.node.transport.rate_limited
+        finally:
+            lab.close()
+        spent = httpx.get(f"{served.url}/devnet/credits", auth=auth).json()["spent"] - before
+    return seconds, spent, refused, len(found)
+
+
+def governed_rows() -> list[tuple[str, float, str]]:
+    seconds, spent, refused, found = governed_scan()
+    bound = 1.1 * spent / GOVERNED_RATE + 1
+    verdict = "PASS" if seconds <= bound and found == 1_496 else "FAIL"
+    return [
+        (f"uncle scan, governed at {GOVERNED_RATE:,} credits/s (feeslab serve's default)",
+         seconds, f"{found:,} uncles (0: gave up on 429s); {spent:,} credits spent; "
+         f"{refused} 429s met"),
+        (f"GOAL governed scan <= 1.1 x credits / {GOVERNED_RATE:,} + 1 s, no 429 give-up",
+         seconds, f"bound {bound:,.1f} s: {verdict}"),
+    ]  # fmt: skip
+
+
 SCANS = ("web3.py loop", "web3.py batches", "feeslab", "feeslab, warm cache rerun",
          "feeslab, warm cache, new Lab")  # fmt: skip
 
@@ -321,7 +366,7 @@ def bench() -> list[tuple[str, float, str]]:
         seconds, _, sent = result["feeslab, warm cache rerun"]
         verdicts.append((f"GOAL {latency} ms: warm-cache rerun sends 0 requests", seconds,
                          f"{sent} sent: {'PASS' if sent == 0 else 'FAIL'}"))  # fmt: skip
-    return rows + verdicts
+    return rows + verdicts + governed_rows()
 
 
 NOTE = (

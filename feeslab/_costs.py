@@ -10,11 +10,17 @@ Rules carried over from that page:
 - a WebSocket subscription event is charged per event (``newHeads``: 50 per block);
 - HTTP 402 and 429 answers are free, and so is any 5xx; any other 4xx answer costs 5;
 - a method the table does not name costs 80.
+
+The plans' limits (`PLANS`) come from the provider's "Infura plans" page
+(docs.metamask.io/services/get-started/pricing) and its support page "What are Infura's daily
+limits?" (support.metamask.io/develop/account/limits/daily-limits), as of January 2026; the
+interface leaves them open (section 8: "Request rate limits: not shown").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from types import MappingProxyType
 
 DEFAULT_METHOD_COST = 80
@@ -38,6 +44,9 @@ METHOD_COSTS = MappingProxyType(
         "eth_feeHistory": 80,
         "eth_subscribe": 5,
         "eth_unsubscribe": 10,
+        # not named by the table: "any other method 80" (REFERENCE.md), written out because the
+        # devnet serves it and a client estimates it
+        "eth_blobBaseFee": 80,
     }
 )
 """Credits per JSON-RPC node method."""
@@ -97,3 +106,40 @@ def http_status_cost(status: int) -> int:
     if status in (402, 429) or status >= 500 or status < 400:
         return 0
     return REJECTED_REQUEST_COST
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    """One plan's limits: ``daily_credits`` [credits/day] and ``credits_per_second`` [credits/s]."""
+
+    name: str
+    daily_credits: int
+    credits_per_second: int
+
+
+PLANS = MappingProxyType(
+    {
+        "core": PlanLimits("core", 3_000_000, 500),  # the free plan
+        "developer": PlanLimits("developer", 15_000_000, 4_000),
+        "team": PlanLimits("team", 75_000_000, 40_000),  # the largest self-serve plan
+    }
+)
+"""The provider's self-serve plans by name (see the module notes for the source)."""
+
+DEFAULT_SERVICE_PLAN = "core"
+"""The plan a client paces for on the real service when it is told no rate: the free plan's
+throughput is within every plan's, so a key on any plan meets no 429 by default."""
+
+
+DEFAULT_DEVNET_PLAN = "team"
+"""The plan a devnet's default limits copy (``feeslab/devnet/server.py``): what a client paces
+for on a devnet root whose limits it cannot ask (no secret for ``GET /devnet/info``)."""
+
+
+def plan_credits_per_second(name: str) -> int:
+    """The throughput of the plan called ``name`` (``"core"``, ``"developer"``, ``"team"``)
+    [credits/s]; ``KeyError`` naming the known plans otherwise."""
+    try:
+        return PLANS[name.strip().lower()].credits_per_second
+    except KeyError:
+        raise KeyError(f"unknown plan {name!r}; known plans: {', '.join(PLANS)}") from None

@@ -4,7 +4,7 @@ Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
   ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
-- ``feeslab fetch base-fees|uncles|storage ... -o FILE.parquet|FILE.csv``: fetch one frame (as
+- ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
   the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
   and the ledger after; the file is written to a temporary name and renamed, so a failed run
   leaves no partial file. Columns of exact ints beyond int64 (``object`` columns such as
@@ -12,7 +12,10 @@ Subcommands:
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
-  alone reaches the real service; nothing starts the embedded devnet (``--seed``).
+  alone reaches the real service; nothing starts the embedded devnet (``--seed``);
+  ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
+  credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
+- ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
   key, a budget the plan exceeds), reported on one line; 1 a failure of the service or the
@@ -72,6 +75,13 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="the IPFS node's blockstore directory, kept across restarts "
         "(default: <cache>/devnet/ipfs)",
     )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send a request's headers, and the longest pause in a "
+        "body, before its connection is closed (default %(default)s)",
+    )
     user = serve.add_argument_group(
         "the wallet's user (what the person at WS /wallet approves of a connection request)"
     )
@@ -99,6 +109,14 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="accounts granted per chain: a number (0 for none) or 'all' (default 1)",
     )
+    user.add_argument(
+        "--wallet-allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=None,
+        help="a browser origin (https://dapp.example) besides loopback pages that may open "
+        "WS /wallet; repeat for more, '*' for any (default: loopback pages only)",
+    )
     serve.set_defaults(func=_run_serve)
 
 
@@ -125,7 +143,44 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     _serve_parser(sub)
     _fetch_parser(sub)
+    _export_era1_parser(sub)
     return parser
+
+
+# -- feeslab export-era1 --------------------------------------------------------------------------
+
+
+def _export_era1_parser(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser(
+        "export-era1",
+        help="write the devnet chain 1's pre-merge blocks as era1 files",
+        description="The devnet's chain 1, blocks 0 .. 164,999, as era1 files of 8,192 blocks "
+        "(devnet-<epoch>-<root>.era1), readable by `feeslab fetch --era1` and other era1 tools.",
+    )
+    export.error = _one_line_error(export)  # type: ignore[method-assign]
+    export.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
+    export.add_argument("--start-epoch", type=_non_negative, default=0,
+                        help="first epoch (default %(default)s)")  # fmt: skip
+    export.add_argument("--epochs", type=_non_negative, help="how many (default: all 21)")
+    export.add_argument("--seed", type=int, default=0, help="devnet seed (default %(default)s)")
+    export.set_defaults(func=_run_export_era1)
+
+
+def _run_export_era1(args: argparse.Namespace) -> int:
+    from feeslab.devnet.era1 import export_era1
+
+    try:
+        paths = export_era1(args.out, start_epoch=args.start_epoch, epochs=args.epochs,
+                            seed=args.seed)  # fmt: skip
+    except ValueError as exc:
+        print(f"feeslab export-era1: error: {exc}", file=sys.stderr)
+        return USER_ERROR
+    except OSError as exc:
+        print(f"feeslab export-era1: error: cannot write {args.out}: {exc}", file=sys.stderr)
+        return FAILURE
+    for path in paths:
+        print(path)
+    return 0
 
 
 def _banner(handle) -> str:
@@ -178,6 +233,8 @@ def _run_serve(args: argparse.Namespace) -> int:
             block_time=args.block_time,
             blockstore=args.ipfs_dir,
             wallet_user=user,
+            wallet_allow_origin=args.wallet_allow_origin,
+            read_timeout=args.read_timeout,
         )
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)
@@ -256,6 +313,11 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
     where.add_argument(
         "--seed", type=int, default=0, help="the embedded devnet's seed (default %(default)s)"
     )
+    where.add_argument(
+        "--era1",
+        metavar="PATH",
+        help="read era1 files instead (a file, a directory or a glob): no node, no credits",
+    )
     run = common.add_argument_group("running")
     run.add_argument(
         "--budget",
@@ -267,6 +329,12 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         "--no-cache", action="store_true", help="neither read nor write the answer cache"
     )
     run.add_argument("--quiet", action="store_true", help="print neither plan, ledger nor progress")
+    run.add_argument(
+        "--credits-per-second",
+        metavar="N|PLAN",
+        help="pace requests at N credits/s or a plan's rate (core, developer, team); default: "
+        "what a devnet reports, else the Core plan's 500 on the service; inf: no pacing",
+    )
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -304,6 +372,16 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one row per scanned block with its uncle_count instead",
     )
+    blocks = kinds.add_parser(
+        "blocks",
+        parents=[common],
+        help="block headers of --start .. --stop - 1",
+        description="Lab.blocks: one row per block (hash, miner, gas, difficulty, uncles).",
+    )
+    blocks.add_argument("--start", type=_non_negative, required=True, help="first block")
+    blocks.add_argument(
+        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
+    )
     storage = kinds.add_parser(
         "storage",
         parents=[common],
@@ -323,7 +401,7 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         metavar="A:B[:STEP]",
         help="blocks A .. B - 1 every STEP, as in range()",
     )
-    for parser in (fees, uncles, storage):
+    for parser in (fees, uncles, blocks, storage):
         parser.error = _one_line_error(parser)  # type: ignore[method-assign]
     fetch.set_defaults(func=_run_fetch)
 
@@ -374,6 +452,10 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.url is not None and not (args.api_key or os.environ.get("INFURA_API_KEY")):
         raise UsageError("--url needs --api-key (or INFURA_API_KEY in the environment)")
     params: dict[str, Any] = {"output": output}
+    if args.era1 is not None and (args.url is not None or args.kind == "storage"
+                                  or (args.kind == "base-fees" and args.start is None)):
+        raise UsageError("--era1 reads blocks, uncles and base fees over --start/--stop from "
+                         "files: it takes no --url, no storage, no Gas API")  # fmt: skip
     if args.kind == "base-fees":
         if args.start is None and args.stop is None:
             params["chain_id"] = args.chain_id
@@ -385,7 +467,7 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
                     "range reads the node's chain"
                 )
             params["percentiles"] = _parse_percentiles(args.percentiles)
-    elif args.kind == "uncles":
+    elif args.kind in ("uncles", "blocks"):
         _check_range(args.start, args.stop)
     elif args.kind == "storage":
         if not _ADDRESS.fullmatch(args.address):
@@ -398,14 +480,16 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
     """Plan, check the budget, print the plan, fetch: the frame."""
-    from feeslab.fetch.credits import Budget
+    from feeslab.fetch.credits import Budget, Plan
 
     last = (
         None
         if args.kind == "base-fees" and "percentiles" not in params
         else (params["blocks"][-1] if args.kind == "storage" else args.stop - 1)
     )
-    if last is not None and last > (head := lab.node.head(refresh=True)):
+    if lab.era1 is not None:
+        pass  # the files say which blocks they hold when read
+    elif last is not None and last > (head := lab.node.head(refresh=True)):
         raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's end")
     if args.kind == "base-fees" and "percentiles" not in params:
         plan = lab.plan_base_fee_history()
@@ -413,11 +497,21 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
         plan = lab.plan_fee_history(args.start, args.stop)
     elif args.kind == "uncles":
         plan = lab.plan_uncles(args.start, args.stop)
+    elif args.kind == "blocks":
+        plan = Plan([] if lab.era1 is not None else [("eth_getBlockByNumber",
+                                                     args.stop - args.start)],
+                    title=f"blocks {args.start:,} to {args.stop - 1:,}")  # fmt: skip
     else:
         plan = lab.plan_storage_series(args.address, args.slot, params["blocks"])
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
+    governor = getattr(lab.node.transport, "governor", None)
+    if governor is not None and plan.total:
+        governor.settle(timeout=5.0)
+        rate = governor.ceiling
+        say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
+            "(--credits-per-second to change)")  # fmt: skip
     progress = not args.quiet
     if args.kind == "base-fees" and "percentiles" not in params:
         return lab.base_fee_history(params["chain_id"])
@@ -428,6 +522,8 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     if args.kind == "uncles":
         scan = lab.uncles(args.start, args.stop, progress=progress)
         return scan.blocks if args.per_block else scan.uncles
+    if args.kind == "blocks":
+        return lab.blocks(args.start, args.stop, progress=progress)
     return lab.storage_series(args.address, args.slot, params["blocks"], progress=progress)
 
 
@@ -505,6 +601,8 @@ def _run_fetch(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache=not args.no_cache,
             progress=not args.quiet,
+            credits_per_second=args.credits_per_second,
+            era1=args.era1,
         )
         frame = _fetch(lab, args, params, say)
         write_frame(frame, params["output"])

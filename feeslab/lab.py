@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from feeslab.fetch._gc import gc_paused
-from feeslab.fetch.credits import Budget, CreditLedger, Plan, PlanLine
+from feeslab.fetch.credits import (
+    Budget,
+    CreditLedger,
+    Plan,
+    PlanLine,
+    ask_devnet_credits_per_second,
+    pacing_rate,
+)
 from feeslab.fetch.errors import ConfigError, RevertError
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
@@ -104,23 +111,30 @@ class Lab:
         network: str = "mainnet",
         wallet_url: str | None = None,
         ipfs: IpfsClient | None = None,
+        era1: Any = None,
     ) -> None:
         self.node = node
+        self.era1 = era1  # an Era1Source: blocks, uncles and fee_history read its files
         self.gas = gas
         self.ipfs = ipfs
         self.credits = credits
         self.devnet = devnet
         self.network = network
-        self._heights: str | None = None
+        self._heights: str | None = None if era1 is None else era1.heights
         self.wallet_url = wallet_url
         self._wallet: Any = None
 
     def __repr__(self) -> str:
+        if self.era1 is not None:
+            return f"<Lab on era1 files ({len(self.era1.files)}), no node>"
         where = "devnet" if self.devnet is not None else "service"
         return f"<Lab {self.network} on the {where}, {self.credits.spent:,} credits spent>"
 
     def close(self) -> None:
         """Close connections and the cache; stop the embedded devnet if this Lab started it."""
+        if self.era1 is not None:
+            self.era1.close()
+            return
         self.node.close()
         self.node.transport.close()
         if self.gas is not None:
@@ -241,6 +255,8 @@ class Lab:
         Uses ``eth_feeHistory``, 1,024 blocks per 80-credit call, so months of fee history
         cost little. See ``feeslab.frames.parse_fee_history`` for the columns.
         """
+        if self.era1 is not None:
+            return self.era1.fee_history(start, stop, percentiles=percentiles, progress=progress)
         _check_range(start, stop)
         newest = list(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         plan = Plan([PlanLine.of("eth_feeHistory", len(newest))], title="fee history")
@@ -289,6 +305,8 @@ class Lab:
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Block headers of ``start`` .. ``stop - 1`` (see ``feeslab.frames.parse_blocks``)."""
+        if self.era1 is not None:
+            return self.era1.blocks(start, stop, progress=progress)
         _check_range(start, stop)
         self._check_head(stop)
         with gc_paused():  # the decoded headers die before the collector resumes
@@ -304,6 +322,8 @@ class Lab:
         indexes everywhere. The number of uncles is estimated from a sample of headers
         (fetched, and cached for the scan) unless every header is already cached.
         """
+        if self.era1 is not None:  # files cost nothing
+            return Plan([], title=f"uncle scan of blocks {start:,} to {stop - 1:,} (era1 files)")
         return self._plan_uncles(start, stop, sample)[0]
 
     def _plan_uncles(self, start: int, stop: int, sample: int) -> tuple[Plan, dict[int, Any]]:
@@ -343,6 +363,9 @@ class Lab:
             ``.uncles`` (one row per uncle), ``.blocks`` (uncle count per scanned block,
             zeros included) and ``.plan`` (the credits planned before running).
         """
+        if self.era1 is not None:
+            uncles, blocks = self.era1.uncle_rows(start, stop, progress=progress)
+            return UncleScan(uncles=uncles, blocks=blocks, plan=self.plan_uncles(start, stop))
         with gc_paused():  # the decoded headers die before the collector resumes
             plan, sampled = self._plan_uncles(start, stop, UNCLE_SAMPLE)
             self._check_budget(plan, budget)
@@ -389,6 +412,8 @@ class Lab:
     def plan_fee_history(self, start: int, stop: int) -> Plan:
         """What :meth:`fee_history` of ``start`` .. ``stop - 1`` costs (a call per 1,024 blocks)."""
         _check_range(start, stop)
+        if self.era1 is not None:  # files cost nothing
+            return Plan([], title=f"fee history of blocks {start:,} to {stop - 1:,} (era1)")
         count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         return Plan([PlanLine.of("eth_feeHistory", count)],
                     title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
@@ -776,12 +801,13 @@ def connect(
     seed: int = 0,
     cache: Any = True,
     progress: bool = True,
-    credits_per_second: float | None = None,
+    credits_per_second: float | str | None = None,
     max_batch: int = 500,
     max_concurrency: int = 8,
     wallet_url: str | None = None,
     block_time: float | None = None,
     websocket: bool = False,
+    era1: Any = None,
 ) -> Lab:
     """A :class:`Lab` on the real service, a running devnet, any node, or the embedded devnet.
 
@@ -805,8 +831,14 @@ def connect(
         The on-disk answer cache: on (user cache directory), a directory, or off.
     progress : bool
         Progress bars on long fetches.
-    credits_per_second : float, optional
-        Keep the fetch under this throughput (the plan's limit) [credits/s].
+    credits_per_second : float or str, optional
+        Keep the fetch under this throughput [credits/s], or a plan's (``"core"``,
+        ``"developer"``, ``"team"``); ``math.inf`` does not pace. Default: the plan's rate,
+        as a devnet reports it (``GET /devnet/info``; without ``api_key_secret`` a devnet's
+        default, Team's 40,000), else on the service the free Core plan's 500 credits/s (pass
+        your plan's), else (``rpc_url``) none. The client paces with a token bucket at 95 %
+        of it, cuts batches to fit it, and halves its pace on a 429 (see
+        ``feeslab.fetch.transport.CreditGovernor``).
     max_batch, max_concurrency : int
         JSON-RPC calls per HTTP request (500: fewer round trips on a slow link, and within
         geth's limit of 1,000 per batch), and requests in flight.
@@ -820,7 +852,16 @@ def connect(
     block_time : float, optional
         The embedded devnet's chains grow one block every ``block_time`` [s] (live mode:
         ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.
+    era1 : str, Path or sequence of them, optional
+        Read blocks, uncles and fee history from era1 files (mainnet's pre-merge archive):
+        a file, a directory of ``*.era1`` or a glob; no node, no credits
+        (``feeslab.sources.era1.Era1Source``).
     """
+    if era1 is not None:
+        from feeslab.sources.era1 import Era1Source, NoNode
+
+        source = Era1Source(era1)
+        return Lab(node=NoNode(source), gas=None, credits=CreditLedger(), era1=source)  # type: ignore[arg-type]
     if url is not None and rpc_url is not None:
         raise ConfigError("give url= (a devnet or service root) or rpc_url= (a node), not both")
     api_key = api_key or os.environ.get("INFURA_API_KEY") or None
@@ -855,6 +896,16 @@ def connect(
         websocket = True  # an rpc_url that is a WebSocket
     elif websocket:
         node_url = _ws_node_url(node_url)
+    devnet_root = devnet.url if devnet is not None else url
+    told = None  # a devnet's own limit, asked while the first requests go
+    if credits_per_second is None and devnet_root is not None and api_key and api_key_secret:
+        told = ask_devnet_credits_per_second(devnet_root, (api_key, api_key_secret))
+    credits_per_second = pacing_rate(
+        credits_per_second,
+        devnet_root=devnet_root,
+        service=(rpc_url is None and bool(api_key))
+        or node_url.partition("//")[2].partition("/")[0].endswith(".infura.io"),
+    )
     options = dict(
         url=node_url,
         max_batch=max_batch,
@@ -863,7 +914,15 @@ def connect(
         on_response=ledger.on_response,
     )
     transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
-    node = NodeClient(transport, ledger=ledger, cache=cache, progress=progress)
+    if told is not None and getattr(transport, "governor", None) is not None:
+        transport.governor.follow(told)
+    node = NodeClient(
+        transport,
+        ledger=ledger,
+        cache=cache,
+        progress=progress,
+        identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
+    )
     gas = None
     if gas_root is not None and api_key:
         gas = GasClient(

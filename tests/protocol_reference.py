@@ -42,7 +42,49 @@ def header_rlp(block: dict[str, Any]) -> bytes:
         items.append(int(value, 16) if kind == "int" else bytes.fromhex(value[2:]))
     if "baseFeePerGas" in block:
         items.append(int(block["baseFeePerGas"], 16))
+    for name, kind in LATER_HEADER_FIELDS:
+        if name not in block:
+            break
+        value = block[name]
+        items.append(int(value, 16) if kind == "int" else bytes.fromhex(value[2:]))
     return rlp.encode(items)
+
+
+# go-ethereum core/types/block.go Header, after BaseFee: Shanghai (EIP-4895), Cancun
+# (EIP-4844, EIP-4788), Prague (EIP-7685)
+LATER_HEADER_FIELDS = (
+    ("withdrawalsRoot", "bytes"), ("blobGasUsed", "int"), ("excessBlobGas", "int"),
+    ("parentBeaconBlockRoot", "bytes"), ("requestsHash", "bytes"),
+)  # fmt: skip
+
+GAS_PER_BLOB = 2**17  # EIP-4844
+
+
+def fake_exponential(factor: int, numerator: int, denominator: int) -> int:
+    """EIP-4844's ``fake_exponential``, transcribed from the EIP."""
+    i = 1
+    output = 0
+    numerator_accum = factor * denominator
+    while numerator_accum > 0:
+        output += numerator_accum
+        numerator_accum = (numerator_accum * numerator) // (denominator * i)
+        i += 1
+    return output // denominator
+
+
+def calc_excess_blob_gas(
+    parent_excess: int, parent_used: int, target: int, maximum: int, fraction: int,
+    parent_base_fee: int | None = None,
+) -> int:  # fmt: skip
+    """EIP-4844's ``calc_excess_blob_gas`` with EIP-7918's branch when a base fee is given."""
+    target_gas = target * GAS_PER_BLOB
+    if parent_excess + parent_used < target_gas:
+        return 0
+    if parent_base_fee is not None:
+        blob_fee = fake_exponential(1, parent_excess, fraction)
+        if 2**13 * parent_base_fee > GAS_PER_BLOB * blob_fee:  # BLOB_BASE_COST (EIP-7918)
+            return parent_excess + parent_used * (maximum - target) // maximum
+    return parent_excess + parent_used - target_gas
 
 
 def header_hash(block: dict[str, Any]) -> str:

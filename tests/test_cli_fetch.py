@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import feeslab
+import feeslab.devnet
 from feeslab.cli import main
 from feeslab.slots import mapping_slot
 
@@ -280,7 +281,7 @@ MISTAKES = {
         "unknown output format '.txt'",
     ),
     "missing key with --url": (["base-fees", "--url", "http://127.0.0.1:9"], "--api-key"),
-    "unknown kind": (["blocks"], "invalid choice"),
+    "unknown kind": (["headers"], "invalid choice"),
 }
 
 
@@ -347,3 +348,109 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(devnet, tmp_path, m
     assert "No space left on device" in err and len(err.strip().splitlines()) == 1
     assert path.read_bytes() == b"the previous run's file"
     assert [p.name for p in tmp_path.iterdir()] == ["fees.parquet"]
+
+
+# -- pacing and resuming (a `feeslab serve` process of their own) ---------------------------------
+
+
+def _spent(served) -> int:
+    import httpx
+
+    auth = (served.api_key, served.api_key_secret)
+    answer = httpx.get(f"{served.url}/devnet/credits", auth=auth, timeout=30)
+    answer.raise_for_status()
+    return answer.json()["spent"]
+
+
+def _env_for(served, cache_dir: Path) -> dict[str, str]:
+    return {
+        **clean_env(),
+        "INFURA_API_KEY": served.api_key,
+        "INFURA_API_KEY_SECRET": served.api_key_secret,
+        "FEESLAB_CACHE_DIR": str(cache_dir),  # the fetch's own answer cache, empty at first
+    }
+
+
+def test_uncles_against_feeslab_serve_with_its_default_limits(tmp_path):
+    """The issue's command: a default `feeslab serve` (Team plan: 40,000 credits/s)."""
+    out = tmp_path / "uncles.parquet"
+    with feeslab.devnet.spawn(seed=0) as served:
+        proc = fetch("uncles", "--start", "100000", "--stop", "110000", "-o", str(out),
+                     "--url", served.url, env=_env_for(served, tmp_path / "cache"))  # fmt: skip
+        spent = _spent(served)
+    text = succeeded(proc)
+    assert "pacing at 38,000 credits/s" in text  # 95 % of what the devnet reported
+    frame = read(out)
+    assert len(frame) > 500 and frame["block_number"].between(100_000, 109_999).all()
+    assert f"spent {spent:,} credits" in text  # the client's ledger is the service's
+
+
+def test_credits_per_second_option_is_honoured(devnet, tmp_path):
+    import time
+
+    rate = 10_000
+    out = tmp_path / "uncles.csv"
+    before = _spent(devnet)
+    began = time.monotonic()
+    proc = on_devnet(devnet, "uncles", "--start", "40000", "--stop", "41000", "-o", str(out),
+                     "--no-cache", "--credits-per-second", str(rate))  # fmt: skip
+    elapsed = time.monotonic() - began
+    spent = _spent(devnet) - before
+    assert "pacing at 9,500 credits/s" in succeeded(proc)
+    assert spent > 1_000 * 80
+    # the service's rule (one second's burst, then the rate); and unpaced it would take < 3 s
+    assert spent <= rate * (elapsed + 1)
+    assert elapsed >= (spent - rate) / rate
+
+
+def test_a_bad_credits_per_second_exits_2(tmp_path):
+    out = tmp_path / "x.csv"
+    proc = fetch("uncles", "--start", "1", "--stop", "2", "-o", str(out),
+                 "--credits-per-second", "fast")  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "credits_per_second" in line and "'fast'" in line and "core" in line
+    assert not out.exists()
+
+
+def test_a_killed_fetch_pays_again_only_for_the_batches_in_flight(tmp_path):
+    import signal
+    import time
+
+    from feeslab.fetch.transport import GOVERNOR_HEADROOM
+
+    rate, concurrency = 50_000, 8  # the client's pace, and connect()'s max_concurrency
+    batch = rate * GOVERNOR_HEADROOM / concurrency  # the most credits a batch carries
+    in_flight = concurrency * batch
+    args = ("uncles", "--start", "100000", "--stop", "105000", "--quiet")
+    resumed, whole = tmp_path / "resumed.parquet", tmp_path / "whole.parquet"
+    with feeslab.devnet.spawn(seed=0, credits_per_second=10**9, daily_credits=10**12) as served:
+        env = _env_for(served, tmp_path / "cache")
+        command = [sys.executable, "-m", "feeslab.cli", "fetch", *args, "-o", str(resumed),
+                   "--url", served.url, "--credits-per-second", str(rate)]  # fmt: skip
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while _spent(served) < 150_000:  # some batches answered, most of the scan to go
+                assert child.poll() is None, child.stderr.read()
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.kill()
+            child.wait()
+            child.stderr.close()
+        assert child.returncode == -signal.SIGKILL and not resumed.exists()
+        time.sleep(0.5)  # requests the killed child sent may still be answered
+        first = _spent(served)
+        succeeded(fetch(*args, "-o", str(resumed), "--url", served.url,
+                        "--credits-per-second", str(rate), env=env))  # fmt: skip
+        rerun = _spent(served) - first
+        succeeded(fetch(*args, "-o", str(whole), "--url", served.url, "--credits-per-second",
+                        "inf", env=_env_for(served, tmp_path / "fresh-cache")))  # fmt: skip
+        full = _spent(served) - first - rerun
+    assert first < full / 2  # killed well before the end
+    paid_again = rerun - (full - first)  # what the rerun paid for answers the first run got
+    assert paid_again <= in_flight, (first, rerun, full)
+    pd.testing.assert_frame_equal(read(resumed), read(whole))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import feeslab
+from feeslab.devnet import start
 from feeslab.devnet.chain import build_chains
 
 SEED = 7  # the session devnet's seed
@@ -225,3 +226,91 @@ def test_storage_plan_less_cached_or_from_scratch(lab, devnet):
     lab.storage_series(token, 2, blocks[:4])
     assert lab.plan_storage_series(token, 2, blocks).total == 80 * (len(blocks) - 4)
     assert lab.plan_storage_series(token, 2, blocks, less_cached=False).total == 80 * len(blocks)
+
+
+# -- pacing within the plan's credits per second ---------------------------------------------------
+
+
+def _devnet_spent(handle) -> int:
+    import httpx
+
+    answer = httpx.get(f"{handle.url}/devnet/credits", auth=(handle.api_key, handle.api_key_secret))
+    answer.raise_for_status()
+    return answer.json()["spent"]
+
+
+def test_the_readme_uncle_scan_completes_within_the_default_limits(monkeypatch, tmp_path):
+    """The README's own example on connect()'s embedded devnet (Team plan: 40,000 credits/s)."""
+    monkeypatch.delenv("INFURA_API_KEY", raising=False)
+    monkeypatch.delenv("INFURA_API_KEY_SECRET", raising=False)
+    lab = feeslab.connect(cache=tmp_path, progress=False)  # only the cache is not the user's
+    try:
+        transport = lab.node.transport
+        transport.governor.settle()
+        assert transport.governor.ceiling == pytest.approx(40_000 * 0.95)  # the devnet told it
+        scan = lab.uncles(100_000, 120_000)
+        assert len(scan.uncles) == 1_496 and len(scan.blocks) == 20_000
+        assert transport.rate_limited == 0  # paced: the service never had to refuse
+        assert _devnet_spent(lab.devnet) == lab.credits.spent > 20_000 * 80
+    finally:
+        lab.close()
+
+
+def test_credits_per_second_is_honoured(devnet):
+    """The session devnet allows 10**12 credits/s: only the client's pacing holds it back."""
+    import time
+
+    rate = 20_000
+    with _lab_on(devnet, False, credits_per_second=rate) as lab:
+        assert lab.node.transport.governor.ceiling == pytest.approx(rate * 0.95)
+        before = _devnet_spent(devnet)
+        began = time.monotonic()
+        lab.blocks(1_000, 2_000)
+        elapsed = time.monotonic() - began
+        spent = _devnet_spent(devnet) - before
+    assert 1_000 * 80 <= spent <= 1_000 * 80 + 200  # the headers, and the head asked first
+    # the service's own rule: one second's burst, then the rate
+    assert spent <= rate * (elapsed + 1)
+    assert elapsed >= (spent - rate) / rate  # unpaced, it takes a tenth of a second
+
+
+def test_the_pace_comes_from_the_devnet_a_plan_or_the_service(devnet, monkeypatch):
+    import math
+
+    from feeslab.fetch.credits import pacing_rate
+
+    with _lab_on(devnet, False) as lab:  # what the session devnet enforces, asked meanwhile
+        lab.node.transport.governor.settle()
+        assert lab.node.transport.governor.ceiling == pytest.approx(10**12 * 0.95)
+    with start(seed=SEED, credits_per_second=12_345, warm=False) as small, _lab_on(
+        small, False
+    ) as lab:
+        lab.node.head()  # the first requests need not wait for the answer
+        lab.node.transport.governor.settle()
+        assert lab.node.transport.governor.ceiling == pytest.approx(12_345 * 0.95)
+    with _lab_on(devnet, False, credits_per_second="developer") as lab:
+        assert lab.node.transport.governor.ceiling == pytest.approx(4_000 * 0.95)
+    with _lab_on(devnet, False, credits_per_second=math.inf) as lab:
+        assert lab.node.transport.governor is None
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key, cache=False) as lab:
+        assert lab.node.transport.governor.ceiling == pytest.approx(40_000 * 0.95)  # no secret
+    with feeslab.connect(rpc_url=f"{devnet.url}/v3/{devnet.api_key}", cache=False) as lab:
+        assert lab.node.transport.governor is None  # a plain node charges no credits
+    assert pacing_rate(None, service=True) == 500  # the free plan, on the real service
+    assert pacing_rate("Team") == 40_000
+    for bad in ("fast", 0, -5, float("nan"), True):
+        with pytest.raises(feeslab.ConfigError, match="credits_per_second"):
+            _lab_on(devnet, False, credits_per_second=bad)
+
+
+def test_embedded_devnet_answers_are_cached_apart_per_simulation(tmp_path) -> None:
+    """A changed simulator must never read a cache an older one wrote: the embedded devnet's
+    identity carries its simulation digest (the sources, chains.json and the seed)."""
+    from feeslab.devnet.server import simulation_digest
+
+    with feeslab.connect(cache=tmp_path, progress=False) as lab:
+        lab.blocks(1, 3)
+        identity = lab.node._identity
+    assert identity.endswith(f"-devnet{simulation_digest(0)}")
+    assert simulation_digest(0) != simulation_digest(1)
+    assert [p.name for p in (tmp_path / "rpc").glob("*.sqlite3")] == [f"{identity}.sqlite3"]

@@ -4,6 +4,7 @@ No I/O happens here: frames come from :class:`feeslab.Lab` (or any source with t
 columns), results go to :mod:`feeslab.plots`. One module per topic::
 
     feeslab.analysis.fees      EIP-1559 arithmetic, utilisation, volatility, forecast bounds
+    feeslab.analysis.blobs     EIP-4844 blob fees, usage from fees, regimes, burn (in fees too)
     feeslab.analysis.gas       intrinsic gas, estimates against the gas needed, costs over history
     feeslab.analysis.uncles    uncle rates with intervals, depth, rewards, miners, a model
     feeslab.analysis.storage   decoded storage series: balances, proxy upgrades, oracle rounds

@@ -51,13 +51,14 @@ def history_file(history: History) -> Path | None:
     directory = store_dir()
     if directory is None:
         return None
-    from feeslab import _eip1559
+    from feeslab import _eip1559, _eip4844
     from feeslab.devnet import chain
 
     digest = hashlib.sha256()
     for part in (
         Path(chain.__file__).read_bytes(),
         Path(_eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
+        Path(_eip4844.__file__).read_bytes(),  # and the blob-fee rule
         chains_json_bytes(),
         repr(history.params).encode(),
         str(history.seed).encode(),

@@ -1,5 +1,17 @@
-"""HTTP/1.1 response trailers for the devnet: the ASGI ``http.response.trailers`` extension on
-uvicorn's h11 protocol, which does not implement it.
+"""The devnet's HTTP/1.1 protocol: uvicorn's h11 protocol with response trailers and read
+timeouts.
+
+**Read timeouts.** uvicorn times out only the idle wait between two requests
+(``timeout_keep_alive``): a connection that never sends a request, or sends its headers or
+body a byte at a time (slowloris), stays open for ever. :class:`TrailerH11Protocol` closes a
+connection whose request headers are not complete ``read_timeout`` seconds after it began
+waiting for them (the connection opened, or the last answer went out), and one whose body
+stalls for ``read_timeout`` seconds between two pieces (a large upload that keeps moving is
+not cut off). The app then sees a disconnect. WebSocket connections, once upgraded, are not
+timed here (websockets pings them).
+
+**Trailers**: the ASGI ``http.response.trailers`` extension, which uvicorn's h11 protocol does
+not implement.
 
 kubo reports an error that happens after a streaming answer has begun (status 200 already
 sent) in an ``X-Stream-Error`` trailer, after the last chunk of the chunked body. An app
@@ -10,6 +22,7 @@ that wants trailers checks ``"http.response.trailers" in scope["extensions"]``, 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import h11
@@ -59,13 +72,80 @@ class _TrailerCycle(RequestResponseCycle):
         self.on_response()
 
 
+DEFAULT_READ_TIMEOUT = 10.0
+"""Seconds a client has to send a request's headers, and the longest pause in its body [s]."""
+
+
 class TrailerH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with ``http.response.trailers`` (pass as ``Config(http=...)``)."""
+    """uvicorn's h11 protocol with ``http.response.trailers`` and read timeouts (pass as
+    ``Config(http=...)``; ``functools.partial(TrailerH11Protocol, read_timeout=...)`` sets
+    the timeout)."""
+
+    def __init__(self, *args: Any, read_timeout: float = DEFAULT_READ_TIMEOUT, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.read_timeout = read_timeout
+        self._read_timer: asyncio.TimerHandle | None = None
+
+    # -- read timeouts ---------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._read_timer = self.loop.call_later(self.read_timeout, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _reading_body(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and cycle.more_body and not cycle.response_complete
+
+    def _read_timed_out(self) -> None:
+        self._read_timer = None
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not self._reading_body():
+            return  # being answered: the app's time, not the client's
+        what = "body" if self._reading_body() else "request headers"
+        self.logger.info("closed a connection whose %s took over %g s", what, self.read_timeout)
+        self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # the headers of the first request are due
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        # armed first: a pipelined request that super() starts now disarms it again
+        if not self.transport.is_closing():
+            self._arm()  # the next request's headers are due
+        super().on_response_complete()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._reading_body():
+            self._arm()  # the body moves: it may take its time
 
     def handle_events(self) -> None:
         before = self.cycle
         super().handle_events()
         cycle = self.cycle
+        if self.transport.get_protocol() is not self:
+            self._disarm()  # upgraded to a WebSocket
+            return
+        if cycle is not before and cycle is not None:
+            # a request's headers just arrived: time its body, or nothing while it is served
+            if self._reading_body():
+                self._arm()
+            else:
+                self._disarm()
+        elif cycle is not None and not self._reading_body() and not cycle.response_complete:
+            self._disarm()  # the body is complete; the app is answering
         # a request just read: its task exists but has not run yet, so the cycle can still
         # become a trailer-capable one and its scope can announce the extension
         if cycle is not before and cycle is not None and type(cycle) is RequestResponseCycle:

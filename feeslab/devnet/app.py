@@ -10,7 +10,8 @@ Routes (``{key}`` is the API key; mainnet also answers without a network prefix)
 ``GET /v3/{key}/networks/{chain_id}/{endpoint}``  Gas API, key only
 ``GET /devnet/credits``, ``/devnet/info``  the ledger and the chains (HTTP Basic)
 ``GET /devnet/contracts``                  deployed contracts, ABIs, storage layouts
-``WS /wallet``                             the multichain wallet API (CAIP-25), no key
+``WS /wallet``                             the multichain wallet API (CAIP-25), no key;
+                                           loopback (or allowed) browser origins only
 ``POST /devnet/wallet``                    play the wallet's user: change the grants of open
                                            sessions (HTTP Basic; body: ``DevnetWallet.
                                            change_grant`` options as JSON)
@@ -37,7 +38,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
@@ -134,18 +135,39 @@ async def _read_body(request: Request) -> bytes | None:
     too_big = declared.isdigit() and int(declared) > MAX_BODY_BYTES
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            too_big = True
-        if too_big:
-            # keep reading so the client sees our 413 instead of a reset connection
-            chunks.clear()
-            if size > DRAIN_LIMIT:
-                break
-            continue
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                too_big = True
+            if too_big:
+                # keep reading so the client sees our 413 instead of a reset connection
+                chunks.clear()
+                if size > DRAIN_LIMIT:
+                    break
+                continue
+            chunks.append(chunk)
+    except ClientDisconnect:
+        _log_disconnect(request, size)
+        raise
     return None if too_big else b"".join(chunks)
+
+
+def _log_disconnect(request: Request, received: int | None = None) -> None:
+    """One line for a client that hung up before sending its whole request."""
+    client = request.client
+    where = f"{client.host}:{client.port}" if client else "a client"
+    declared = request.headers.get("content-length", "?")
+    got = "" if received is None else f" after {received} of {declared[:20]} body bytes"
+    log.info("%s disconnected%s (%s %s)", where, got, request.method, request.url.path[:80])
+    request.state.disconnect_logged = True
+
+
+async def client_gone(request: Request, exc: Exception) -> Response:
+    """A client hung up mid-request: one log line, no traceback, nobody to answer."""
+    if not getattr(request.state, "disconnect_logged", False):
+        _log_disconnect(request)
+    return Response(None, 400)
 
 
 # -- node JSON-RPC over HTTP ------------------------------------------------------------------
@@ -270,9 +292,12 @@ async def devnet_wallet_user(request: Request) -> Response:
         return _unauthorized(problem, basic=True)
     if request.method != "POST":
         return _rejected(None, 405, {"error": "method not allowed"}, {"Allow": "POST"})
+    raw = await _read_body(request)  # capped as the JSON-RPC route is
+    if raw is None:
+        return _json({"error": f"content length too large (limit {MAX_BODY_BYTES} bytes)"}, 413)
     try:
-        edits = json.loads(await request.body() or b"{}")
-    except ValueError:
+        edits = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return _json({"error": "the body must be a JSON object"}, 400)
     unknown = sorted(set(edits) - set(USER_EDITS)) if isinstance(edits, dict) else None
     if unknown is None or unknown:
@@ -498,7 +523,11 @@ def create_app(devnet: Devnet) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(LatencyMiddleware, latency_ms=devnet.latency_ms)],
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            ClientDisconnect: client_gone,
+            Exception: server_error,
+        },
     )
     app.state.devnet = devnet
     return app

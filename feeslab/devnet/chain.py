@@ -28,6 +28,16 @@ What is simulated, and how:
   siblings of ancestors.  Stale blocks not included by depth 6 are lost.
 * **Proof of stake / sequencers.**  Fixed slots with occasional missed slots,
   difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
+* **After the merge** (chains 1 and 11155111): Shanghai, Cancun, Prague, Osaka,
+  BPO1 and BPO2 at scaled heights, each adding geth's header fields
+  (``withdrawalsRoot`` of the empty withdrawals list, ``blobGasUsed``,
+  ``excessBlobGas``, ``parentBeaconBlockRoot``, ``requestsHash`` of no requests)
+  and gas limits that rise 30M -> 36M -> 45M -> 60M.
+* **Blobs.**  EIP-4844's excess and fee rule with each fork's schedule (and
+  EIP-7918's reserve price from Osaka), from :mod:`feeslab._eip4844`; Poisson
+  blob counts around a growing appetite with bursts, buyers cutting back once the
+  fee passes 0.001 gwei, from a random stream of their own (the pre-merge chain
+  is unchanged by it).
 
 Headers carry every field real clients return; ``hash`` is keccak256 of the
 header's RLP.  Fields the simulator has no model for (state and receipt roots,
@@ -64,6 +74,14 @@ from eth_hash.auto import keccak  # pycryptodome's keccak: wheels on every platf
 
 from feeslab._chaindata import load_chains
 from feeslab._eip1559 import next_base_fee  # the one EIP-1559 rule, shared with the analysis
+from feeslab._eip4844 import (  # the one EIP-4844 rule, shared with the analysis
+    GAS_PER_BLOB,
+    BlobRule,
+    blob_base_fee,
+    blob_rule_at,
+    blob_schedule,
+    next_excess_blob_gas,
+)
 from feeslab.devnet import _store
 
 if TYPE_CHECKING:
@@ -80,6 +98,12 @@ GAS_LIMIT_FLOOR = 5000
 MAX_UNCLES = 2
 MAX_UNCLE_DEPTH = 6
 _OP_FEE_VAULT = bytes.fromhex("4200000000000000000000000000000000000011")
+# EIP-7685: sha256 of the (here empty) list of requests' hashes
+EMPTY_REQUESTS_HASH = hashlib.sha256(b"").digest()
+_STORED_COLUMNS = (
+    "timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median", "blob_gas_used",
+    "excess_blob_gas",
+)  # fmt: skip
 
 
 # -- RLP ---------------------------------------------------------------------
@@ -127,7 +151,14 @@ def rlp_list_of_encoded(encoded: Sequence[bytes]) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    """A block header, in the Yellow Paper's field order."""
+    """A block header, in go-ethereum's field order (``core/types/block.go`` ``Header``).
+
+    The fields after ``nonce`` exist from the fork that added them and are None before:
+    ``base_fee_per_gas`` (London, EIP-1559), ``withdrawals_root`` (Shanghai, EIP-4895),
+    ``blob_gas_used``, ``excess_blob_gas`` (Cancun, EIP-4844), ``parent_beacon_block_root``
+    (Cancun, EIP-4788) and ``requests_hash`` (Prague, EIP-7685); RLP lists exactly the
+    present ones, in this order.
+    """
 
     parent_hash: bytes
     uncles_hash: bytes
@@ -145,6 +176,23 @@ class Header:
     mix_hash: bytes
     nonce: bytes
     base_fee_per_gas: int | None = None
+    withdrawals_root: bytes | None = None
+    blob_gas_used: int | None = None
+    excess_blob_gas: int | None = None
+    parent_beacon_block_root: bytes | None = None
+    requests_hash: bytes | None = None
+
+    def _later(self) -> list[bytes | int]:
+        """The post-merge fields present, in order (None marks the end, as in geth)."""
+        later: list[bytes | int] = []
+        for value in (
+            self.withdrawals_root, self.blob_gas_used, self.excess_blob_gas,
+            self.parent_beacon_block_root, self.requests_hash,
+        ):  # fmt: skip
+            if value is None:
+                break
+            later.append(value)
+        return later
 
     def fields(self) -> list[bytes | int]:
         items: list[bytes | int] = [
@@ -155,6 +203,7 @@ class Header:
         ]  # fmt: skip
         if self.base_fee_per_gas is not None:
             items.append(self.base_fee_per_gas)
+            items.extend(self._later())
         return items
 
     def encode(self) -> bytes:
@@ -174,6 +223,8 @@ class Header:
                 b"" if self.base_fee_per_gas is None else _rlp_int(self.base_fee_per_gas),
             )
         )  # fmt: skip
+        if self.withdrawals_root is not None:
+            payload += _encode_later(self)
         return _rlp_length_prefix(len(payload), 0xC0) + payload
 
     def check(self) -> None:
@@ -181,16 +232,32 @@ class Header:
         widths = {
             "parent_hash": 32, "uncles_hash": 32, "coinbase": 20, "state_root": 32,
             "transactions_root": 32, "receipts_root": 32, "logs_bloom": 256,
-            "mix_hash": 32, "nonce": 8,
+            "mix_hash": 32, "nonce": 8, "withdrawals_root": 32,
+            "parent_beacon_block_root": 32, "requests_hash": 32,
         }  # fmt: skip
         for name, width in widths.items():
-            if len(getattr(self, name)) != width:
+            value = getattr(self, name)
+            if value is not None and len(value) != width:
                 raise ValueError(f"header field {name} must be {width} bytes")
 
     @property
     def hash(self) -> bytes:
         """keccak256 of the header's RLP: the block hash."""
         return keccak(self.encode())
+
+
+def _encode_later(h: Header) -> bytes:
+    """RLP items of the post-merge fields, in order, up to the first absent one (hot path)."""
+    out = b"\xa0" + h.withdrawals_root  # type: ignore[operator]
+    if h.blob_gas_used is None:
+        return out
+    out += _rlp_int(h.blob_gas_used) + _rlp_int(h.excess_blob_gas)  # type: ignore[arg-type]
+    if h.parent_beacon_block_root is None:
+        return out
+    out += b"\xa0" + h.parent_beacon_block_root
+    if h.requests_hash is None:
+        return out
+    return out + b"\xa0" + h.requests_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +291,11 @@ def uncles_hash(uncles: Sequence[Header]) -> bytes:
 
 
 def block_size(header: Header, uncles: Sequence[Header]) -> int:
-    """Length of ``rlp([header, [], uncles])`` [bytes]."""
-    return len(
-        rlp_list_of_encoded(
-            [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
-        )
-    )
+    """Length of ``rlp([header, [], uncles])`` [bytes], with ``[]`` withdrawals from Shanghai."""
+    parts = [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
+    if header.withdrawals_root is not None:
+        parts.append(b"\xc0")  # geth's extblock: Withdrawals `rlp:"optional"`
+    return len(rlp_list_of_encoded(parts))
 
 
 # -- parameters ----------------------------------------------------------------
@@ -311,6 +377,20 @@ class ChainParams:
 
     def is_london(self, number: int) -> bool:
         return self.london_block is not None and number >= self.london_block
+
+    def has_fork(self, name: str, number: int) -> bool:
+        """Whether fork ``name`` (e.g. ``"shanghai"``) is active at block ``number``."""
+        start = self.forks.get(name)
+        return start is not None and number >= start
+
+    @property
+    def blob_rules(self) -> tuple[BlobRule, ...]:
+        """The devnet's blob schedule (from ``data/chains.json``, by block number)."""
+        return blob_schedule(self.chain_id, "devnet")
+
+    def blob_rule(self, number: int) -> BlobRule | None:
+        """The blob parameters of block ``number``; None before Cancun."""
+        return blob_rule_at(self.blob_rules, number)
 
     def block_reward(self, number: int) -> int:
         """Static block reward of a block at ``number`` [wei]."""
@@ -405,6 +485,12 @@ class _State:
     burst_left: int = 0
     burst_level: float = 0.0
     pending: list[_Stale] = field(default_factory=list)
+    # blobs: the parent's header fields and the blob demand's own state
+    blob_gas_used: int = 0
+    excess_blob_gas: int = 0
+    blob_level: float = 0.0
+    blob_burst_left: int = 0
+    blob_burst: float = 1.0
 
 
 class History:
@@ -438,6 +524,9 @@ class History:
         self._miner = np.zeros(0, dtype=np.int16)
         self._demand = np.zeros(0, dtype=np.float32)
         self._tip_median = np.zeros(0, dtype=np.float64)
+        # blob gas used and excess blob gas [gas]; -1 before Cancun (no such header field)
+        self._blob_gas_used = np.zeros(0, dtype=np.int64)
+        self._excess_blob_gas = np.zeros(0, dtype=np.int64)
         self._uncles: dict[int, tuple[Header, ...]] = {}
         # blocks below this are complete in every column; readers take no lock
         self._ready = 0
@@ -509,6 +598,56 @@ class History:
             elasticity, denominator,
         )  # fmt: skip
 
+    def blob_gas_used(self, number: int) -> int | None:
+        """Blob gas used by block ``number`` [gas]; None before Cancun."""
+        self._ensure(number)
+        value = int(self._blob_gas_used[number])
+        return None if value < 0 else value
+
+    def excess_blob_gas(self, number: int) -> int | None:
+        """Excess blob gas of block ``number`` [gas]; None before Cancun."""
+        self._ensure(number)
+        value = int(self._excess_blob_gas[number])
+        return None if value < 0 else value
+
+    def blob_gas_used_range(self, start: int, stop: int) -> list[int]:
+        """Blob gas used by blocks ``start..stop-1`` [gas]; -1 before Cancun."""
+        self._ensure(stop - 1)
+        return self._blob_gas_used[start:stop].tolist()
+
+    def excess_blob_gas_range(self, start: int, stop: int) -> list[int]:
+        """Excess blob gas of blocks ``start..stop-1`` [gas]; -1 before Cancun."""
+        self._ensure(stop - 1)
+        return self._excess_blob_gas[start:stop].tolist()
+
+    def blob_base_fee(self, number: int) -> int | None:
+        """Blob base fee of block ``number`` [wei]; None before Cancun (geth's CalcBlobFee)."""
+        excess = self.excess_blob_gas(number)
+        rule = self.params.blob_rule(number)
+        if excess is None or rule is None:
+            return None
+        return blob_base_fee(excess, rule.update_fraction)
+
+    def next_excess_blob_gas(self, number: int) -> int | None:
+        """Excess blob gas of block ``number + 1``, from block ``number`` [gas]."""
+        self._ensure(number)
+        rule = self.params.blob_rule(number + 1)
+        if rule is None:
+            return None
+        used, excess = self.blob_gas_used(number) or 0, self.excess_blob_gas(number) or 0
+        return next_excess_blob_gas(
+            excess, used, rule.target_blobs, rule.max_blobs, rule.update_fraction,
+            reserve_price=rule.reserve_price, parent_base_fee=self._base_fee[number] or 0,
+        )  # fmt: skip
+
+    def next_blob_base_fee(self, number: int) -> int | None:
+        """Blob base fee of block ``number + 1``, from block ``number`` [wei]."""
+        excess = self.next_excess_blob_gas(number)
+        rule = self.params.blob_rule(number + 1)
+        if excess is None or rule is None:
+            return None
+        return blob_base_fee(excess, rule.update_fraction)
+
     def priority_fee_percentiles(self, number: int, percentiles: Sequence[float]) -> list[int]:
         """Effective priority fees paid in block ``number`` at ``percentiles`` [wei]."""
         return self.priority_fee_table(number, number + 1, percentiles)[0]
@@ -568,14 +707,21 @@ class History:
             gas_used=int(self._gas_used[number]),
             timestamp=int(self._timestamp[number]),
             base_fee=self._base_fee[number],
+            blob_gas_used=self.blob_gas_used(number),
+            excess_blob_gas=self.excess_blob_gas(number),
         )
 
     def _make_header(
         self, *, number: int, parent_hash: bytes, uncles: Sequence[Header], miner: int,
         difficulty: int, gas_limit: int, gas_used: int, timestamp: int,
-        base_fee: int | None, tag: bytes = b"block",
+        base_fee: int | None, tag: bytes = b"block", blob_gas_used: int | None = None,
+        excess_blob_gas: int | None = None,
     ) -> Header:  # fmt: skip
-        rnd = self._random(number, tag + miner.to_bytes(2, "big"), 32 * 4 + 8 + 256 * 3)
+        p = self.params
+        cancun = blob_gas_used is not None
+        # shake's output is a stream: asking for 32 more bytes keeps the first 904 unchanged
+        size = 32 * 4 + 8 + 256 * 3 + (32 if cancun else 0)
+        rnd = self._random(number, tag + miner.to_bytes(2, "big"), size)
         kind = self.params.consensus_at(number)
         empty = gas_used == 0
         pool = self._pools[miner]
@@ -615,6 +761,12 @@ class History:
             mix_hash=mix,
             nonce=nonce,
             base_fee_per_gas=base_fee,
+            # the devnet's blocks carry no withdrawals: the root of the empty list
+            withdrawals_root=EMPTY_TRIE_ROOT if p.has_fork("shanghai", number) else None,
+            blob_gas_used=blob_gas_used,
+            excess_blob_gas=excess_blob_gas,
+            parent_beacon_block_root=rnd[904:936] if cancun else None,
+            requests_hash=EMPTY_REQUESTS_HASH if cancun and p.has_fork("prague", number) else None,
         )
 
     def _make_pools(self) -> tuple[list[_Pool], np.ndarray]:
@@ -708,6 +860,12 @@ class History:
                 np.int64,
             ),
             "state_floats": np.array([s.wander, s.burst_level], np.float64),
+            "blob_gas_used": self._blob_gas_used,
+            "excess_blob_gas": self._excess_blob_gas,
+            "blob_state_ints": np.array(
+                [s.blob_gas_used, s.excess_blob_gas, s.blob_burst_left], np.int64
+            ),
+            "blob_state_floats": np.array([s.blob_level, s.blob_burst], np.float64),
             "state_hash": np.frombuffer(s.hash, dtype=np.uint8),
             "rng": np.array(
                 [
@@ -747,11 +905,12 @@ class History:
             wander=floats[0], outage_left=ints[9], burst_left=ints[10], burst_level=floats[1],
             pending=stale,
         )  # fmt: skip
+        blob_ints = data["blob_state_ints"].tolist()
+        blob_floats = data["blob_state_floats"].tolist()
+        state.blob_gas_used, state.excess_blob_gas, state.blob_burst_left = blob_ints
+        state.blob_level, state.blob_burst = blob_floats
         rng_state, inc, has_uint32, uinteger = (int(x) for x in data["rng"].tolist())
-        columns = {
-            name: data[name]
-            for name in ("timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median")
-        }
+        columns = {name: data[name] for name in _STORED_COLUMNS}
         if any(len(column) != len(hashes) for column in columns.values()):
             raise ValueError("stored columns have different lengths")
         base_fee = [None if f < 0 else f for f in data["base_fee"].tolist()]
@@ -792,6 +951,9 @@ class History:
         z = rng.standard_normal((size, 3)).tolist()
         expo = rng.standard_exponential((size, 2)).tolist()
         tip_noise = rng.random(size)
+        blob_u, blob_z = self._blob_noise(n0, size)
+        blob_used_col = np.full(size, -1, dtype=np.int64)
+        excess_col = np.full(size, -1, dtype=np.int64)
         # hash shares drift slowly: one share vector per chunk is fine-grained enough
         shares = self._pool_shares(n0 + size // 2)
         cumulative = list(itertools.accumulate(shares))
@@ -879,10 +1041,19 @@ class History:
             included: list[Header] = []
             if kind == "ethash" and n > 0:
                 included = self._take_uncles(n, miner)
+            # ---- blobs (Cancun on)
+            blob_used = excess = None
+            rule = p.blob_rule(n) if blob_u is not None else None
+            if rule is not None:
+                blob_used, excess = self._blob_step(
+                    n, s, rule, gas_used, timestamp, blob_u[i], blob_z[i]
+                )
+                blob_used_col[i], excess_col[i] = blob_used, excess
             header = self._make_header(
                 number=n, parent_hash=s.hash, uncles=included, miner=miner,
                 difficulty=difficulty, gas_limit=gas_limit, gas_used=gas_used,
-                timestamp=timestamp, base_fee=base_fee,
+                timestamp=timestamp, base_fee=base_fee, blob_gas_used=blob_used,
+                excess_blob_gas=excess,
             )  # fmt: skip
             block_hash = keccak(header.encode())
             # ---- the stale sibling of this height, if a fork happened
@@ -907,10 +1078,74 @@ class History:
         self._gas_used = np.concatenate([self._gas_used, gu_col])
         self._miner = np.concatenate([self._miner, miner_col])
         self._demand = np.concatenate([self._demand, demand_col])
+        self._blob_gas_used = np.concatenate([self._blob_gas_used, blob_used_col])
+        self._excess_blob_gas = np.concatenate([self._excess_blob_gas, excess_col])
         self._tip_median = np.concatenate(
             [self._tip_median, self._tip_medians(n0, gu_col, gl_col, demand_col, tip_noise)]
         )
         self._ready = len(self._hashes)
+
+    def _blob_noise(self, n0: int, size: int) -> tuple[list | None, list | None]:
+        """Uniforms and normals for a chunk's blob demand, or (None, None) before Cancun.
+
+        A stream of its own per chunk, seeded by (seed, chain, chunk): the main stream (and so
+        every block before Cancun) stays exactly as it was before blobs were simulated.
+        """
+        rules = self.params.blob_rules
+        if not rules or n0 + size <= rules[0].start:
+            return None, None
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFFFFFFFFFF, self.chain_id, 4844, n0])
+        return rng.random((size, 3)).tolist(), rng.standard_normal(size).tolist()
+
+    def _blob_step(
+        self, n: int, s: _State, rule: BlobRule, gas_used: int, timestamp: int,
+        u: list[float], z: float,
+    ) -> tuple[int, int]:  # fmt: skip
+        """(blob gas used, excess blob gas) of block ``n``; updates the blob demand state.
+
+        Demand: a latent level (AR(1) with a daily cycle) around a blob appetite that grows
+        from 2.4 blobs per block at Cancun to ~8 at the head, with bursts (rollups catching
+        up, blob inscriptions) of 2-8x lasting tens to hundreds of blocks. Buyers pay little
+        attention to fees up to 0.001 gwei and then cut back with elasticity 1/4, so quiet
+        stretches sit at the 1-wei floor and bursts drive the fee up exponentially until
+        demand falls back to the target. The block's blob count is Poisson, at most the max.
+        """
+        p = self.params
+        start = p.blob_rules[0].start
+        parent = p.blob_rule(n - 1)
+        if parent is None:  # the fork block: its parent has no blob fields
+            s.blob_gas_used = s.excess_blob_gas = 0
+        excess = next_excess_blob_gas(
+            s.excess_blob_gas, s.blob_gas_used, rule.target_blobs, rule.max_blobs,
+            rule.update_fraction, reserve_price=rule.reserve_price,
+            parent_base_fee=s.base_fee or 0,
+        )  # fmt: skip
+        # the buyers' view of the fee: e ** x is close enough for demand (the header is exact)
+        fee = math.exp(min(excess / rule.update_fraction, 700.0))
+        s.blob_level = 0.995 * s.blob_level + 0.07 * z
+        if s.blob_burst_left == 0 and u[0] < 0.0015:
+            s.blob_burst_left = 20 + int(u[1] * 300)
+            s.blob_burst = 2.0 + 6.0 * u[1]
+        burst = 1.0
+        if s.blob_burst_left > 0:
+            s.blob_burst_left -= 1
+            burst = s.blob_burst
+        progress = min(1.0, (n - start) / max(1, p.height - start))
+        hour = (timestamp % 86400) / 86400.0
+        appetite = 2.4 * (1.0 + 2.3 * progress) * burst
+        mean = appetite * math.exp(s.blob_level + 0.2 * math.sin(2 * math.pi * hour))
+        if fee > 1_000_000:
+            mean *= (1_000_000 / fee) ** 0.25
+        blobs = 0
+        if gas_used > 0:  # an empty block carries no blob transactions either
+            term = cumulative = math.exp(-mean)
+            while u[2] > cumulative and blobs < rule.max_blobs:
+                blobs += 1
+                term *= mean / blobs
+                cumulative += term
+        used = blobs * GAS_PER_BLOB
+        s.blob_gas_used, s.excess_blob_gas = used, excess
+        return used, excess
 
     def _tip_medians(
         self, n0: int, used: np.ndarray, limits: np.ndarray, demand: np.ndarray,

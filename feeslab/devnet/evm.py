@@ -533,12 +533,9 @@ def _probe(executor: Executor, request: CallRequest, gas: int) -> tuple[bool, Ou
 def _estimate_failure(outcome: Outcome | None, hi: int) -> RpcError:
     """Why the call fails even at ``hi``: its revert or VM error, or not enough gas."""
     if outcome is not None and not outcome.out_of_gas:
-        if outcome.reverted and outcome.output:
+        if outcome.reverted:  # code 3 with data, "0x" too, as eth_call answers (§7.1)
             return revert_error(outcome.output)
-        # geth returns the bare VM error here, so an empty revert is -32000 without data
-        return RpcError(
-            SERVER_ERROR, ERR_REVERTED if outcome.reverted else halt_message(outcome.halt or "")
-        )
+        return RpcError(SERVER_ERROR, halt_message(outcome.halt or ""))
     return RpcError(SERVER_ERROR, f"gas required exceeds allowance ({hi})")
 
 
@@ -553,8 +550,9 @@ def estimate_gas(executor: Executor, request: CallRequest, *, gas_cap: int) -> i
     Raises
     ------
     RpcError
-        3 on a revert with data; -32000 ``gas required exceeds allowance (N)`` when even the
-        upper bound fails for want of gas, geth's funds and VM errors otherwise.
+        3 on a revert (data ``0x`` when empty); -32000 ``gas required exceeds allowance
+        (N)`` when even the upper bound fails for want of gas, geth's funds and VM errors
+        otherwise.
     """
     hi = _upper_bound(executor, request, gas_cap)
     if _is_plain_transfer(executor, request):

@@ -192,6 +192,14 @@ def _conversion_error(raw: str, kind: str, name: str) -> CommandError:
     return _client_error(f'could not convert value "{raw}" to type "{kind}" (for option "-{name}")')
 
 
+def log_disconnect(scope: Any) -> None:
+    """One line (no traceback) for a client that hung up before its upload was complete."""
+    client = scope.get("client")
+    where = f"{client[0]}:{client[1]}" if client else "a client"
+    log.info("%s disconnected before its upload ended (%s %s)", where, scope.get("method"),
+             str(scope.get("path", ""))[:80])  # fmt: skip
+
+
 def _error_response(error: CommandError) -> Response:
     return Response(go_json(error.body()), error.status, media_type="application/json")
 
@@ -383,6 +391,10 @@ class IpfsNode:
     def resolve(self, path: str) -> CID:
         """A ``/ipfs/<cid>/a/b`` or ``<cid>/a/b`` path to the CID it names."""
         text = path.strip()
+        segments = [p for p in text.split("/") if p]
+        if not segments or (text.startswith("/") and len(segments) < 2):
+            # boxo's path.ErrInsufficientComponents: "", "/", "/ipfs/", "/ipfs//"
+            raise _client_error(f'invalid path "{path}": path does not have enough components')
         if text.startswith("/ipns/"):
             raise CommandError(f'could not resolve name "{text}": IPNS is not served here')
         if text.startswith("/ipfs/"):
@@ -769,6 +781,7 @@ class StreamAnswer(Response):
         except CommandError as exc:
             error = exc.message
         except ClientDisconnect:
+            log_disconnect(scope)
             error = "the client went away"
         except Exception as exc:  # a disk error, or a bug: still end the answer properly
             log.warning("IPFS stream failed after it began", exc_info=True)
@@ -1108,4 +1121,5 @@ async def api(request: Request) -> Response:
         log.warning("IPFS command %s failed", name, exc_info=True)
         return _error_response(CommandError(str(exc) or type(exc).__name__))
     except ClientDisconnect:
+        log_disconnect(request.scope)
         return Response(None, 400)  # nobody is listening; nothing was acknowledged

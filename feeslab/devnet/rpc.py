@@ -100,7 +100,21 @@ def format_header(header: Any) -> dict[str, Any]:
     }
     if header.base_fee_per_gas is not None:
         fields["baseFeePerGas"] = quantity(header.base_fee_per_gas)
+    _post_merge_fields(header, fields)
     return dict(sorted(fields.items()))
+
+
+def _post_merge_fields(header: Any, fields: dict[str, Any]) -> None:
+    """Shanghai's, Cancun's and Prague's header fields, as geth's RPCMarshalHeader adds them."""
+    if getattr(header, "withdrawals_root", None) is not None:
+        fields["withdrawalsRoot"] = data(header.withdrawals_root)
+    if getattr(header, "blob_gas_used", None) is not None:
+        fields["blobGasUsed"] = quantity(header.blob_gas_used)
+        fields["excessBlobGas"] = quantity(header.excess_blob_gas)
+    if getattr(header, "parent_beacon_block_root", None) is not None:
+        fields["parentBeaconBlockRoot"] = data(header.parent_beacon_block_root)
+    if getattr(header, "requests_hash", None) is not None:
+        fields["requestsHash"] = data(header.requests_hash)
 
 
 def format_new_head(block: Any) -> dict[str, Any]:
@@ -114,8 +128,11 @@ def format_new_head(block: Any) -> dict[str, Any]:
 def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     """A canonical (or pending) block as ``eth_getBlockBy*`` returns it.
 
-    The pending block has ``number``, ``hash``, ``nonce`` and ``logsBloom`` null (interface
-    §2.4) and ``miner`` null (geth); its total difficulty is not known yet, so it is null too.
+    The pending block answers as geth does today (internal/ethapi ``GetBlockByNumber``): its
+    number is the head's + 1 and its bloom is filled; ``hash``, ``nonce`` and ``miner`` are
+    null. (The interface's table, §2.4, also lists ``number`` and ``logsBloom`` as null, from
+    older geth; clients such as ethers' ``getBlock('pending')`` need the number.) Its total
+    difficulty is not known yet, so it is null too.
     """
     fields = format_header(block.header)
     fields["hash"] = data(block.hash)
@@ -123,8 +140,10 @@ def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     fields["totalDifficulty"] = quantity(block.total_difficulty)
     fields["transactions"] = []
     fields["uncles"] = [data(u.hash) for u in block.uncles]
+    if getattr(block.header, "withdrawals_root", None) is not None:
+        fields["withdrawals"] = []  # the devnet's blocks carry none (root: the empty trie)
     if pending:
-        for key in ("number", "hash", "nonce", "logsBloom", "miner", "totalDifficulty"):
+        for key in ("hash", "nonce", "miner", "totalDifficulty"):
             fields[key] = None
     return dict(sorted(fields.items()))
 
@@ -486,14 +505,6 @@ def call_args_param(value: Any) -> CallArgs:
     return CallArgs(**fields)
 
 
-def call_args_with_from_param(value: Any) -> CallArgs:
-    """eth_call's call object: ``from`` is required (interface §2.2; geth defaults it)."""
-    args = call_args_param(value)
-    if args.sender is None:
-        raise _ArgError('missing required field "from" in transaction call object')
-    return args
-
-
 class _NoBlock:
     """A block-or-hash parameter that names neither (JSON null or an empty object)."""
 
@@ -748,8 +759,9 @@ def eth_fee_history(
 
     ``blockCount`` above 1024 is cut to 1024 and a range reaching before genesis is cut at
     genesis, silently, as geth does; ``blockCount`` 0 gets geth's empty answer. Reward rows
-    come from the chain's tip model. ``baseFeePerBlobGas`` and ``blobGasUsedRatio`` are
-    zeros: the devnet's chains have no blobs (geth answers so before Cancun).
+    come from the chain's tip model. ``baseFeePerBlobGas`` holds each block's blob base fee
+    and the next block's (0 before Cancun, as geth), ``blobGasUsedRatio`` blob gas used over
+    the block's fork's max blob gas (0 before Cancun).
     """
     chain = ctx.chain
     percentiles = percentiles or []
@@ -764,9 +776,38 @@ def eth_fee_history(
         result["reward"] = [[quantity(tip) for tip in row] for row in table]
     result["baseFeePerGas"] = [quantity(fee) for fee in [*fees, next_fee]]
     result["gasUsedRatio"] = [_go_ratio(u, lim) for u, lim in zip(used, limits, strict=True)]
-    result["baseFeePerBlobGas"] = ["0x0"] * (len(fees) + 1)
-    result["blobGasUsedRatio"] = [0] * len(fees)
+    blob_fees, blob_ratios = _blob_columns(chain, span)
+    result["baseFeePerBlobGas"] = [quantity(fee) for fee in blob_fees]
+    result["blobGasUsedRatio"] = blob_ratios
     return result
+
+
+def _blob_columns(chain: Any, span: _FeeRange) -> tuple[list[int], list[float | int]]:
+    """(blob base fees of the blocks and of the next one, blob gas used ratios) of ``span``."""
+    history = chain.history
+    params = chain.params
+    last = span.newest
+    numbers = range(span.oldest, last + 1)
+    used = history.blob_gas_used_range(span.oldest, last + 1)
+    fees: list[int] = []
+    ratios: list[float | int] = []
+    for number, blob_used in zip(numbers, used, strict=True):
+        rule = params.blob_rule(number)
+        if rule is None or blob_used < 0:
+            fees.append(0)
+            ratios.append(0)
+            continue
+        fees.append(history.blob_base_fee(number) or 0)
+        ratios.append(_go_ratio(blob_used, rule.max_blob_gas))
+    fees.append(history.next_blob_base_fee(last) or 0)
+    return fees, ratios
+
+
+def eth_blob_base_fee(ctx: Any) -> str | None:
+    """geth's eth_blobBaseFee: the head block's blob base fee; null before Cancun."""
+    chain = ctx.chain
+    fee = chain.history.blob_base_fee(chain.head())
+    return None if fee is None else quantity(fee)
 
 
 def suggest_tip_cap(chain: Any) -> int:
@@ -881,8 +922,9 @@ def eth_get_storage_at(ctx: Any, address: bytes, key: str, tag: Any) -> str:
 def eth_call(ctx: Any, args: CallArgs, tag: Any) -> str:
     """Execute a message call on the state after block ``tag``; nothing is kept.
 
-    Deviation from geth: ``from`` is required (interface §2.2: "eth_call: required"); geth
-    would run a call without it from the zero address. The gas is the request's, capped at
+    A call without ``from`` runs from the zero address, as on geth (the service's nodes):
+    the interface's table marks it required, but every client's default read omits it. The
+    gas is the request's, capped at
     10x the block gas limit (interface §8), or that cap when none is given.
     """
     executor, request = _prepare(ctx, args, tag)
@@ -921,8 +963,9 @@ METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], i
     "eth_feeHistory": (eth_fee_history, (hex_or_decimal64_param, _B, percentiles_param), 2),
     "eth_gasPrice": (eth_gas_price, (), 0),
     "eth_maxPriorityFeePerGas": (eth_max_priority_fee_per_gas, (), 0),
+    "eth_blobBaseFee": (eth_blob_base_fee, (), 0),
     "eth_getStorageAt": (eth_get_storage_at, (address_param, string_param, _BH), 2),
-    "eth_call": (eth_call, (call_args_with_from_param, _BH), 2),
+    "eth_call": (eth_call, (call_args_param, _BH), 2),
     "eth_estimateGas": (eth_estimate_gas, (call_args_param, _BH), 1),
 }
 

@@ -25,15 +25,15 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import uvicorn
 
 from feeslab.devnet import gasapi, rpc
-from feeslab.devnet._trailers import TrailerH11Protocol
+from feeslab.devnet._trailers import DEFAULT_READ_TIMEOUT, TrailerH11Protocol
 from feeslab.devnet.auth import Credentials
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.credits import CreditLedger
@@ -43,6 +43,10 @@ TEAM_PLAN_DAILY_CREDITS = 75_000_000
 TEAM_PLAN_CREDITS_PER_SECOND = 40_000
 DEFAULT_DAILY_CREDITS = TEAM_PLAN_DAILY_CREDITS
 DEFAULT_CREDITS_PER_SECOND = TEAM_PLAN_CREDITS_PER_SECOND
+
+KEEP_ALIVE_TIMEOUT = 5.0
+"""Seconds an idle connection stays open between two requests (uvicorn's timeout_keep_alive;
+geth's HTTP server allows 120 s, Go's default idle timeout)."""
 
 WS_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """geth's WebSocket read limit; a larger message closes the connection with 1009."""
@@ -97,6 +101,8 @@ class Devnet:
     ipfs : IpfsNode or None
         The storage API's node (``feeslab.devnet.ipfs``); ``serve`` opens the default one
         when None.
+    wallet_allow_origins : tuple of str
+        Browser origins besides loopback pages that may open ``WS /wallet`` (``"*"``: any).
     """
 
     seed: int
@@ -111,6 +117,7 @@ class Devnet:
     info_extra: dict[str, Any] = field(default_factory=dict)
     wallet_user: Any = None
     ipfs: Any = None
+    wallet_allow_origins: tuple[str, ...] = ()
 
     @cached_property
     def wallet(self) -> Any:
@@ -121,7 +128,11 @@ class Devnet:
         with _WALLET_LOCK:
             if "wallet" not in self.__dict__:  # another thread may have made it meanwhile
                 self.__dict__["wallet"] = DevnetWallet(
-                    self.chains, self.seed, user=self.wallet_user, format_head=self.format_new_head
+                    self.chains,
+                    self.seed,
+                    user=self.wallet_user,
+                    format_head=self.format_new_head,
+                    ledger=self.ledger,  # metered like the key's other traffic
                 )
             return self.__dict__["wallet"]
 
@@ -172,6 +183,27 @@ class Devnet:
         }
 
 
+def simulation_digest(seed: int) -> str:
+    """12 hex digits naming the simulation: every devnet source file, chains.json and the seed."""
+    import hashlib
+    from pathlib import Path
+
+    from feeslab._chaindata import chains_json_bytes
+
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    sources = [*sorted(here.rglob("*.py")), *sorted((here / "contracts").glob("*.json"))]
+    sources += [Path(__file__).resolve().parent.parent / name for name in _RULES]
+    for path in sources:
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    digest.update(hashlib.sha256(chains_json_bytes()).digest())
+    digest.update(str(seed).encode())
+    return digest.hexdigest()[:12]
+
+
+_RULES = ("_eip1559.py", "_eip4844.py", "_costs.py")  # rules outside devnet/ the answers follow
+
+
 class DevnetHandle:
     """A running devnet: where it listens, its key and secret, and ``stop()``.
 
@@ -203,6 +235,15 @@ class DevnetHandle:
         self.host = url_host
         self.url = f"http://{url_host}:{self.port}"
         self.ws_url = f"ws://{url_host}:{self.port}"
+
+    @property
+    def simulation(self) -> str:
+        """A digest of what its answers are made from (simulator sources, chains.json, seed).
+
+        Two devnets with the same digest answer alike; a client's answer cache keeps the
+        answers of one digest apart from another's (a changed simulator never reads stale data).
+        """
+        return simulation_digest(self.seed)
 
     @property
     def api_key(self) -> str:
@@ -298,8 +339,19 @@ def _wait_until_serving(server: uvicorn.Server, thread: threading.Thread, addr: 
         pass
 
 
-def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False):
+def serve(
+    devnet: Devnet,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    allow_remote: bool = False,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+):
     """Serve an already-built ``Devnet`` on a background thread.
+
+    ``read_timeout`` [s]: a client must send a request's headers within it, and may not pause
+    longer in a body (``feeslab.devnet._trailers``); idle connections close after
+    ``min(KEEP_ALIVE_TIMEOUT, read_timeout)``.
 
     Returns
     -------
@@ -320,7 +372,9 @@ def serve(devnet: Devnet, *, host: str = "127.0.0.1", port: int = 0, allow_remot
         lifespan="on",
         ws="websockets-sansio",  # supports denial responses; the legacy one warns on import
         ws_max_size=WS_MAX_MESSAGE_BYTES,
-        http=TrailerH11Protocol,  # h11 with response trailers (the IPFS X-Stream-Error)
+        # h11 with response trailers (the IPFS X-Stream-Error) and header/body read timeouts
+        http=partial(TrailerH11Protocol, read_timeout=read_timeout),
+        timeout_keep_alive=min(KEEP_ALIVE_TIMEOUT, read_timeout),
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
@@ -354,6 +408,8 @@ def start(
     warm: bool = True,
     wallet_user: Any = None,
     blockstore: str | os.PathLike | None = None,
+    wallet_allow_origin: str | Iterable[str] | None = None,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -390,14 +446,23 @@ def start(
         The IPFS node's blockstore directory, kept across restarts. Default
         ``<cache>/devnet/ipfs``, shared by the devnets of this machine (``FEESLAB_CACHE_DIR``
         moves ``<cache>``); a temporary directory when ``FEESLAB_DEVNET_CACHE=0``.
+    wallet_allow_origin : str or list of str, optional
+        Browser origins (``https://dapp.example``) besides loopback pages that may open
+        ``WS /wallet``; ``"*"`` allows any page. Default none: a page of another origin is
+        refused (403), so it cannot drive the wallet's user, who approves everything.
+    read_timeout : float
+        Seconds a client has to send a request's headers, and the longest pause allowed in a
+        body (default 10); idle keep-alive connections close after 5 s (or this, if less).
 
     Returns
     -------
     DevnetHandle
     """
     from feeslab.devnet.ipfs import IpfsNode
+    from feeslab.devnet.wallet import check_allowed_origins
 
     _check_host(host, allow_remote)
+    allowed_origins = check_allowed_origins(wallet_allow_origin)
     devnet = Devnet(
         seed=seed,
         chains=build_chains(seed, block_time=block_time),
@@ -409,8 +474,13 @@ def start(
         latency_ms=latency_ms,
         wallet_user=wallet_user,
         ipfs=IpfsNode.open(blockstore),
+        wallet_allow_origins=allowed_origins,
     )
-    handle = serve(devnet, host=host, port=port, allow_remote=allow_remote)
+    if not read_timeout > 0:
+        raise ValueError(f"read_timeout must be > 0 seconds, not {read_timeout!r}")
+    handle = serve(
+        devnet, host=host, port=port, allow_remote=allow_remote, read_timeout=read_timeout
+    )
     if warm:
         threading.Thread(
             target=_warm, args=(devnet.chains,), name="devnet-warm", daemon=True

@@ -25,6 +25,25 @@ def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+MAX_SUBSCRIPTIONS_PER_CONNECTION = 1_000
+"""Subscriptions one connection may hold at once (node WebSocket, or a wallet connection over
+all its chains). geth sets no such cap (its handler keeps every subscription until the
+connection ends); other nodes do (pathfinder 1,024, monad-bft 100): without one, a single
+connection grows the server's work and memory without bound."""
+
+LIMIT_EXCEEDED = -32005  # EIP-1474 "Limit exceeded"
+
+
+def check_room(held: int) -> None:
+    """Raise -32005 when a connection holding ``held`` subscriptions asks for another."""
+    if held >= MAX_SUBSCRIPTIONS_PER_CONNECTION:
+        raise RpcError(
+            LIMIT_EXCEEDED,
+            "too many subscriptions on this connection "
+            f"(limit {MAX_SUBSCRIPTIONS_PER_CONNECTION}); unsubscribe some first",
+        )
+
+
 def poll_interval(block_time: float | None) -> float:
     """Seconds between two looks at the head [s]: a quarter block, at most 0.25 s.
 
@@ -51,9 +70,19 @@ class HeadSubscriptions:
         ``format_head(block) -> dict``, the event's ``result``.
     prefix : str
         Makes the subscription ids of this connection (and scope) unique in the process.
+    elsewhere : callable, optional
+        How many subscriptions the same connection holds on other chains: the cap
+        (:data:`MAX_SUBSCRIPTIONS_PER_CONNECTION`) counts them all.
     """
 
-    def __init__(self, chain: Any, format_head: Callable[[Any], dict], prefix: str) -> None:
+    def __init__(
+        self,
+        chain: Any,
+        format_head: Callable[[Any], dict],
+        prefix: str,
+        elsewhere: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self.elsewhere = elsewhere  # the connection's subscriptions on other chains
         self.chain = chain
         self.format_head = format_head
         self.prefix = prefix
@@ -71,6 +100,7 @@ class HeadSubscriptions:
         kind = params[0]
         if kind != "newHeads":
             raise RpcError(INVALID_PARAMS, f"unsupported subscription kind {_clip(kind)!r}")
+        check_room(len(self._subs) + self.elsewhere())
         n = next(self._counter)
         digest = hashlib.blake2b(f"{self.prefix}:{n}".encode(), digest_size=16).hexdigest()
         sub = _Subscription(id="0x" + digest, last=self.chain.head())

@@ -20,8 +20,10 @@ extension's shipped handlers (MetaMask/core ``multichain-api-middleware``):
     ``feeslab.devnet.rpc.dispatch`` (geth's answers and errors, passed through as they are);
     ``eth_subscribe("newHeads")`` needs ``eth_subscription`` granted and its events come back
     as ``wallet_notify``; ``personal_sign`` (EIP-191, secp256k1) and Solana ``signMessage``
-    (ed25519) are answered by the wallet with a granted account's key. The result is
-    ``{"scope", "result": {"method", "result"}}`` (interface §4.3).
+    (ed25519) are answered by the wallet with a granted account's key. The result is the
+    invoked method's bare result, as MetaMask's shipped handler and its official client
+    (``@metamask/multichain-api-client``) answer; the interface's table (§4.3) shows it wrapped
+    as ``{"scope", "result": {"method", "result"}}``, which no MetaMask dapp expects.
 ``wallet_revokeSession``
     Ends the session and its subscriptions; ``true``, also without a session. An unexpected
     failure in create or revoke answers 5000 ``Unknown error with request``.
@@ -33,10 +35,16 @@ the grant (:meth:`DevnetWallet.change_grant`, or ``POST /devnet/wallet`` on the 
 
 Sessions belong to a connection: closing it ends its session (no session IDs exist to find it
 again). **Credits**: the wallet API has no API key (§5; the connection is the authorization),
-and a real wallet's node traffic is paid by the wallet's own provider, so nothing done through
-the wallet is charged to the devnet's key. The wallet keeps its own tally at the same prices
-(:meth:`DevnetWallet.usage`): forwarded node methods, ``eth_subscribe``/``eth_unsubscribe``,
-and 50 per ``newHeads`` event.
+but its node traffic is metered like any other: on a devnet it is charged to the devnet's
+ledger, at the same prices and under the same daily balance and throughput limits as the key's
+other traffic (forwarded node methods, ``eth_subscribe``/``eth_unsubscribe``, 50 per
+``newHeads`` event; signing is the wallet's own work and free). A refused call answers the
+key's 402 or 429 error object. A wallet built alone keeps its own, unlimited ledger.
+
+**Origins**: ``WS /wallet`` refuses a browser page of another origin (HTTP 403), so a page the
+user happens to open cannot drive the wallet: only loopback origins (``http://localhost:*``,
+``127.0.0.0/8``, ``[::1]``), clients that send no ``Origin`` (scripts, notebooks) and the
+origins a devnet allows (``wallet_allow_origin``) may connect.
 
 **Accounts** are derived from the seed: three secp256k1 keys (``eth-keys``; real EIP-55
 addresses, the same on every ``eip155`` chain) and three ed25519 keys for Solana mainnet
@@ -49,15 +57,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import itertools
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from eth_hash.auto import keccak
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 from starlette.websockets import WebSocket
 
 from feeslab._costs import event_cost, method_cost
@@ -71,6 +82,7 @@ from feeslab.caip import (
     parse_scope_key,
 )
 from feeslab.devnet import rpc
+from feeslab.devnet.credits import payment_required_body, too_many_requests_body
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from feeslab.devnet.jsonrpc import CallContext, encode, execute, parse_request
 from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
@@ -111,6 +123,11 @@ _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 def wallet_error(code: int, data: Any = None) -> RpcError:
     """The wallet's error ``code`` with its standard message."""
     return RpcError(code, MESSAGES[code], data)
+
+
+def _details(body: dict[str, Any]) -> dict[str, Any]:
+    error = body["error"]
+    return {"event": error["event"], "details": error["details"]}
 
 
 def _notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +267,9 @@ class DevnetWallet:
         Who approves requests (default: approves everything asked, one account per chain).
     format_head : callable
         ``newHeads`` payloads (default ``feeslab.devnet.rpc.format_new_head``).
+    ledger : CreditLedger, optional
+        Where the node traffic is charged: the devnet's (``Devnet.wallet`` passes it); default
+        a ledger of the wallet's own that never limits.
     """
 
     def __init__(
@@ -259,6 +279,7 @@ class DevnetWallet:
         *,
         user: WalletUser | None = None,
         format_head: Callable[[Any], dict] = rpc.format_new_head,
+        ledger: Any = None,
     ) -> None:
         from feeslab.devnet.credits import CreditLedger
 
@@ -266,8 +287,7 @@ class DevnetWallet:
         self.seed = seed
         self.user = user or WalletUser()
         self.format_head = format_head
-        # a tally at the service's prices, paid by the wallet's provider: never limiting
-        self.ledger = CreditLedger(2**62, float(2**62))
+        self.ledger = ledger if ledger is not None else CreditLedger(2**62, float(2**62))
         self._chains = {ChainId.eip155(c.chain_id): c for c in chains}
         evm = [_EvmKey(_derived(seed, b"eip155", i)) for i in range(ACCOUNTS_PER_NAMESPACE)]
         sol = [_Ed25519Key(_derived(seed, b"solana", i)) for i in range(ACCOUNTS_PER_NAMESPACE)]
@@ -308,8 +328,17 @@ class DevnetWallet:
         return self._keys[account]
 
     def usage(self) -> Usage:
-        """Credits the wallet's node traffic would cost its provider (never the devnet key)."""
+        """The ledger the wallet's node traffic is charged to (on a devnet: the devnet's)."""
         return self.ledger.usage()
+
+    def charge(self, method: str) -> None:
+        """Admit and charge one node call, or raise the key's 402/429 error object."""
+        decision = self.ledger.admit([(method, method_cost(method))])
+        if decision.status == 402:
+            raise RpcError(402, "Payment Required", _details(payment_required_body()))
+        if decision.status == 429:
+            data = {**_details(too_many_requests_body()), "retry_after": decision.retry_after}
+            raise RpcError(429, "Too Many Requests", data)
 
     # -- connections -----------------------------------------------------------------------
 
@@ -374,8 +403,10 @@ class DevnetWallet:
         CaipError
             A malformed chain or account ID, or an account this wallet does not hold.
         """
+        if not isinstance(revoke, bool):
+            raise CaipError("revoke", "must be true or false", revoke)
         edit = _GrantEdit(
-            revoke=bool(revoke),
+            revoke=revoke,
             chains=frozenset(
                 ChainId.parse(c, field=f"remove_chains[{i}]")
                 for i, c in enumerate(_listed(remove_chains, "remove_chains"))
@@ -404,7 +435,11 @@ class DevnetWallet:
 def _listed(values: Iterable[str], where: str) -> list[str]:
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
         raise CaipError(where, "must be a list of strings", values)
-    return list(values)
+    listed = list(values)
+    for i, value in enumerate(listed):
+        if not isinstance(value, str):
+            raise CaipError(f"{where}[{i}]", "must be a string", value)
+    return listed
 
 
 @dataclass(frozen=True)
@@ -583,7 +618,7 @@ class WalletConnection:
             raise wallet_error(UNKNOWN_ERROR) from None
         return True
 
-    def _invoke(self, params: Any) -> dict[str, Any]:
+    def _invoke(self, params: Any) -> Any:
         if not isinstance(params, Mapping):
             raise wallet_error(INVALID_PARAMS)
         scope_text, request = params.get("scope"), params.get("request")
@@ -601,8 +636,7 @@ class WalletConnection:
         inner = request.get("params")
         if inner is None or (isinstance(inner, Mapping) and not inner):
             inner = []  # "params object, may be empty": no arguments
-        result = self._run(chain, scope, method, inner)
-        return {"scope": str(chain), "result": {"method": method, "result": result}}
+        return self._run(chain, scope, method, inner)
 
     def _run(self, chain: ChainId, scope: Scope, method: str, params: Any) -> Any:
         wallet = self.wallet
@@ -615,19 +649,27 @@ class WalletConnection:
                 heads = self._heads.get(chain)
                 if heads is None:
                     prefix = f"wallet:{self.serial}:{chain}"
-                    heads = HeadSubscriptions(wallet.chain(chain), wallet.format_head, prefix)
+                    heads = HeadSubscriptions(
+                        wallet.chain(chain),
+                        wallet.format_head,
+                        prefix,
+                        elsewhere=lambda chain=chain: self._held(chain),
+                    )
                     self._heads[chain] = heads
             if method == "eth_subscribe":
                 if "eth_subscription" not in scope.notifications:
                     raise wallet_error(UNAUTHORIZED, {"notification": "eth_subscription"})
-                answer: Any = heads.subscribe(params)
-            else:
-                answer = heads.unsubscribe(params)
-            wallet.ledger.charge_fee(method, method_cost(method))
-            return answer
-        wallet.ledger.charge_fee(method, method_cost(method))
+                wallet.charge(method)
+                return heads.subscribe(params)
+            wallet.charge(method)
+            return heads.unsubscribe(params)
+        wallet.charge(method)
         ctx = CallContext(chain=wallet.chain(chain), chains=wallet.chains, transport="ws")
         return rpc.dispatch(ctx, method, params)
+
+    def _held(self, besides: ChainId) -> int:
+        """Subscriptions this connection holds on chains other than ``besides``."""
+        return sum(len(h) for c, h in list(self._heads.items()) if c != besides)
 
     def _granted_account(self, scope: Scope, address: Any) -> AccountId:
         if isinstance(address, str):
@@ -710,9 +752,8 @@ class WalletConnection:
         """Send the ``wallet_notify`` events due now; returns how many."""
         cost = event_cost("newHeads")
 
-        def charge() -> bool:
-            self.wallet.ledger.charge_fee("newHeads", cost)
-            return True
+        def charge() -> bool:  # False once the daily balance cannot pay: no more events
+            return self.wallet.ledger.charge_event("newHeads", cost)
 
         sent = 0
         with self._lock:
@@ -808,8 +849,71 @@ class _WalletSocket:
                     await task
 
 
+def origin_allowed(origin: str | None, allowed: Collection[str] = ()) -> bool:
+    """Whether a ``WS /wallet`` handshake's ``Origin`` may drive the wallet.
+
+    No ``Origin`` (a script, a notebook: browsers always send one), a loopback page
+    (``localhost``, ``127.0.0.0/8``, ``::1``) or an origin in ``allowed`` (``"*"``: any).
+    """
+    if origin is None or "*" in allowed or origin in allowed:
+        return True
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or parts.path or parts.query:
+        return False
+    host = parts.hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_allowed_origins(origins: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``wallet_allow_origin`` as a tuple of exact origins (``scheme://host[:port]``) or ``*``.
+
+    Raises
+    ------
+    ValueError
+        An entry that is not an origin (e.g. a bare host name, or a URL with a path).
+    """
+    if origins is None:
+        return ()
+    listed = [origins] if isinstance(origins, str) else list(origins)
+    for origin in listed:
+        parts = urlsplit(origin) if isinstance(origin, str) else None
+        if origin == "*" or (
+            parts is not None
+            and parts.scheme in ("http", "https")
+            and parts.netloc
+            and not parts.path
+            and not parts.query
+        ):
+            continue
+        raise ValueError(
+            f"wallet_allow_origin: {origin!r} is not an origin like "
+            "'https://dapp.example' or 'http://host:8080' (or '*' for any)"
+        )
+    return tuple(o.rstrip("/") for o in listed)
+
+
 async def wallet_ws(websocket: WebSocket) -> None:
     """``WS /wallet``: the multichain wallet API. No key: the connection is the authorization
-    (interface §5)."""
+    (interface §5), so a page of another origin is refused (403) unless allowed."""
+    devnet = websocket.app.state.devnet
+    origin = websocket.headers.get("origin")
+    if not origin_allowed(origin, getattr(devnet, "wallet_allow_origins", ())):
+        body = {
+            "error": f"origin {origin[:120]!r} may not use the wallet; only loopback pages may "
+            "(allow others with feeslab serve --wallet-allow-origin ORIGIN, or "
+            "feeslab.devnet.start(wallet_allow_origin=[...]))"
+        }
+        try:
+            await websocket.send_denial_response(
+                Response(encode(body), 403, media_type="application/json")
+            )
+        except RuntimeError:  # a server without denial responses: refuse as the close reason
+            await websocket.close(code=1008, reason="origin not allowed")
+        return
     await websocket.accept()
-    await _WalletSocket(websocket, websocket.app.state.devnet).run()
+    await _WalletSocket(websocket, devnet).run()

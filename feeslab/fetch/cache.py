@@ -91,7 +91,8 @@ MOVING_TAGS: Final = frozenset({"latest", "pending", "safe", "finalized"})
 
 SCHEMA_VERSION: Final = 1
 
-_IDENTITY = re.compile(r"[0-9]+-0x[0-9a-f]{64}")
+# "<chain id>-<genesis hash>", and an optional namespace (a devnet's simulation digest)
+_IDENTITY = re.compile(r"[0-9]+-0x[0-9a-f]{64}(-[0-9a-z]{1,40})?")
 _HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 
 
@@ -250,7 +251,7 @@ class Cache:
     ) -> None:
         if not isinstance(identity, str) or not _IDENTITY.fullmatch(identity):
             raise ValueError(
-                "identity must be '<chain id>-<genesis hash>' (see chain_identity), "
+                "identity must be '<chain id>-<genesis hash>[-<namespace>]' (see chain_identity), "
                 f"not {identity!r}"
             )
         self.identity = identity

@@ -20,15 +20,36 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from feeslab._costs import event_cost, gas_api_cost, http_status_cost, method_cost
+from feeslab._costs import (
+    DEFAULT_DEVNET_PLAN,
+    DEFAULT_SERVICE_PLAN,
+    PLANS,
+    event_cost,
+    gas_api_cost,
+    http_status_cost,
+    method_cost,
+    plan_credits_per_second,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FEE_ROW", "Budget", "CreditLedger", "Kind", "Plan", "PlanLine", "unit_cost"]
+__all__ = [
+    "FEE_ROW",
+    "Budget",
+    "CreditLedger",
+    "Kind",
+    "Plan",
+    "PlanLine",
+    "ask_devnet_credits_per_second",
+    "devnet_credits_per_second",
+    "pacing_rate",
+    "unit_cost",
+]
 
 Kind = Literal["rpc", "gas", "event"]
 """What a name prices as: a node method, a Gas API endpoint, or a subscription event."""
@@ -502,3 +523,106 @@ def _budget_exceeded(planned: int, budget: int, spent: int) -> Exception:
     from feeslab.fetch.errors import BudgetExceeded
 
     return BudgetExceeded(planned=planned, budget=budget, spent=spent)
+
+
+# -- the rate a client paces at ------------------------------------------------------------------
+
+
+def devnet_credits_per_second(
+    root: str, auth: tuple[str, str], *, timeout: float = 10.0
+) -> float | None:
+    """The throughput a running devnet enforces (``GET {root}/devnet/info``) [credits/s].
+
+    None when ``root`` is not a devnet that answers (another service, a wrong secret, no route).
+    """
+    import httpx
+
+    from feeslab.fetch._tls import shared_ssl_context  # a new context per call costs 40 ms
+
+    url = f"{root.rstrip('/')}/devnet/info"
+    try:
+        answer = httpx.get(url, auth=auth, timeout=timeout, verify=shared_ssl_context())
+        rate = answer.json().get("credits_per_second") if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
+        return float(rate)
+    return None
+
+
+def ask_devnet_credits_per_second(root: str, auth: tuple[str, str]) -> Future:
+    """`devnet_credits_per_second` on a daemon thread: a future of its answer, so that a
+    client can start at once and take the devnet's limit when it comes (one round trip less
+    before the first request)."""
+    told: Future = Future()
+
+    def ask() -> None:
+        try:
+            told.set_result(devnet_credits_per_second(root, auth))
+        except BaseException as exc:  # the future carries it
+            told.set_exception(exc)
+
+    threading.Thread(target=ask, name="feeslab-devnet-limit", daemon=True).start()
+    return told
+
+
+def pacing_rate(
+    credits_per_second: float | str | None,
+    *,
+    devnet_root: str | None = None,
+    auth: tuple[str, str] | None = None,
+    service: bool = False,
+) -> float | None:
+    """The rate a client should pace its requests at [credits/s], or None for no pacing.
+
+    Parameters
+    ----------
+    credits_per_second : float, str or None
+        A number [credits/s]; a plan's name (``"core"``, ``"developer"``, ``"team"``, see
+        ``feeslab._costs.PLANS``); ``math.inf`` for no pacing; None for the default: what a
+        devnet at ``devnet_root`` says it enforces (asked with ``auth``), or without a secret
+        to ask with the devnet's default plan (``DEFAULT_DEVNET_PLAN``, Team); else on the
+        service (``service``) the ``DEFAULT_SERVICE_PLAN`` (the free Core plan: every plan
+        allows that much); else (a node that charges no credits) no pacing.
+    devnet_root : str, optional
+        The root URL of a devnet (``connect(url=...)``, or the embedded one).
+    auth : (key, secret), optional
+        HTTP Basic credentials for ``devnet_root``.
+    service : bool
+        The client talks to the credit-charging service (or may: a root that is not a devnet).
+
+    Raises
+    ------
+    ConfigError
+        A value that is neither a positive number nor a known plan.
+    """
+    from feeslab.fetch.errors import ConfigError
+
+    if isinstance(credits_per_second, str):
+        try:
+            return float(plan_credits_per_second(credits_per_second))
+        except KeyError:
+            try:
+                credits_per_second = float(credits_per_second)
+            except ValueError:
+                raise ConfigError(
+                    f"credits_per_second must be a number of credits per second or a plan "
+                    f"({', '.join(PLANS)}), not {credits_per_second!r}"
+                ) from None
+    if credits_per_second is not None:
+        if isinstance(credits_per_second, bool) or not isinstance(credits_per_second, int | float):
+            raise ConfigError(
+                f"credits_per_second must be a number or a plan name, not {credits_per_second!r}"
+            )
+        if not credits_per_second > 0:  # NaN too
+            raise ConfigError(f"credits_per_second must be > 0, not {credits_per_second!r}")
+        return None if math.isinf(credits_per_second) else float(credits_per_second)
+    if devnet_root is not None and auth is not None and all(auth):
+        told = devnet_credits_per_second(devnet_root, auth)
+        if told is not None:
+            return told
+    if devnet_root is not None:
+        return float(plan_credits_per_second(DEFAULT_DEVNET_PLAN))
+    if service:
+        return float(plan_credits_per_second(DEFAULT_SERVICE_PLAN))
+    return None

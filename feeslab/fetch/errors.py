@@ -35,7 +35,6 @@ Every message goes through ``redact`` when the exception is built, so neither ``
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -46,6 +45,7 @@ from feeslab._solidity import (
     PANIC_SELECTOR,
     panic_reason,
 )
+from feeslab.fetch._redact import redact
 
 __all__ = [
     "PANIC_REASONS",
@@ -69,44 +69,6 @@ __all__ = [
     "WalletUnauthorized",
     "redact",
 ]
-
-REDACTED = "***"
-
-# /v3/<key> (node and key-only Gas API paths); the key is anything up to the next separator
-_V3_KEY = re.compile(r"(/v3/)[^/?#\s\"'<>]+")
-_BASIC = re.compile(r"(\bBasic\s+)[A-Za-z0-9+/=_-]+", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s\"'<>]+@", re.IGNORECASE)
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Hide credentials in ``text``.
-
-    Replaces ``/v3/<key>`` path segments, ``Basic <base64>`` credentials, ``user:pass@`` in URLs
-    and any exact occurrence of the given ``secrets`` (and of their Basic Base64 forms) with
-    ``***``.
-
-    Parameters
-    ----------
-    text : str
-        Any text: a message, a URL, a response body.
-    secrets : iterable of str
-        Values known to be secret (the key, the secret), hidden wherever they appear.
-
-    Returns
-    -------
-    str
-    """
-    text = str(text)
-    secrets = [s for s in secrets if s and len(s) >= 4]  # a 1-char "secret" would shred text
-    if len(secrets) >= 2:
-        # the Base64 of key:secret, should a header value be echoed without its scheme
-        pair = f"{secrets[0]}:{secrets[1]}".encode()
-        secrets.append(base64.b64encode(pair).decode())
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    text = _V3_KEY.sub(rf"\g<1>{REDACTED}", text)
-    text = _BASIC.sub(rf"\g<1>{REDACTED}", text)
-    return _URL_USERINFO.sub(rf"\g<1>{REDACTED}@", text)
 
 
 class FeeslabError(Exception):

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from feeslab.fetch._redact import describe, register_secrets
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.errors import (
@@ -57,6 +58,7 @@ class GasClient:
         self._key = api_key
         self._secret = api_key_secret
         self._secrets = [s for s in (api_key, api_key_secret) if s]
+        register_secrets(api_key, api_key_secret)
         self.ledger = ledger
         self.retries = retries
         self._sleep = sleep
@@ -66,7 +68,7 @@ class GasClient:
         )
 
     def __repr__(self) -> str:
-        return f"<GasClient {self._base}>"
+        return f"<GasClient {redact(self._base, self._secrets)}>"
 
     def close(self) -> None:
         self._client.close()
@@ -86,8 +88,9 @@ class GasClient:
                 answer = self._client.get(url)
             except httpx.HTTPError as exc:
                 if attempt == self.retries:
-                    message = redact(f"Gas API unreachable: {exc}", self._secrets)
-                    raise TransportError(message) from None
+                    # no key in its request's URL/headers
+                    message = f"Gas API unreachable: {describe(exc, self._secrets)}"
+                    raise TransportError(message, secrets=self._secrets) from exc
                 self._sleep(min(8.0, 0.25 * 2**attempt))
                 continue
             self.ledger.record(endpoint, http_status=answer.status_code, kind="gas")

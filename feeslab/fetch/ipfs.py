@@ -36,6 +36,7 @@ import httpcore
 import httpx
 
 from feeslab import unixfs
+from feeslab.fetch._redact import describe, redact, register_secrets
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -611,10 +612,11 @@ class _Base:
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         self._secrets = [api_key, api_key_secret]
+        register_secrets(api_key, api_key_secret)
         self._options = {"timeout": timeout, "retries": retries}
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.base_url}>"
+        return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
 
     def _url(self, command: str) -> str:
         return f"{self.base_url}/api/v0/{command}"
@@ -630,8 +632,11 @@ class _Base:
     def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
         """Return to try again; raise ``TransportError`` when this was the last try."""
         if last or not isinstance(exc, httpx.ConnectError):
+            # describe() scrubs it: its request's Basic header shows no secret
+            reached = describe(exc, self._secrets)
             error = TransportError(
-                f"{command}: the storage API could not be reached: {exc}", secrets=self._secrets
+                f"{command}: the storage API could not be reached: {reached}",
+                secrets=self._secrets,
             )
             raise error from exc
 
@@ -642,7 +647,7 @@ class _Base:
 
     def _cut(self, command: str, exc: httpx.TransportError) -> IpfsStreamError:
         return IpfsStreamError(
-            f"{command}: the connection failed mid-answer: {exc}",
+            f"{command}: the connection failed mid-answer: {describe(exc, self._secrets)}",
             command=command,
             secrets=self._secrets,
         )

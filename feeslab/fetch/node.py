@@ -3,10 +3,11 @@
 ``NodeClient.run(calls)`` is the one path every fetch takes:
 
 1. calls about settled blocks are looked up in the on-disk cache (free; booked as cached);
-2. the rest go to the transport in chunks, so a long fetch shows progress and writes each
-   chunk's settled answers to the cache before sending the next — an interrupted fetch
-   (``KeyboardInterrupt``, a crash, HTTP 402) keeps everything already fetched, and running it
-   again sends only what is missing;
+2. the rest go to the transport in chunks (for progress), and each batch's settled answers are
+   written to the cache as that batch's answer arrives, one transaction per batch — an
+   interrupted fetch (``KeyboardInterrupt``, a crash, even ``SIGKILL``, HTTP 402) keeps
+   everything already received, and running it again pays only for the batches that were in
+   flight (a transport without ``on_batch``, the WebSocket one, writes once per chunk);
 3. answers come back in call order, each a result or an ``RpcError`` (one failed item never
    loses the others).
 
@@ -16,6 +17,7 @@ last saw; only answers about settled blocks are cached (never ``latest`` or ``pe
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -27,8 +29,8 @@ from feeslab.fetch.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch.transport import RpcCall, RpcResult
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
-# calls per chunk between cache writes and progress updates: big enough that the
-# transport keeps all its connections busy, small enough that an interruption loses little
+# calls per chunk between progress updates: big enough that the transport keeps all its
+# connections busy (the cache is written per batch, as each arrives, within a chunk)
 DEFAULT_CHUNK = 8_000
 
 # which positional param names the block an answer is about
@@ -76,8 +78,10 @@ class _NodeBase:
         settled_depth: int = DEFAULT_SETTLED_DEPTH,
         progress: bool = True,
         chunk: int = DEFAULT_CHUNK,
+        identity_suffix: str | None = None,
     ) -> None:
         self.transport = transport
+        self.identity_suffix = identity_suffix
         self.ledger = ledger
         self.settled_depth = settled_depth
         self.progress = progress
@@ -87,6 +91,10 @@ class _NodeBase:
         self._identity: str | None = None
         self._head: int | None = None
         self._lock = threading.Lock()
+        try:
+            self._per_batch = "on_batch" in inspect.signature(transport.handle_request).parameters
+        except (AttributeError, TypeError, ValueError):
+            self._per_batch = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.transport!r}>"
@@ -114,8 +122,11 @@ class _NodeBase:
         chain_id, genesis = answers
         if not isinstance(genesis.unwrap(), dict):
             raise ProtocolError("the node did not return its genesis block")
-        self._identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
-        return self._identity
+        identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
+        if self.identity_suffix:  # e.g. a devnet's simulation digest: a changed simulator
+            identity = f"{identity}-{self.identity_suffix}"  # must not read older answers
+        self._identity = identity
+        return identity
 
     def settled_below(self) -> int:
         """The first block number not considered settled (needs the head asked already)."""
@@ -132,10 +143,11 @@ class _NodeBase:
         progress: bool | None,
         description: str,
         on_chunk: Callable[[int], None] | None,
-    ) -> Generator[list[RpcCall], list[RpcResult], list[RpcResult]]:
-        """One fetch: yields each chunk of calls to send (answered with their results) and
-        returns every answer in call order. The driver has opened the cache and asked the
-        head first when ``_needs_cache(calls)``."""
+    ) -> Generator[tuple[list[RpcCall], Any], list[RpcResult], list[RpcResult]]:
+        """One fetch: yields each chunk of calls to send with the ``on_batch`` callback to send
+        them with (None: none needed), answered with their results; returns every answer in
+        call order. The driver has opened the cache and asked the head first when
+        ``_needs_cache(calls)``."""
         answers: list[RpcResult | None] = [None] * len(calls)
         # the per-call checks cost time on big fetches: skip them when there is no cache
         use_cache = self._cache_option is not False
@@ -153,18 +165,30 @@ class _NodeBase:
         todo = [i for i, a in enumerate(answers) if a is None]
         show = self.progress if progress is None else progress
         bar = _progress(len(calls), len(calls) - len(todo), description, show, self.ledger)
+        per_batch = cache is not None and self._per_batch
         try:
             for start in range(0, len(todo), self.chunk):
                 part = todo[start : start + self.chunk]
+                kept = [0]  # answers of this chunk already stored, batch by batch
+                on_batch = None
+                if per_batch:
+                    assert cache is not None
+                    settled = self.settled_below()
+
+                    def on_batch(sent, results, cache=cache, settled=settled, kept=kept):
+                        self._store(cache, zip(sent, results, strict=True), settled)
+                        with self._lock:
+                            kept[0] += len(results)
+
                 try:
-                    results = yield [calls[i] for i in part]
+                    results = yield [calls[i] for i in part], on_batch
                 except CreditsExhausted as exc:
                     # everything answered so far is already in the cache
-                    exc.answers_kept = len(calls) - len(todo) + start
+                    exc.answers_kept = len(calls) - len(todo) + start + kept[0]
                     raise
                 for i, result in zip(part, results, strict=True):
                     answers[i] = result
-                if cache is not None:
+                if cache is not None and not per_batch:
                     self._store(cache, [(calls[i], answers[i]) for i in part])
                 if bar is not None:
                     bar.update(len(part))
@@ -176,8 +200,10 @@ class _NodeBase:
                 bar.close()
         return answers  # type: ignore[return-value]
 
-    def _store(self, cache: Cache, pairs: list[tuple[RpcCall, RpcResult | None]]) -> None:
-        settled = self.settled_below()
+    def _store(self, cache: Cache, pairs: Any, settled: int | None = None) -> None:
+        """Write the settled answers among ``(call, answer)`` pairs: one transaction."""
+        if settled is None:
+            settled = self.settled_below()
         items = [
             (call.method, call.params, answer.result, block_of(call))
             for call, answer in pairs
@@ -290,17 +316,19 @@ class NodeClient(_NodeBase):
             error: BaseException | None = None
             while True:
                 try:
-                    chunk = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
+                    chunk, on_batch = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
                 except StopIteration as finished:
                     return finished.value
                 sent, error = None, None
                 try:
-                    sent = self._send(chunk)
+                    sent = self._send(chunk, on_batch)
                 except BaseException as exc:  # raised where the steps wait: they keep count
                     error = exc
 
-    def _send(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
-        return self.transport.handle_request(calls)
+    def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+        if on_batch is None:
+            return self.transport.handle_request(calls)
+        return self.transport.handle_request(calls, on_batch=on_batch)
 
     # -- typed methods -----------------------------------------------------------------------
 
@@ -376,12 +404,15 @@ class AsyncNodeClient(_NodeBase):
             error: BaseException | None = None
             while True:
                 try:
-                    chunk = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
+                    chunk, on_batch = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
                 except StopIteration as finished:
                     return finished.value
                 sent, error = None, None
                 try:
-                    sent = await self.transport.handle_request(chunk)
+                    if on_batch is None:
+                        sent = await self.transport.handle_request(chunk)
+                    else:
+                        sent = await self.transport.handle_request(chunk, on_batch=on_batch)
                 except BaseException as exc:  # raised where the steps wait: they keep count
                     error = exc
 
@@ -415,6 +446,6 @@ class AsyncNodeClient(_NodeBase):
 def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):
     if not show or total - done < DEFAULT_CHUNK // 2:  # short fetches need no bar
         return None
-    from tqdm.auto import tqdm
+    from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere
 
-    return tqdm(total=total, initial=done, desc=description, unit="call", leave=False)
+    return progress_bar(total=total, initial=done, description=description, unit="call")

@@ -24,7 +24,9 @@ HTTP 200, not JSON / not JSON-RPC      retried (a truncated or proxied answer is
 item error -32005 (limit exceeded)     that item is retried like a 429 (``data.backoff_seconds``)
 HTTP 429                               retried after ``Retry-After`` (seconds or HTTP-date), else
                                        the body's ``error.data.backoff_seconds``, else backoff;
-                                       after the retries -> ``RateLimited``
+                                       not counted against ``retries``: after
+                                       ``rate_limit_patience`` seconds of nothing but 429s (no
+                                       request served) -> ``RateLimited``
 HTTP 5xx, connect/read errors,         retried with backoff; after the retries ->
 timeouts                               ``TransportError`` (the last httpx error as __cause__)
 HTTP 402                               ``CreditsExhausted`` at once (retrying cannot help)
@@ -37,27 +39,38 @@ a whole-request error object           ``RpcError`` raised (e.g. -32600 "batch t
 Backoff is exponential with full jitter: attempt ``n`` waits ``uniform(0, min(cap, base * 2**n))``.
 A 429 also pauses the whole transport, so the other batches in flight do not hammer the
 service meanwhile.
+
+Pacing
+------
+With ``credits_per_second`` the transport paces itself (`CreditGovernor`: a token bucket at
+``GOVERNOR_HEADROOM`` of the rate, with ``GOVERNOR_BURST`` of a second's burst, costed per call
+from ``feeslab._costs``), cuts batches to at most the bucket's share of one of the
+``max_concurrency`` batches in flight, and adapts (AIMD): a 429 halves the rate, a quiet
+stretch wins it back. ``connect()`` passes the plan's rate by default.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import itertools
 import json
+import math
 import random
 import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
 
-from feeslab._costs import http_status_cost, method_cost
+from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, http_status_cost, method_cost
+from feeslab.fetch._redact import describe, register_secrets, scrub_exception, secrets_in_url
 from feeslab.fetch._tls import shared_ssl_context
 from feeslab.fetch.errors import (
     AuthError,
@@ -87,11 +100,26 @@ DEFAULT_RETRIES = 5
 DEFAULT_BACKOFF = 0.5
 DEFAULT_BACKOFF_CAP = 30.0
 RATE_LIMIT_CODE = -32005  # EIP-1474 "limit exceeded", the older deployments' 429 body
-GOVERNOR_HEADROOM = 0.9
+GOVERNOR_HEADROOM = 0.95
 """The governor runs at this share of ``credits_per_second``: the service measures arrivals,
 not departures, so a client pacing at exactly the limit meets the odd 429."""
+GOVERNOR_BURST = 0.5
+"""The client's bucket holds this share of one second's credits (the service's holds a whole
+second): a request the service queues before admitting it can arrive together with later
+ones, and the smaller burst keeps the service's bucket ahead of ours from the first second."""
+RATE_CUT = 0.5  # AIMD: a 429 multiplies the governor's rate by this
+RATE_FLOOR = 1 / 64  # ... but never below this share of the ceiling
+CUT_SPACING = 1.0  # [s] the 429s of one burst (every batch in flight) cut the rate once
+QUIET_SECONDS = 2.0  # [s] without a 429 before the rate climbs back
+RECOVERY_PER_SECOND = 0.1  # share of the ceiling won back per quiet second
+DEFAULT_RATE_LIMIT_PATIENCE = 600.0
+"""[s] A batch refused with 429 for this long (the waits added up) while the transport got no
+request served at all raises ``RateLimited``: the hard stop for a service that answers
+nothing but 429. 429s are not failures counted against ``retries``."""
 
 _USER_AGENT = "feeslab-fetch"
+OnBatch = Callable[[Sequence["RpcCall"], list["RpcResult"]], None]
+"""``on_batch(calls, results)``: one batch's answers, as they arrive."""
 _T = TypeVar("_T")
 _KEY_IN_URL = re.compile(r"/v3/([^/?#]+)")
 
@@ -157,45 +185,139 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 class CreditGovernor:
-    """A client-side token bucket charged ``method_cost`` credits per call.
+    """A client-side token bucket charged ``method_cost`` credits per call, adaptive (AIMD).
 
-    It mirrors the service's: capacity one second's worth, refilled continuously, a request may
-    go when the bucket is positive and then takes its whole cost. ``reserve`` books a request and
-    says how long to wait first, so concurrent callers queue fairly without holding a lock while
-    they wait.
+    It mirrors the service's governor (``feeslab/devnet/credits.py`` models it): refilled
+    continuously, a request may go when the bucket is positive and then takes its whole cost;
+    it holds ``GOVERNOR_BURST`` of a second's worth where the service holds one second's.
+    ``reserve`` books a request and says how long to wait first, so concurrent callers queue
+    fairly without holding a lock while they wait.
+
+    It runs at ``GOVERNOR_HEADROOM`` of the plan's rate (the *ceiling*). When 429s come anyway
+    (another client on the same key, a plan smaller than assumed) ``rate_limited`` empties the
+    bucket until the service's ``Retry-After`` has passed and halves the rate (once per
+    ``CUT_SPACING``, however many batches in flight were refused together, never below
+    ``RATE_FLOOR`` of the ceiling); after ``QUIET_SECONDS`` without a 429, ``served`` wins the
+    rate back by ``RECOVERY_PER_SECOND`` of the ceiling per second, up to the ceiling.
 
     Parameters
     ----------
     credits_per_second : float
-        The plan's throughput; the bucket runs at ``GOVERNOR_HEADROOM`` of it.
+        The plan's throughput [credits/s]; the bucket runs at ``GOVERNOR_HEADROOM`` of it.
     clock : callable
         Monotonic seconds (injectable for tests).
+
+    Attributes
+    ----------
+    ceiling : float
+        The rate it runs at without 429s [credits/s].
+    rate : float
+        The rate it runs at now [credits/s].
+    cuts : int
+        How many times a 429 halved the rate.
     """
 
     def __init__(
         self, credits_per_second: float, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        if credits_per_second <= 0:
+        if not credits_per_second > 0:
             raise ConfigError("credits_per_second must be > 0 (or None to disable the governor)")
-        self.rate = credits_per_second * GOVERNOR_HEADROOM
+        self.ceiling = credits_per_second * GOVERNOR_HEADROOM
+        self.rate = self.ceiling
+        self.cuts = 0
         self._clock = clock
-        self._level = self.rate
+        self._level = self.rate * GOVERNOR_BURST
         self._t = clock()
+        self._last_cut = -math.inf
+        self._last_429 = -math.inf
+        self._last_raise = self._t
         self._lock = threading.Lock()
+        self._told: Future | None = None
+
+    def follow(self, told: Future) -> None:
+        """Take the plan's rate from ``told`` (a future of credits/s, or None: keep this one)
+        once it is known, without waiting for it (``connect`` asks a devnet for its limit while
+        the first requests go)."""
+        self._told = told
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait (up to ``timeout`` [s]) for the rate ``follow`` was given, and take it."""
+        told = self._told
+        if told is not None:
+            with contextlib.suppress(Exception):  # unknown: keep pacing at the rate we have
+                told.result(timeout)
+            self._take_told()
+
+    def _take_told(self) -> None:
+        told = self._told
+        if told is None or not told.done():
+            return
+        self._told = None
+        rate = None if told.cancelled() or told.exception() else told.result()
+        if rate:
+            with self._lock:
+                self._refill(self._clock())
+                cut = self.rate / self.ceiling  # keep a slow-down a 429 has made
+                self.ceiling = rate * GOVERNOR_HEADROOM
+                self.rate = self.ceiling * cut
+
+    def _refill(self, now: float) -> None:
+        if now > self._t:  # refill up to now (not while earlier bookings lie in the future)
+            refilled = self._level + (now - self._t) * self.rate
+            self._level = min(self.rate * GOVERNOR_BURST, refilled)
+            self._t = now
 
     def reserve(self, cost: float) -> float:
         """Book ``cost`` credits; returns the seconds to wait before sending."""
+        if self._told is not None:
+            self._take_told()
         with self._lock:
             now = self._clock()
-            if now > self._t:  # refill up to now (not while earlier bookings lie in the future)
-                self._level = min(self.rate, self._level + (now - self._t) * self.rate)
-                self._t = now
+            self._refill(now)
             if self._level <= 0:
                 # the bucket turns positive at this time; book our start there
                 self._t += (-self._level) / self.rate + 1e-3
                 self._level = 1e-3 * self.rate
             self._level -= cost
             return max(0.0, self._t - now)
+
+    def batch_credits(self, concurrency: int) -> float:
+        """The most credits one batch should carry [credits]: the ceiling's one-second bucket
+        shared by the ``concurrency`` batches in flight, so none of them overdraws it alone."""
+        self.settle(timeout=5.0)  # a big fetch's batches: worth the plan's own rate
+        return self.ceiling / max(1, concurrency)
+
+    def rate_limited(self, wait: float | None = None) -> None:
+        """A 429 (or -32005) came: nothing goes before ``wait`` seconds, and the rate halves."""
+        with self._lock:
+            now = self._clock()
+            self._refill(now)
+            # the quiet stretch starts when the service lets requests in again
+            self._last_429 = max(self._last_429, now + (wait or 0.0))
+            if now - self._last_cut >= CUT_SPACING:
+                self.rate = max(self.ceiling * RATE_FLOOR, self.rate * RATE_CUT)
+                self._last_cut = now
+                self.cuts += 1
+            # the service's bucket is empty at least until it said; ours too
+            self._level = min(self._level, 0.0)
+            self._t = max(self._t, now + (wait or 0.0))
+
+    def served(self) -> None:
+        """A request was served: after a quiet stretch, win rate back towards the ceiling."""
+        with self._lock:
+            now = self._clock()
+            if self.rate >= self.ceiling:
+                return
+            quiet_since = self._last_429 + QUIET_SECONDS
+            if now <= quiet_since:
+                return
+            self._refill(now)
+            gained = (now - max(self._last_raise, quiet_since)) * RECOVERY_PER_SECOND
+            self.rate = min(self.ceiling, self.rate + gained * self.ceiling)
+            self._last_raise = now
+
+    def __repr__(self) -> str:
+        return f"CreditGovernor(rate={self.rate:,.0f}/s, ceiling={self.ceiling:,.0f}/s)"
 
 
 # -- request building and answer parsing (shared by the twins) ---------------------------------
@@ -374,8 +496,30 @@ def read_items(
     return _Outcome(answered, retry_ids + missing, len(retry_ids), max(hints) if hints else None)
 
 
-def _chunks(items: Sequence[RpcCall], size: int) -> list[Sequence[RpcCall]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+_MOST_A_CALL_COSTS = max(DEFAULT_METHOD_COST, *METHOD_COSTS.values())
+
+
+def _chunks(
+    items: Sequence[RpcCall], size: int, max_cost: float | None = None
+) -> list[Sequence[RpcCall]]:
+    """``items`` in batches of at most ``size`` calls and, when given, at most ``max_cost``
+    credits each (costed per call from ``feeslab._costs``; a batch holds at least one call)."""
+    if max_cost is None or max_cost >= size * _MOST_A_CALL_COSTS:
+        return [items[i : i + size] for i in range(0, len(items), size)]
+    out: list[Sequence[RpcCall]] = []
+    begin, credits = 0, 0
+    costs: dict[str, int] = {}
+    for i, call in enumerate(items):
+        cost = costs.get(call.method)
+        if cost is None:
+            cost = costs[call.method] = method_cost(call.method)
+        if i > begin and (i - begin >= size or credits + cost > max_cost):
+            out.append(items[begin:i])
+            begin, credits = i, 0
+        credits += cost
+    if begin < len(items):
+        out.append(items[begin:])
+    return out
 
 
 def _secrets_of(url: str, auth: Any) -> list[str]:
@@ -393,6 +537,7 @@ def _check_options(
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
+        scrub_exception(exc, _secrets_of(url, 0))  # it stays chained as __context__
         raise ConfigError(f"invalid url {url!r}: {exc}", secrets=_secrets_of(url, 0)) from None
     if parsed.scheme not in schemes or not parsed.host:
         raise ConfigError(
@@ -420,8 +565,12 @@ class _Core:
         rng: random.Random | None,
         auth: Any,
         schemes: tuple[str, ...] = ("http", "https"),
+        rate_limit_patience: float = DEFAULT_RATE_LIMIT_PATIENCE,
     ) -> None:
         _check_options(url, max_batch, max_concurrency, retries, schemes)
+        if not rate_limit_patience > 0:
+            raise ConfigError("rate_limit_patience must be > 0 seconds")
+        self.rate_limit_patience = rate_limit_patience
         self.url = url
         self.max_batch = max_batch
         self.max_concurrency = max_concurrency
@@ -432,11 +581,15 @@ class _Core:
         self.clock = clock
         self.rng = rng or random.Random()
         self.secrets = _secrets_of(url, auth)
+        # and mask them in httpx's and websockets' log records (any provider's URL key too)
+        register_secrets(*self.secrets, *secrets_in_url(url))
         self.governor = (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )
         self.credits_spent = 0
         self.attempts = 0  # HTTP requests sent, all batches together
+        self.served = 0  # of which served (HTTP 200)
+        self.rate_limited = 0  # answers that were 429 (or a request's -32005)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._paused_until = 0.0
@@ -459,6 +612,7 @@ class _Core:
         with self._lock:
             self.attempts += 1
             if status == 200:
+                self.served += 1
                 methods = Counter(c.method for c in calls)
                 self.credits_spent += sum(method_cost(m) * n for m, n in methods.items())
             else:
@@ -466,17 +620,35 @@ class _Core:
         if self.on_response is not None:
             self.on_response(list(calls), status)
 
+    def batch_cost_limit(self, calls: Sequence[RpcCall]) -> float | None:
+        """The most credits a batch of ``calls`` may carry (None: only ``max_batch`` limits)."""
+        governor = self.governor
+        if governor is None:
+            return None
+        if len(calls) * _MOST_A_CALL_COSTS <= governor.ceiling / self.max_concurrency:
+            return None  # too few to cut: no need to wait for the plan's own rate
+        return governor.batch_credits(self.max_concurrency)
+
     def backoff_wait(self, attempt: int, hint: float | None, rate_limited: bool) -> float:
         if hint is not None:
             wait = hint
         else:
             wait = self.rng.uniform(0, min(self.backoff_cap, self.backoff * 2**attempt))
         if rate_limited:
+            with self._lock:
+                self.rate_limited += 1
+            if self.governor is not None:
+                # slow down, and hold every batch until the service's bucket refills
+                self.governor.rate_limited(wait)
             # pause the whole transport; before_send makes every batch (this one too) wait
             with self._lock:
                 self._paused_until = max(self._paused_until, self.clock() + wait)
             return 0.0
         return wait
+
+    def note_served(self) -> None:
+        if self.governor is not None:
+            self.governor.served()
 
     def interpret(self, response: httpx.Response, pending: Mapping[int, RpcCall]) -> _Outcome:
         self.record(list(pending.values()), response.status_code)
@@ -507,9 +679,8 @@ class _Core:
         return error
 
     def transport_error(self, exc: httpx.HTTPError) -> _Retry:
-        kind = type(exc).__name__
-        text = redact(str(exc) or kind, self.secrets)
-        error = TransportError(f"{kind}: {text}", secrets=self.secrets)
+        # the cause keeps its type; its request shows no key
+        error = TransportError(describe(exc, self.secrets), secrets=self.secrets)
         error.__cause__ = exc
         return _Retry(error)
 
@@ -520,12 +691,22 @@ class _Core:
 
         Yields ``("sleep", seconds)`` (answered with None) and ``("post", body)`` (answered
         with the httpx response, or with the httpx error thrown in); returns the results.
+
+        A 429 (or -32005) is not a failure: the batch waits as told (the governor slows down)
+        and goes again, however often, as long as the service serves some request now and
+        then. Only when the transport got nothing served while this batch waited out
+        ``rate_limit_patience`` seconds of 429s does it raise ``RateLimited``. Other transient
+        failures count against ``retries``.
         """
         ids = self.next_ids(len(calls))
         pending = dict(zip(ids, calls, strict=True))
         done: dict[int, RpcResult] = {}
         failure: _Retry | None = None
-        for attempt in range(self.retries + 1):
+        failures = 0  # transient failures other than 429s: bounded by retries
+        refusals = 0  # 429s in a row (the backoff's exponent when the service gives no wait)
+        starved = 0.0  # seconds of 429 waits since the transport last got a request served
+        served_seen = self.served
+        while True:
             wait = self.before_send(pending.values())
             if wait > 0:
                 yield ("sleep", wait)
@@ -544,19 +725,44 @@ class _Core:
                     stop.set()
                 raise
             else:
+                self.note_served()
                 done.update(outcome.answered)
                 pending = {rid: pending[rid] for rid in outcome.retry_ids}
                 if not pending:
                     break
                 failure = self.partial_failure(outcome)
-            if attempt < self.retries:
-                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
-                wait = self.backoff_wait(attempt, failure.wait if failure else None, rate_limited)
-                if wait > 0:
-                    yield ("sleep", wait)
-        else:
-            raise self.give_up(failure, len(pending), self.retries + 1)
+            if failure is not None and isinstance(failure.error, RateLimited):
+                if self.served != served_seen:  # the service serves: not starving
+                    served_seen, starved = self.served, 0.0
+                wait = failure.wait
+                if wait is None:
+                    wait = self.rng.uniform(0, min(self.backoff_cap, self.backoff * 2**refusals))
+                refusals += 1
+                starved += wait
+                if starved > self.rate_limit_patience:
+                    raise self.starved(failure, starved, refusals)
+                self.backoff_wait(refusals, wait, True)  # pauses the transport, slows down
+                continue
+            refusals = 0
+            failures += 1
+            if failures > self.retries:
+                raise self.give_up(failure, len(pending), failures)
+            wait = self.backoff_wait(failures - 1, failure.wait if failure else None, False)
+            if wait > 0:
+                yield ("sleep", wait)
         return [done[rid] for rid in ids]
+
+    def starved(self, failure: _Retry, seconds: float, refusals: int) -> RateLimited:
+        """The hard stop: only 429s for ``rate_limit_patience`` seconds."""
+        last = failure.error
+        return RateLimited(
+            f"{last}; the service answered only 429 (rate limited) for {seconds:,.0f} s "
+            f"({refusals} refusals in a row, no request served meanwhile), past "
+            f"rate_limit_patience={self.rate_limit_patience:g} s",
+            retry_after=last.retry_after if isinstance(last, RateLimited) else None,
+            attempts=refusals,
+            secrets=self.secrets,
+        )
 
 
 async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
@@ -614,6 +820,16 @@ class _CoreReports:
         """Requests sent so far, retries included."""
         return self._core.attempts
 
+    @property
+    def rate_limited(self) -> int:
+        """Answers so far that were HTTP 429 (or -32005, limit exceeded), each waited out."""
+        return self._core.rate_limited
+
+    @property
+    def governor(self) -> CreditGovernor | None:
+        """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced."""
+        return self._core.governor
+
 
 class AsyncHTTPTransport(_CoreReports):
     """JSON-RPC over HTTP for ``asyncio`` code.
@@ -627,10 +843,17 @@ class AsyncHTTPTransport(_CoreReports):
     max_concurrency : int
         Requests in flight at once (default 8).
     credits_per_second : float, optional
-        Pace requests with a client-side token bucket charged ``feeslab._costs.method_cost``
-        per call, so that a big scan stays under the plan's throughput. None disables it.
+        Pace requests with a client-side token bucket (`CreditGovernor`) charged
+        ``feeslab._costs.method_cost`` per call, so that a big scan stays under the plan's
+        throughput [credits/s]; batches are then also cut to at most the bucket's share of one
+        batch in flight (``rate / max_concurrency`` credits). None (the default here; ``connect``
+        passes the plan's rate) disables both.
     retries : int
-        Further attempts after a 429, 5xx, malformed answer or network error (default 5).
+        Further attempts after a 5xx, malformed answer or network error (default 5). A 429 is
+        not counted: it is waited out (``Retry-After``) and the governor slows down.
+    rate_limit_patience : float
+        The hard stop for 429s [s]: a batch that has waited this long on 429s while no request
+        of the transport was served raises ``RateLimited`` (default 600).
     backoff, backoff_cap : float
         Base and cap (seconds) of the exponential backoff with full jitter.
     timeout : float or httpx.Timeout
@@ -659,6 +882,7 @@ class AsyncHTTPTransport(_CoreReports):
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         credits_per_second: float | None = None,
         retries: int = DEFAULT_RETRIES,
+        rate_limit_patience: float = DEFAULT_RATE_LIMIT_PATIENCE,
         backoff: float = DEFAULT_BACKOFF,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
@@ -682,14 +906,21 @@ class AsyncHTTPTransport(_CoreReports):
             clock=clock,
             rng=rng,
             auth=auth,
+            rate_limit_patience=rate_limit_patience,
         )
         self._sleep = sleep
         self._client = httpx.AsyncClient(
             transport=transport, **_client_kwargs(url, timeout, headers, auth)
         )
 
-    async def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
-        """Send ``calls`` (split into batches, run concurrently); results in call order."""
+    async def handle_request(
+        self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None
+    ) -> list[RpcResult]:
+        """Send ``calls`` (split into batches, run concurrently); results in call order.
+
+        ``on_batch(calls, results)`` runs as each batch's answers arrive (e.g. to store them
+        before the other batches end).
+        """
         calls = list(calls)
         if not calls:
             return []
@@ -699,9 +930,13 @@ class AsyncHTTPTransport(_CoreReports):
 
         async def run(chunk: Sequence[RpcCall]) -> list[RpcResult]:
             async with limit:
-                return await self._send_batch(chunk, stop)
+                results = await self._send_batch(chunk, stop)
+            if on_batch is not None:
+                on_batch(chunk, results)
+            return results
 
-        parts = await gather_or_cancel([run(c) for c in _chunks(calls, self._core.max_batch)])
+        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit(calls))
+        parts = await gather_or_cancel([run(c) for c in chunks])
         return [result for part in parts for result in part]
 
     async def _send_batch(
@@ -746,8 +981,8 @@ class HTTPTransport(_CoreReports):
 
     Parameters
     ----------
-    url, max_batch, max_concurrency, credits_per_second, retries, backoff, backoff_cap,
-    timeout, headers, auth, on_response, clock, rng
+    url, max_batch, max_concurrency, credits_per_second, retries, rate_limit_patience,
+    backoff, backoff_cap, timeout, headers, auth, on_response, clock, rng
         As for ``AsyncHTTPTransport``.
     transport : httpx.BaseTransport, optional
         An httpx transport to send through (e.g. ``httpx.MockTransport``).
@@ -763,6 +998,7 @@ class HTTPTransport(_CoreReports):
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         credits_per_second: float | None = None,
         retries: int = DEFAULT_RETRIES,
+        rate_limit_patience: float = DEFAULT_RATE_LIMIT_PATIENCE,
         backoff: float = DEFAULT_BACKOFF,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
@@ -786,6 +1022,7 @@ class HTTPTransport(_CoreReports):
             clock=clock,
             rng=rng,
             auth=auth,
+            rate_limit_patience=rate_limit_patience,
         )
         self._sleep = sleep
         limits = httpx.Limits(max_connections=max(max_concurrency, 10))
@@ -795,16 +1032,24 @@ class HTTPTransport(_CoreReports):
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
-        """Send ``calls`` (split into batches, run concurrently); results in call order."""
+    def handle_request(
+        self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None
+    ) -> list[RpcResult]:
+        """Send ``calls`` (split into batches, run concurrently); results in call order.
+
+        ``on_batch(calls, results)`` runs (on a worker thread) as each batch's answers arrive,
+        e.g. to store them before the other batches end.
+        """
         calls = list(calls)
         if not calls:
             return []
-        chunks = _chunks(calls, self._core.max_batch)
+        chunks = _chunks(calls, self._core.max_batch, self._core.batch_cost_limit(calls))
         if len(chunks) == 1:
-            return self._send_batch(chunks[0])
+            return self._send_batch(chunks[0], None, on_batch)
         stop = threading.Event()
-        futures = [self._executor().submit(self._send_batch, chunk, stop) for chunk in chunks]
+        futures = [
+            self._executor().submit(self._send_batch, chunk, stop, on_batch) for chunk in chunks
+        ]
         try:
             parts = [future.result() for future in futures]
         except BaseException:
@@ -829,7 +1074,10 @@ class HTTPTransport(_CoreReports):
             return self._pool
 
     def _send_batch(
-        self, calls: Sequence[RpcCall], stop: threading.Event | None = None
+        self,
+        calls: Sequence[RpcCall],
+        stop: threading.Event | None = None,
+        on_batch: OnBatch | None = None,
     ) -> list[RpcResult]:
         steps = self._core.batch_steps(calls, stop)
         reply: Any = None
@@ -838,6 +1086,8 @@ class HTTPTransport(_CoreReports):
             try:
                 kind, arg = steps.throw(thrown) if thrown else steps.send(reply)
             except StopIteration as finished:
+                if on_batch is not None:
+                    on_batch(calls, finished.value)
                 return finished.value
             reply, thrown = None, None
             if kind == "sleep":

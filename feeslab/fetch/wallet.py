@@ -267,6 +267,9 @@ class AsyncWalletClient:
     async def invoke(self, scope: ScopeKey | str, method: str, params: Any = None) -> Any:
         """``wallet_invokeMethod``: run ``method`` on a granted ``scope``; its result.
 
+        Reads both answers: the bare result (MetaMask, the devnet) and the interface's
+        ``{scope, result: {method, result}}`` (§4.3).
+
         Parameters
         ----------
         scope : str or ChainId

@@ -35,8 +35,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, S
 from typing import Any, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
+from feeslab.fetch._redact import scrub_exception
 from feeslab.fetch.errors import (
     AuthError,
     ConfigError,
@@ -237,8 +238,14 @@ class AsyncWebSocketTransport(_CoreReports):
                     ping_interval=None,  # the node does not need keepalives; answers do it
                 )
             except InvalidStatus as exc:
+                scrub_exception(exc, secrets)  # it stays chained as __context__
                 raise self._handshake_error(exc) from None
+            except (InvalidURI, ValueError) as exc:  # a URL websockets refuses: "#frag", a port
+                scrub_exception(exc, secrets)
+                message = f"the WebSocket URL cannot be used: {exc}"
+                raise ConfigError(message, secrets=secrets) from None
             except (OSError, TimeoutError, InvalidHandshake) as exc:
+                scrub_exception(exc, secrets)
                 error = TransportError(
                     f"cannot open the WebSocket: {type(exc).__name__}: {exc}", secrets=secrets
                 )

@@ -8,6 +8,8 @@ References
    https://github.com/ethereum/execution-apis
 .. [2] EIP-1559: Fee market change for ETH 1.0 chain (``baseFeePerGas``),
    https://eips.ethereum.org/EIPS/eip-1559
+.. [3] EIP-4844: Shard Blob Transactions (``blobGasUsed``, ``excessBlobGas``),
+   https://eips.ethereum.org/EIPS/eip-4844
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ BLOCK_DTYPES: dict[str, str] = {
     "transaction_count": "int64",
     "uncle_count": "int64",
     "uncle_hashes": "object",
+    "blob_gas_used": "Int64",
+    "excess_blob_gas": "Int64",
 }
 
 
@@ -217,13 +221,18 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             Length of ``transactions``.
         ``uncle_count`` (int64), ``uncle_hashes`` (object: tuple of str)
             The block's ommers.
+        ``blob_gas_used``, ``excess_blob_gas`` (Int64, nullable) [gas]
+            ``blobGasUsed`` and ``excessBlobGas`` (EIP-4844); ``<NA>`` before Cancun. Exact
+            (multiples of 2**17 far below 2**63). ``feeslab.analysis.fees.blob_base_fees``
+            turns the excess into each block's blob base fee.
 
         An empty input gives an empty frame with these dtypes (``BLOCK_DTYPES``).
 
     References
     ----------
     .. [1] Ethereum execution APIs, ``eth_getBlockByNumber``.
-    .. [2] EIP-1559 (``baseFeePerGas``); EIP-3675 (difficulty 0 after the merge).
+    .. [2] EIP-1559 (``baseFeePerGas``); EIP-3675 (difficulty 0 after the merge); EIP-4844
+       (``blobGasUsed``, ``excessBlobGas``).
     """
     items = _as_list(blocks, "blocks")
     if not items:
@@ -254,6 +263,8 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             "transaction_count": np.array([len(t) for t in transactions], dtype=np.int64),
             "uncle_count": np.array([len(u) for u in uncles], dtype=np.int64),
             "uncle_hashes": _object_series([tuple(u) for u in uncles]),
+            "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
+            "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
         }
     )
     return frame

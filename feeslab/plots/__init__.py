@@ -5,13 +5,17 @@ when ``ax`` is None, ``plt.show()`` is never called, statistics are never comput
 come from :mod:`feeslab.analysis`), and axis labels carry units.
 """
 
+from feeslab.plots import blobs as _blobs
 from feeslab.plots import fees as _fees
 from feeslab.plots import gas as _gas
 from feeslab.plots import storage as _storage
 from feeslab.plots import uncles as _uncles
+from feeslab.plots.blobs import *  # noqa: F403
 from feeslab.plots.fees import *  # noqa: F403
 from feeslab.plots.gas import *  # noqa: F403
 from feeslab.plots.storage import *  # noqa: F403
 from feeslab.plots.uncles import *  # noqa: F403
 
-__all__ = sorted([*_fees.__all__, *_gas.__all__, *_storage.__all__, *_uncles.__all__])
+__all__ = sorted(
+    [*_blobs.__all__, *_fees.__all__, *_gas.__all__, *_storage.__all__, *_uncles.__all__]
+)

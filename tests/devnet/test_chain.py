@@ -42,6 +42,15 @@ def header_fields(h: Header) -> list:
     ]  # fmt: skip
     if h.base_fee_per_gas is not None:
         items.append(h.base_fee_per_gas)
+    # go-ethereum core/types/block.go Header: WithdrawalsHash, BlobGasUsed, ExcessBlobGas,
+    # ParentBeaconRoot, RequestsHash, each from its fork on
+    for later in (
+        h.withdrawals_root, h.blob_gas_used, h.excess_blob_gas, h.parent_beacon_block_root,
+        h.requests_hash,
+    ):  # fmt: skip
+        if later is None:
+            break
+        items.append(later)
     return items
 
 
@@ -295,10 +304,10 @@ def _with_height(params, height):
 def test_block_size_is_the_rlp_length_of_the_block(mainnet):
     for n in (5, 100_000, 150_000, 200_000):
         block = mainnet.block(n)
-        encoded = rlp.encode(
-            [header_fields(block.header), [], [header_fields(u) for u in block.uncles]]
-        )
-        assert block.size == len(encoded)
+        body = [header_fields(block.header), [], [header_fields(u) for u in block.uncles]]
+        if block.header.withdrawals_root is not None:
+            body.append([])  # geth's extblock: Withdrawals, optional, from Shanghai
+        assert block.size == len(rlp.encode(body))
 
 
 def test_readers_during_generation_see_only_complete_blocks():

@@ -389,10 +389,11 @@ def test_estimate_revert(executor: Executor) -> None:
     }
 
 
-def test_estimate_empty_revert_is_the_bare_vm_error(executor: Executor) -> None:
+def test_estimate_empty_revert_answers_like_call(executor: Executor) -> None:
+    # interface §7.1: code 3 for eth_call and eth_estimateGas alike, with data "0x"
     with pytest.raises(RpcError) as info:
         estimate_gas(executor, req("revert"), gas_cap=CAP)
-    assert info.value.to_json() == {"code": -32000, "message": "execution reverted"}
+    assert info.value.to_json() == {"code": 3, "message": "execution reverted", "data": "0x"}
 
 
 def test_estimate_without_gas_searches_up_to_the_block_gas_limit(executor: Executor) -> None:
@@ -412,7 +413,7 @@ def test_estimate_with_gas_uses_it_capped(executor: Executor) -> None:
     assert info.value.message == f"gas required exceeds allowance ({cap})"
     with pytest.raises(RpcError) as info:  # below 100000 it reverts: not a lack of gas
         estimate_gas(executor, req("needs", gas=50_000), gas_cap=CAP)
-    assert info.value.to_json() == {"code": -32000, "message": "execution reverted"}
+    assert info.value.to_json() == {"code": 3, "message": "execution reverted", "data": "0x"}
 
 
 def test_estimate_capped_by_balance(executor: Executor) -> None:
@@ -496,11 +497,12 @@ def test_rpc_call_and_estimate(ctx: CallContext) -> None:
     assert ctx.chain.state.numbers == [100, 101]  # latest; pending by default for estimates
 
 
-def test_rpc_call_requires_from(ctx: CallContext) -> None:
-    assert rpc(ctx, "eth_call", [{"to": hex_addr("ret42")}, "latest"]) == {
-        "code": -32602,
-        "message": 'invalid argument 0: missing required field "from" in transaction call object',
-    }
+def test_rpc_call_without_from_runs_from_the_zero_address(ctx: CallContext) -> None:
+    # geth (and so the service's nodes) reads a missing "from" as the zero address; every
+    # client's default read omits it
+    expected = "0x" + (42).to_bytes(32, "big").hex()
+    assert rpc(ctx, "eth_call", [{"to": hex_addr("ret42")}, "latest"]) == expected
+    assert rpc(ctx, "eth_call", [{"to": hex_addr("ret42"), "from": None}, "latest"]) == expected
     assert rpc(ctx, "eth_call", [{"from": RICH_HEX}]) == {
         "code": -32602, "message": "missing value for required argument 1",
     }  # fmt: skip

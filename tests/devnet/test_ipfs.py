@@ -214,6 +214,23 @@ def test_malformed_flags_and_arguments_are_400(node, command, params, needle):
     assert answer.json()["Code"] == 1
 
 
+@pytest.mark.parametrize("path", ["", "/ipfs/", "/ipfs//", "/ipfs/%2F", "/", "//"])
+@pytest.mark.parametrize(
+    "command", ["cat", "block/stat", "block/get", "pin/add", "pin/rm", "pin/ls", "object/get"]
+)
+def test_an_empty_path_is_400_with_kubos_message(node, command, path):
+    from urllib.parse import unquote
+
+    answer = node.request(command, [("arg", unquote(path))])
+    assert answer.status == 400, answer.body
+    # boxo's path.ErrInsufficientComponents, in kubo's invalid-path wording
+    message = error_of(answer)
+    assert message.startswith("invalid path ") and message.endswith(
+        ": path does not have enough components"
+    ), message
+    assert answer.json()["Code"] == 1
+
+
 def test_add_without_files_is_400(node):
     answer = node.request("add")
     assert answer.status == 400 and "file argument 'path' is required" in error_of(answer)

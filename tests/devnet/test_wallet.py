@@ -16,7 +16,7 @@ import pytest
 import websockets
 
 from feeslab.caip import ChainId
-from feeslab.devnet import start
+from feeslab.devnet import spawn, start
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.wallet import SOLANA_MAINNET, DevnetWallet, WalletUser
@@ -126,10 +126,8 @@ def test_lifecycle_create_get_invoke_revoke(conn, wallet):
     assert conn.request("wallet_getSession", {}) == {"sessionScopes": created["sessionScopes"]}
     answer = invoke(conn, "eip155:137", "eth_blockNumber")
     polygon = wallet.chain(ChainId("eip155", "137"))
-    assert answer == {
-        "scope": "eip155:137",
-        "result": {"method": "eth_blockNumber", "result": hex(polygon.head())},
-    }
+    # the invoked method's bare result, as MetaMask's handler and its official client answer
+    assert answer == hex(polygon.head())
     assert conn.request("wallet_revokeSession", {}) is True
     assert conn.request("wallet_getSession", {}) == {"sessionScopes": {}}
     assert code_of(invoke, conn, "eip155:137", "eth_blockNumber") == 4100
@@ -304,7 +302,7 @@ def test_5000_when_the_wallet_fails_unexpectedly(conn, monkeypatch):
 def test_only_a_granted_scope_and_method_may_be_invoked(conn):
     assert code_of(invoke, conn, "eip155:1", "eth_blockNumber") == 4100  # no session yet
     create(conn, {"eip155:1": scope(["eth_blockNumber"]), "eip155:137": scope(["eth_chainId"])})
-    assert invoke(conn, "eip155:1", "eth_blockNumber")["result"]["method"] == "eth_blockNumber"
+    assert invoke(conn, "eip155:1", "eth_blockNumber") == hex(conn.wallet.chains.by_id[1].head())
     assert code_of(invoke, conn, "eip155:1", "eth_chainId") == 4100  # granted on 137 only
     assert code_of(invoke, conn, "eip155:8453", "eth_blockNumber") == 4100  # not granted
     assert code_of(invoke, conn, "eip155:1", "eth_getStorageAt") == 4100
@@ -325,8 +323,8 @@ def test_invocations_reach_the_scopes_own_chain(conn, wallet):
     create(conn, {f"eip155:{n}": scope(["eth_chainId", "eth_blockNumber"]) for n in (1, 8453)})
     for n in (1, 8453):
         chain = wallet.chain(ChainId.eip155(n))
-        assert invoke(conn, f"eip155:{n}", "eth_chainId", {})["result"]["result"] == hex(n)
-        assert invoke(conn, f"eip155:{n}", "eth_blockNumber")["result"]["result"] == hex(
+        assert invoke(conn, f"eip155:{n}", "eth_chainId", {}) == hex(n)
+        assert invoke(conn, f"eip155:{n}", "eth_blockNumber") == hex(
             chain.head()
         )
 
@@ -349,7 +347,7 @@ def test_personal_sign_uses_a_granted_account(conn, wallet):
     account = wallet.accounts[ChainId("eip155", "1")][0]
     message = b"feeslab says hello"
     signature = invoke(conn, "eip155:1", "personal_sign", ["0x" + message.hex(), account.address])
-    signature = signature["result"]["result"]
+    signature = signature
     assert len(signature) == 132 and int(signature[-2:], 16) in (27, 28)
     signer = Account.recover_message(encode_defunct(message), signature=signature)
     assert signer == account.address
@@ -379,7 +377,7 @@ def test_solana_sign_message_verifies_against_the_address(conn, wallet):
         "account": {"address": account.address},
         "message": base64.b64encode(message).decode(),
     }
-    answer = invoke(conn, SOLANA, "signMessage", params)["result"]["result"]
+    answer = invoke(conn, SOLANA, "signMessage", params)
     assert answer["signatureType"] == "ed25519"
     assert base64.b64decode(answer["signedMessage"]) == message
     key = eddsa.import_public_key(b58decode(account.address))
@@ -414,7 +412,7 @@ def test_new_heads_come_as_wallet_notify_in_order(conn, wallet, clock):
     )
     mainnet = wallet.chain(ChainId("eip155", "1"))
     start_head = mainnet.head()
-    sub = invoke(conn, "eip155:1", "eth_subscribe", ["newHeads"])["result"]["result"]
+    sub = invoke(conn, "eip155:1", "eth_subscribe", ["newHeads"])
     assert conn.poll() == []
     clock.blocks(3)
     first = conn.poll()
@@ -431,9 +429,9 @@ def test_new_heads_come_as_wallet_notify_in_order(conn, wallet, clock):
         assert event["params"]["subscription"] == sub
         number = event["params"]["result"]["number"]
         block = invoke(conn, "eip155:1", "eth_getBlockByNumber", [number, False])
-        assert event["params"]["result"]["hash"] == block["result"]["result"]["hash"]
+        assert event["params"]["result"]["hash"] == block["hash"]
     # and they stop with the subscription
-    assert invoke(conn, "eip155:1", "eth_unsubscribe", [sub])["result"]["result"] is True
+    assert invoke(conn, "eip155:1", "eth_unsubscribe", [sub]) is True
     clock.blocks(2)
     assert conn.poll() == []
 
@@ -458,8 +456,8 @@ def test_revoking_ends_the_notifications(conn, clock):
 def test_subscriptions_on_two_chains_stay_apart(conn, wallet, clock):
     both = {n: scope(["eth_subscribe"], ["eth_subscription"]) for n in ("eip155:1", "eip155:137")}
     create(conn, both)
-    sub1 = invoke(conn, "eip155:1", "eth_subscribe", ["newHeads"])["result"]["result"]
-    sub137 = invoke(conn, "eip155:137", "eth_subscribe", ["newHeads"])["result"]["result"]
+    sub1 = invoke(conn, "eip155:1", "eth_subscribe", ["newHeads"])
+    sub137 = invoke(conn, "eip155:137", "eth_subscribe", ["newHeads"])
     assert sub1 != sub137
     clock.blocks(2)
     messages = conn.poll()
@@ -598,7 +596,7 @@ def test_websocket_lifecycle_and_batches(devnet):
     }
     assert batch[1]["error"]["code"] == -32601  # node methods go through wallet_invokeMethod
     head = httpx.post(f"{devnet.url}/v3/{devnet.api_key}", json=rpc("eth_blockNumber", []))
-    assert invoked["result"]["result"]["result"] == head.json()["result"]
+    assert invoked["result"] == head.json()["result"]
     assert revoked == {"jsonrpc": "2.0", "id": 5, "result": True}
     assert garbage["error"]["code"] == -32700
 
@@ -608,7 +606,8 @@ def credits(handle) -> dict:
     return httpx.get(f"{handle.url}/devnet/credits", auth=auth, timeout=60).json()
 
 
-def test_websocket_traffic_costs_the_key_nothing(devnet):
+def test_websocket_traffic_is_charged_to_the_key(devnet):
+    # the wallet's node traffic is metered like the key's other traffic, at the same prices
     before = credits(devnet)
 
     async def run() -> None:
@@ -625,7 +624,79 @@ def test_websocket_traffic_costs_the_key_nothing(devnet):
                 assert "result" in json.loads(await asyncio.wait_for(ws.recv(), 30))
 
     asyncio.run(run())
-    assert credits(devnet) == before
+    after = credits(devnet)
+    assert after["spent"] - before["spent"] == 80  # eth_blockNumber; createSession is free
+    spent = after["by_method"]["eth_blockNumber"] - before["by_method"].get("eth_blockNumber", 0)
+    assert spent == 80
+
+
+def test_websocket_traffic_stops_at_the_daily_balance():
+    with start(seed=7, daily_credits=100, warm=False) as handle:
+
+        async def run() -> list[dict]:
+            async with websockets.connect(f"{handle.ws_url}/wallet") as ws:
+                out = []
+                invoke_head = {"scope": "eip155:1", "request": {"method": "eth_blockNumber"}}
+                for message in (
+                    rpc("wallet_createSession", {"optionalScopes": {"eip155:1": scope()}}),
+                    rpc("wallet_invokeMethod", invoke_head, 2),
+                    rpc("wallet_invokeMethod", invoke_head, 3),
+                ):
+                    await ws.send(json.dumps(message))
+                    out.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+                return out
+
+        _created, first, second = asyncio.run(run())
+        assert first["result"] == hex(handle.chains.by_id[1].head())
+        # 80 of 100 spent: the next 80 does not fit (the key's own 402 answer, as an error)
+        assert second["error"]["code"] == 402
+        assert second["error"]["message"] == "Payment Required"
+        assert credits(handle)["spent"] == 80
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["https://evil.example", "http://192.0.2.7:8000", "null", "http://localhost.evil.example"],
+)
+def test_websocket_refuses_pages_of_other_origins(devnet, origin):
+    async def run() -> None:
+        async with websockets.connect(f"{devnet.ws_url}/wallet", origin=origin) as ws:
+            await ws.send(json.dumps(rpc("wallet_getSession", {})))
+            await ws.recv()
+
+    with pytest.raises(websockets.InvalidStatus) as info:
+        asyncio.run(run())
+    assert info.value.response.status_code == 403
+    body = json.loads(info.value.response.body)
+    assert origin in body["error"] and "wallet-allow-origin" in body["error"]
+
+
+@pytest.mark.parametrize(
+    "origin", [None, "http://localhost:8888", "http://127.0.0.1:5173", "http://[::1]:3000"]
+)
+def test_websocket_accepts_loopback_pages_and_non_browser_clients(devnet, origin):
+    async def run() -> dict:
+        async with websockets.connect(f"{devnet.ws_url}/wallet", origin=origin) as ws:
+            await ws.send(json.dumps(rpc("wallet_getSession", {})))
+            return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+    assert asyncio.run(run())["result"] == {"sessionScopes": {}}
+
+
+def test_an_allowed_origin_may_connect():
+    page = "https://dapp.example"
+    with start(seed=7, warm=False, wallet_allow_origin=[page]) as handle:
+
+        async def run(origin: str) -> dict:
+            async with websockets.connect(f"{handle.ws_url}/wallet", origin=origin) as ws:
+                await ws.send(json.dumps(rpc("wallet_getSession", {})))
+                return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+        assert asyncio.run(run(page))["result"] == {"sessionScopes": {}}
+        with pytest.raises(websockets.InvalidStatus):
+            asyncio.run(run("https://other.example"))
+    with pytest.raises(ValueError, match="wallet_allow_origin"):
+        start(seed=7, warm=False, wallet_allow_origin=["dapp.example"])
 
 
 def test_websocket_notifications_in_order_and_none_after_revoke():
@@ -658,7 +729,7 @@ def test_websocket_notifications_in_order_and_none_after_revoke():
                 return [first], events, tail
 
         (first,), events, tail = asyncio.run(run())
-        sub = first["result"]["result"]["result"]
+        sub = first["result"]
         numbers = heads(events + tail[:-1])
         assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
         assert all(e["params"]["notification"]["params"]["subscription"] == sub for e in events)
@@ -696,6 +767,34 @@ def test_playing_the_user_over_http_reaches_websocket_clients(devnet):
     assert list(note["params"]["sessionScopes"]) == ["eip155:1"]
 
 
+@pytest.mark.parametrize(
+    ("edits", "field"),
+    [
+        ({"remove_methods": [[]]}, "remove_methods[0]"),
+        ({"remove_methods": [{}]}, "remove_methods[0]"),
+        ({"remove_chains": ["eip155:1", 7]}, "remove_chains[1]"),
+        ({"remove_accounts": [None]}, "remove_accounts[0]"),
+        ({"add_accounts": [["x"]]}, "add_accounts[0]"),
+        ({"remove_methods": "eth_call"}, "remove_methods"),
+        ({"revoke": "yes"}, "revoke"),
+        ({"revoke": 1}, "revoke"),
+    ],
+)
+def test_playing_the_user_checks_shapes(devnet, edits, field):
+    auth = (devnet.api_key, devnet.api_key_secret)
+    answer = httpx.post(f"{devnet.url}/devnet/wallet", json=edits, auth=auth, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"].startswith(f"{field}:")
+
+
+def test_playing_the_user_caps_the_body(devnet):
+    auth = (devnet.api_key, devnet.api_key_secret)
+    body = b'{"remove_methods": ["' + b"x" * (6 * 1024 * 1024) + b'"]}'
+    answer = httpx.post(f"{devnet.url}/devnet/wallet", content=body, auth=auth, timeout=60)
+    assert answer.status_code == 413
+    assert "5242880" in answer.json()["error"]
+
+
 def test_closing_the_socket_ends_its_session(devnet):
     wallet = devnet.wallet
 
@@ -712,3 +811,21 @@ def test_closing_the_socket_ends_its_session(devnet):
             break
         asyncio.run(asyncio.sleep(0.02))
     assert len(wallet.connections) == during - 1
+
+
+def test_feeslab_serve_wallet_allow_origin():
+    page = "https://dapp.example"
+    with spawn(seed=7, wallet_allow_origin=page) as served:
+        url = f"{served.ws_url}/wallet"
+
+        async def run(origin: str) -> dict:
+            async with websockets.connect(url, origin=origin) as ws:
+                await ws.send(json.dumps(rpc("wallet_getSession", {})))
+                return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+        assert asyncio.run(run(page))["result"] == {"sessionScopes": {}}
+        with pytest.raises(websockets.InvalidStatus) as info:
+            asyncio.run(run("https://other.example"))
+        assert info.value.response.status_code == 403
+    with pytest.raises(RuntimeError, match=r"wallet_allow_origin: 'dapp\.example'"):
+        spawn(seed=7, wallet_allow_origin="dapp.example")

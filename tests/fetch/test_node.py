@@ -86,3 +86,41 @@ def test_async_twin_keeps_its_work_when_credits_run_out_and_resumes(tmp_path):
     assert [int(h["number"], 16) for h in headers] == list(blocks)
     assert ledger.cached == kept
     assert ledger.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_each_batch_is_cached_as_it_arrives_not_at_the_end_of_its_chunk(tmp_path, twin):
+    """A 402 inside one 8,000-call chunk: the batches answered before it are kept."""
+    blocks = range(70_000, 72_000)  # one chunk (DEFAULT_CHUNK is 8,000 calls)
+
+    def fetch(devnet, **options):
+        url = f"{devnet.url}/v3/{devnet.api_key}"
+        if twin == "async":
+
+            async def scenario():
+                client = _async_client(url, tmp_path, **options)
+                try:
+                    return await client.blocks(blocks), client.ledger
+                finally:
+                    await _close(client)
+
+            return asyncio.run(scenario())
+        ledger = CreditLedger()
+        transport = HTTPTransport(url=url, on_response=ledger.on_response, **options)
+        client = NodeClient(transport, ledger=ledger, cache=tmp_path, progress=False)
+        try:
+            return client.blocks(blocks), ledger
+        finally:
+            client.close()
+            transport.close()
+
+    poor = start(seed=SEED, daily_credits=80 * 1000 + 500, credits_per_second=10**9)
+    with poor, pytest.raises(CreditsExhausted) as refused:
+        fetch(poor, max_batch=100, max_concurrency=1)
+    kept = refused.value.answers_kept
+    assert kept == 1_000  # ten batches of 100 paid for (the eleventh did not fit): all kept
+    with start(seed=SEED, credits_per_second=10**9) as rich:
+        headers, ledger = fetch(rich)
+    assert [int(h["number"], 16) for h in headers] == list(blocks)
+    assert ledger.cached == kept
+    assert ledger.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)

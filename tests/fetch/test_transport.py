@@ -29,7 +29,7 @@ from feeslab.fetch import (
     RpcError,
     TransportError,
 )
-from feeslab.fetch.transport import GOVERNOR_HEADROOM
+from feeslab.fetch.transport import GOVERNOR_BURST, GOVERNOR_HEADROOM
 
 URL = "https://mainnet.example/v3/0123456789abcdef0123456789abcdef"
 
@@ -275,6 +275,24 @@ def mock(script: Script, **options: Any) -> tuple[HTTPTransport, list[float]]:
     return transport, waits
 
 
+def moving(script: Script, **options: Any) -> tuple[HTTPTransport, list[float]]:
+    """Like ``mock``, with a fake clock that moves only when the transport sleeps."""
+    waits: list[float] = []
+    now = [1000.0]
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    options.setdefault("rng", random.Random(1))
+    transport = HTTPTransport(
+        url=URL, transport=httpx.MockTransport(script), sleep=sleep, clock=lambda: now[0],
+        **options,
+    )  # fmt: skip
+    transport.now = now  # type: ignore[attr-defined]
+    return transport, waits
+
+
 TOO_MANY = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -308,17 +326,20 @@ def test_429_with_retry_after_http_date() -> None:
     assert len(waits) == 1 and 115 <= waits[0] <= 121
 
 
-def test_429_without_retry_after_backs_off_then_gives_up() -> None:
+def test_429_without_retry_after_backs_off_and_is_not_a_counted_failure() -> None:
     script = Script(httpx.Response(429, json=TOO_MANY))
-    transport, waits = mock(script, retries=4, backoff=0.5, backoff_cap=3.0)
+    transport, waits = moving(script, retries=1, backoff=0.5, backoff_cap=3.0,
+                              rate_limit_patience=20)  # fmt: skip
     with pytest.raises(RateLimited) as info:
         transport.handle_request([RpcCall("eth_chainId", [])])
-    assert script.attempts == 5 and info.value.attempts == 5
+    # far more attempts than retries=1 allows a timeout: only the patience ended it
+    assert script.attempts > 5 and info.value.attempts == script.attempts
     assert info.value.retry_after is None
-    assert len(waits) == 4
+    assert len(waits) == script.attempts - 1
+    assert sum(waits) <= 20 < sum(waits) + 3.0
     for n, wait in enumerate(waits):  # full jitter under an exponential, capped ceiling
-        assert 0 <= wait <= min(3.0, 0.5 * 2**n)
-    assert "Too Many Requests" in str(info.value)
+        assert 0 <= wait <= min(3.0, 0.5 * 2 ** (n + 1))
+    assert "Too Many Requests" in str(info.value) and "rate_limit_patience=20" in str(info.value)
 
 
 def test_old_minus_32005_body_with_backoff_seconds() -> None:
@@ -330,10 +351,10 @@ def test_old_minus_32005_body_with_backoff_seconds() -> None:
 
 def test_retry_after_wins_over_backoff_seconds_and_gives_retry_after() -> None:
     script = Script(httpx.Response(429, json=OLD_TOO_MANY, headers={"Retry-After": "4"}))
-    transport, waits = mock(script, retries=1)
+    transport, waits = mock(script, retries=1, rate_limit_patience=10)
     with pytest.raises(RateLimited) as info:
         transport.handle_request([RpcCall("eth_chainId", [])])
-    assert waits == [4.0] and info.value.retry_after == 4.0
+    assert waits == [4.0, 4.0] and info.value.retry_after == 4.0
 
 
 def test_minus_32005_items_in_a_batch_are_retried_alone() -> None:
@@ -591,11 +612,12 @@ def test_async_402_cancels_the_other_batches() -> None:
 def test_governor_books_waits_by_method_cost() -> None:
     now = [0.0]
     governor = CreditGovernor(1000 / GOVERNOR_HEADROOM, clock=lambda: now[0])  # 1000/s
+    assert GOVERNOR_BURST == 0.5  # the bucket holds 500 credits
     assert governor.reserve(1500) == 0.0  # the burst: a positive bucket admits
-    wait = governor.reserve(80)  # 500 in debt: admitted once it is positive again
-    assert wait == pytest.approx(0.5, abs=0.01)
+    wait = governor.reserve(80)  # 1,000 in debt: admitted once it is positive again
+    assert wait == pytest.approx(1.0, abs=0.01)
     wait = governor.reserve(80)  # queued behind the previous booking
-    assert wait == pytest.approx(0.58, abs=0.01)
+    assert wait == pytest.approx(1.08, abs=0.01)
     now[0] = 10.0
     assert governor.reserve(80) == 0.0
 
@@ -611,10 +633,10 @@ def test_transport_governor_uses_method_costs() -> None:
         max_concurrency=1,
     )
     transport.handle_request([RpcCall("eth_estimateGas", []) for _ in range(3)])  # 300 each
-    # the first call empties the one-second bucket; the second goes once it is positive
-    # again (at once), the third waits out the second's 300 credits
+    # the first call overdraws the half-second bucket (150) by 150 and goes at once; the
+    # second goes once it is positive again (0.5 s), the third waits out the second's 300
     assert len(waits) == 2
-    assert waits[0] == pytest.approx(0.0, abs=0.01) and waits[1] == pytest.approx(1.0, abs=0.01)
+    assert waits[0] == pytest.approx(0.5, abs=0.01) and waits[1] == pytest.approx(1.5, abs=0.01)
 
 
 @pytest.mark.parametrize(
@@ -676,3 +698,134 @@ def test_clients_share_one_tls_context() -> None:
     finally:
         first.close()
         second.close()
+
+
+# -- pacing: adapting to 429s, the hard stop, batches cut to the bucket ----------------------------
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+def test_a_429_is_honoured_and_the_pacer_slows_down_then_recovers(form: str) -> None:
+    from feeslab.fetch.transport import QUIET_SECONDS, RATE_CUT, RECOVERY_PER_SECOND
+
+    refused = [False]
+
+    def limited_once(request: httpx.Request) -> httpx.Response:
+        if not refused[0]:
+            refused[0] = True
+            if form == "seconds":
+                after = "3"
+            else:  # an HTTP date about 3 s ahead of the wall clock
+                after = email.utils.formatdate(time.time() + 3.5, usegmt=True)  # 3-3.5 s
+            return httpx.Response(429, json=TOO_MANY, headers={"Retry-After": after})
+        return ok(request)
+
+    transport, waits = moving(
+        Script(limited_once), credits_per_second=1000, max_batch=1, max_concurrency=1
+    )
+    governor = transport.governor
+    assert governor is not None and governor.rate == governor.ceiling == 950
+    transport.handle_request([RpcCall("eth_chainId", [])])  # 5 credits: refused, then served
+    assert transport.rate_limited == 1 and governor.cuts == 1
+    assert 2.5 <= waits[0] <= 3.6  # the Retry-After, either form (a date: whole seconds)
+    assert governor.rate == pytest.approx(950 * RATE_CUT)
+    # served calls within the quiet stretch do not speed it up again
+    transport.handle_request([RpcCall("eth_chainId", [])])
+    assert governor.rate == pytest.approx(950 * RATE_CUT)
+    # a stretch without 429s: the rate climbs back to the ceiling, not past it
+    transport.now[0] += QUIET_SECONDS + 0.5 / RECOVERY_PER_SECOND + 1
+    transport.handle_request([RpcCall("eth_chainId", [])])
+    assert governor.rate == governor.ceiling
+    assert transport.credits_spent == 3 * 5  # the 429 was free
+
+
+def test_the_429s_of_one_burst_cut_the_rate_once_and_never_below_the_floor() -> None:
+    from feeslab.fetch.transport import CUT_SPACING, RATE_FLOOR
+
+    now = [0.0]
+    governor = CreditGovernor(10_000, clock=lambda: now[0])
+    for _ in range(8):  # eight batches in flight refused together
+        governor.rate_limited(1.0)
+    assert governor.cuts == 1 and governor.rate == pytest.approx(governor.ceiling / 2)
+    # the bucket is empty until the Retry-After has passed
+    assert governor.reserve(1) == pytest.approx(1.0, abs=0.01)
+    for _ in range(20):
+        now[0] += CUT_SPACING
+        governor.rate_limited(1.0)
+    assert governor.cuts == 21 and governor.rate == pytest.approx(governor.ceiling * RATE_FLOOR)
+
+
+def test_never_ending_429s_end_with_rate_limited_after_the_patience() -> None:
+    from feeslab.fetch.transport import DEFAULT_RATE_LIMIT_PATIENCE
+
+    script = Script(httpx.Response(429, json=TOO_MANY, headers={"Retry-After": "30"}))
+    transport, waits = moving(script, credits_per_second=40_000)
+    with pytest.raises(RateLimited) as info:
+        transport.handle_request([RpcCall("eth_getBlockByNumber", ["0x1", False])])
+    assert DEFAULT_RATE_LIMIT_PATIENCE == 600
+    # 20 waits of 30 s fill the 600 s of patience; the 21st refusal is the end
+    assert script.attempts == 21 and info.value.attempts == 21
+    assert transport.rate_limited == 20  # the last one was not waited out
+    assert [w for w in waits if w >= 1] == [pytest.approx(30, abs=0.2)] * 20
+    assert info.value.retry_after == 30.0
+    text = str(info.value)
+    assert "only 429" in text and "rate_limit_patience=600" in text
+    assert "0123456789abcdef0123456789abcdef" not in text  # the key in the URL never shows
+
+
+def test_patience_counts_only_while_nothing_is_served() -> None:
+    # each answer serves one call and refuses the rest with -32005 (2 s backoff): 18 s of
+    # refusals in all, past a 3 s patience, but something is served every time
+    def one_at_a_time(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        items = body if isinstance(body, list) else [body]
+        first, *rest = items
+        answers = [{"jsonrpc": "2.0", "id": first["id"], "result": first["method"]}]
+        answers += [
+            {"jsonrpc": "2.0", "id": c["id"], "error": {**OLD_TOO_MANY["error"], "data": {
+                "backoff_seconds": 2.0}}}
+            for c in rest
+        ]  # fmt: skip
+        return httpx.Response(200, json=answers if isinstance(body, list) else answers[0])
+
+    transport, waits = moving(Script(one_at_a_time), rate_limit_patience=3, max_batch=10)
+    results = transport.handle_request([RpcCall(str(n), []) for n in range(10)])
+    assert [r.result for r in results] == [str(n) for n in range(10)]
+    assert transport.rate_limited == 9 and sum(waits) >= 18
+
+
+def test_batches_are_cut_to_the_bucket_by_each_calls_cost() -> None:
+    from feeslab.fetch.transport import _chunks
+
+    calls = [RpcCall("eth_getBlockByNumber", [])] * 5 + [RpcCall("eth_estimateGas", [])] * 3
+    # 400 credits a batch: 5 headers (400), then one 300-credit estimate per batch
+    chunks = _chunks(calls, 500, 400)
+    assert [len(c) for c in chunks] == [5, 1, 1, 1]
+    assert _chunks(calls, 3, 400) == [calls[:3], calls[3:5], calls[5:6], calls[6:7], calls[7:]]
+    assert _chunks(calls, 500, 10) == [[c] for c in calls]  # at least one call a batch
+    assert _chunks(calls, 500, None) == [calls]
+    seen = Statuses()
+    script = Script(ok)
+    transport, _ = mock(script, credits_per_second=8 * 400 / GOVERNOR_HEADROOM, on_response=seen)
+    transport.handle_request([RpcCall("eth_getBlockByNumber", [hex(n)]) for n in range(12)])
+    assert sorted(len(methods) for methods, _ in seen.seen) == [2, 5, 5]  # 400 credits each
+
+
+def test_the_governor_takes_a_rate_told_later_and_keeps_a_slow_down() -> None:
+    from concurrent.futures import Future
+
+    now = [0.0]
+    governor = CreditGovernor(40_000, clock=lambda: now[0])
+    told: Future = Future()
+    governor.follow(told)
+    governor.reserve(80)  # not told yet: paces at what it has
+    assert governor.ceiling == pytest.approx(40_000 * GOVERNOR_HEADROOM)
+    governor.rate_limited(1.0)  # a 429 meanwhile halves the rate
+    told.set_result(12_345)
+    governor.reserve(80)  # taken without waiting, at the next booking
+    assert governor.ceiling == pytest.approx(12_345 * GOVERNOR_HEADROOM)
+    assert governor.rate == pytest.approx(governor.ceiling / 2)
+    unknown: Future = Future()
+    governor.follow(unknown)
+    unknown.set_result(None)  # not a devnet: keep the rate it has
+    governor.settle()
+    assert governor.ceiling == pytest.approx(12_345 * GOVERNOR_HEADROOM)

@@ -137,3 +137,37 @@ def test_zero_gas_limit_gives_nan_ratio():
 def test_bad_input_names_the_block_and_field(blocks, error, match):
     with pytest.raises(error, match=match):
         parse_blocks(blocks)
+
+
+def _real_header_json(number: int) -> dict:
+    """A real mainnet header (tests/data, see SOURCES.md) as eth_getBlockByNumber prints it."""
+    import json
+    from pathlib import Path
+
+    import rlp
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "mainnet_fork_headers.json")
+                      .read_text())  # fmt: skip
+    raw = next(h for h in data["headers"] if h["number"] == number)["header_rlp"]
+    items = rlp.decode(bytes.fromhex(raw[2:]))
+    names = ["parentHash", "sha3Uncles", "miner", "stateRoot", "transactionsRoot", "receiptsRoot",
+             "logsBloom", "difficulty", "number", "gasLimit", "gasUsed", "timestamp", "extraData",
+             "mixHash", "nonce", "baseFeePerGas", "withdrawalsRoot", "blobGasUsed", "excessBlobGas",
+             "parentBeaconBlockRoot", "requestsHash"]  # fmt: skip
+    quantities = {"difficulty", "number", "gasLimit", "gasUsed", "timestamp", "baseFeePerGas",
+                  "blobGasUsed", "excessBlobGas"}  # fmt: skip
+    block = {
+        name: hex(int.from_bytes(v, "big")) if name in quantities else "0x" + bytes(v).hex()
+        for name, v in zip(names, items, strict=False)
+    }
+    block.update(hash="0x" + "00" * 32, size="0x0", uncles=[], transactions=[])
+    return block
+
+
+def test_blob_columns_are_exact_and_absent_before_cancun():
+    frame = parse_blocks([_real_header_json(n) for n in (19_426_586, 19_426_587, 22_431_084)])
+    assert str(frame["blob_gas_used"].dtype) == "Int64"
+    assert str(frame["excess_blob_gas"].dtype) == "Int64"
+    assert frame["blob_gas_used"].isna().tolist() == [True, False, False]
+    assert frame["excess_blob_gas"].tolist()[1:] == [0, 50_462_720]
+    assert frame["blob_gas_used"].tolist()[2] == 1_179_648  # 9 blobs: a full Prague block

@@ -1,0 +1,214 @@
+"""EIP-4844 blob-fee arithmetic and blob schedules shared by the analysis and the devnet.
+
+Pure and scalar: exact Python ints, no pandas. :mod:`feeslab.analysis.blobs` vectorises these
+rules over frames; :mod:`feeslab.devnet.chain` builds its blob history with them, so the
+simulated chain and the analysis of what it serves cannot drift apart.
+
+The rules, as go-ethereum's ``consensus/misc/eip4844/eip4844.go`` applies them [1]_ [4]_:
+
+* a block's blob base fee is ``fake_exponential(1, excess_blob_gas, update_fraction)`` with
+  the update fraction of the block's *own* fork (``CalcBlobFee``);
+* a block's excess blob gas comes from its parent's excess and blob gas used, with the target
+  (and, from Osaka, the max) of the *child's* fork (``CalcExcessBlobGas(config, parent,
+  child.Time)``); a parent without blob fields counts as 0 and 0;
+* from Osaka, EIP-7918's reserve price: when ``BLOB_BASE_COST * parent.base_fee`` exceeds
+  ``GAS_PER_BLOB * blob_base_fee(parent.excess)`` (the blob base fee priced with the child's
+  update fraction), the excess only grows, by ``used * (max - target) / max`` [3]_.
+
+References
+----------
+.. [1] EIP-4844: Shard Blob Transactions, Specification (``fake_exponential``,
+   ``calc_excess_blob_gas``, ``GAS_PER_BLOB = 2**17``, ``MIN_BASE_FEE_PER_BLOB_GAS = 1``),
+   https://eips.ethereum.org/EIPS/eip-4844
+.. [2] EIP-7691: Blob throughput increase (Prague: target 6, max 9, fraction 5,007,716);
+   EIP-7892: Blob Parameter Only Hardforks (``blobSchedule``).
+.. [3] EIP-7918: Blob base fee bounded by execution cost (``BLOB_BASE_COST = 2**13``).
+.. [4] ethereum/go-ethereum ``consensus/misc/eip4844/eip4844.go`` (``calcExcessBlobGas``,
+   ``CalcBlobFee``, ``fakeExponential``) and ``params/config.go`` (``BlobScheduleConfig``,
+   ``Default*BlobConfig``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from feeslab._chaindata import chain_entry
+from feeslab._eip1559 import HEIGHTS, Heights
+
+GAS_PER_BLOB = 2**17
+"""Blob gas of one blob (EIP-4844 ``GAS_PER_BLOB``) [gas]."""
+MIN_BASE_FEE_PER_BLOB_GAS = 1
+"""The blob base fee's floor (EIP-4844) [wei]."""
+BLOB_BASE_COST = 2**13
+"""EIP-7918's execution gas charged per blob for the reserve price [gas]."""
+
+
+def fake_exponential(factor: int, numerator: int, denominator: int) -> int:
+    """``factor * e ** (numerator / denominator)`` by EIP-4844's integer Taylor series.
+
+    Exactly the specification's loop (and geth's ``fakeExponential``): no float anywhere.
+    """
+    if denominator <= 0:
+        raise ValueError(f"denominator must be positive, got {denominator}")
+    if numerator < 0 or factor < 0:
+        raise ValueError("fake_exponential takes non-negative factor and numerator")
+    i = 1
+    output = 0
+    accum = factor * denominator
+    while accum > 0:
+        output += accum
+        accum = accum * numerator // (denominator * i)
+        i += 1
+    return output // denominator
+
+
+def blob_base_fee(excess_blob_gas: int, update_fraction: int) -> int:
+    """The blob base fee of a block with ``excess_blob_gas`` [wei per blob gas].
+
+    ``fake_exponential(MIN_BASE_FEE_PER_BLOB_GAS, excess_blob_gas, update_fraction)`` with
+    the block's own fork's ``update_fraction`` (3,338,477 at Cancun, 5,007,716 at Prague).
+    """
+    return fake_exponential(MIN_BASE_FEE_PER_BLOB_GAS, int(excess_blob_gas), int(update_fraction))
+
+
+def next_excess_blob_gas(
+    parent_excess_blob_gas: int,
+    parent_blob_gas_used: int,
+    target_blobs: int,
+    max_blobs: int,
+    update_fraction: int,
+    *,
+    reserve_price: bool = False,
+    parent_base_fee: int | None = None,
+) -> int:
+    """The excess blob gas of a child block [gas], with the child's fork's parameters.
+
+    Parameters
+    ----------
+    parent_excess_blob_gas, parent_blob_gas_used : int
+        The parent's header fields [gas] (0 and 0 for a parent before Cancun).
+    target_blobs, max_blobs, update_fraction : int
+        The child's fork's blob schedule.
+    reserve_price : bool
+        EIP-7918 (Osaka on): compare the blob price with the execution reserve price.
+    parent_base_fee : int, optional
+        The parent's base fee [wei]; needed with ``reserve_price``.
+    """
+    target_gas = target_blobs * GAS_PER_BLOB
+    total = parent_excess_blob_gas + parent_blob_gas_used
+    if total < target_gas:
+        return 0
+    if reserve_price:
+        if parent_base_fee is None:
+            raise ValueError("EIP-7918's reserve price needs the parent's base fee")
+        if _reserve_binds(parent_excess_blob_gas, update_fraction, parent_base_fee):
+            return (
+                parent_excess_blob_gas
+                + parent_blob_gas_used * (max_blobs - target_blobs) // max_blobs
+            )
+    return total - target_gas
+
+
+def _reserve_binds(excess: int, update_fraction: int, base_fee: int) -> bool:
+    """``BLOB_BASE_COST * base_fee > GAS_PER_BLOB * blob_base_fee(excess)``, exactly.
+
+    ``fake_exponential`` lies in ``[e**x * (1 - 1e-8) - 1, e**x]``; when a float estimate
+    decides with that margin to spare, the Taylor loop is skipped, else it runs.
+    """
+    x = excess / update_fraction
+    reserve = BLOB_BASE_COST * base_fee
+    if x < 150:  # where the bound above was measured (up to 4,000 blobs of excess)
+        estimate = GAS_PER_BLOB * math.exp(x)
+        if reserve > estimate * (1 + 1e-9):
+            return True
+        if reserve < (estimate * (1 - 1e-7) - GAS_PER_BLOB) * (1 - 1e-9):
+            return False
+    return reserve > GAS_PER_BLOB * blob_base_fee(excess, update_fraction)
+
+
+@dataclass(frozen=True)
+class BlobRule:
+    """One fork's blob parameters, in force from ``start`` on.
+
+    Attributes
+    ----------
+    fork : str
+        The fork that sets them (``cancun``, ``prague``, ``osaka``, ``bpo1``, ``bpo2``).
+    start : int
+        The fork's activation: a Unix timestamp [s] on the real chains (``key ==
+        "timestamp"``), a block number on the devnet (``key == "block"``).
+    key : str
+        ``"timestamp"`` or ``"block"``: what ``start`` counts.
+    target_blobs, max_blobs : int
+        Blobs per block the fee aims at and allows.
+    update_fraction : int
+        ``BLOB_BASE_FEE_UPDATE_FRACTION``: the fee changes by at most ``e ** ((max - target)
+        * GAS_PER_BLOB / update_fraction)`` per block.
+    reserve_price : bool
+        EIP-7918 applies (Osaka and later).
+    """
+
+    fork: str
+    start: int
+    key: str
+    target_blobs: int
+    max_blobs: int
+    update_fraction: int
+    reserve_price: bool
+
+    @property
+    def max_blob_gas(self) -> int:
+        """Blob gas of a full blob block [gas]."""
+        return self.max_blobs * GAS_PER_BLOB
+
+    @property
+    def target_blob_gas(self) -> int:
+        """The blob gas target per block [gas]."""
+        return self.target_blobs * GAS_PER_BLOB
+
+
+@cache
+def blob_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[BlobRule, ...]:
+    """The chain's blob schedule from ``data/chains.json``, oldest first; () without blobs.
+
+    The one place blob parameters are read: the devnet and the vectorised analysis both ask
+    here. Real chains activate blob forks by timestamp (EIP-7892 ``blobSchedule``); the
+    devnet's compressed chains by block number.
+
+    Raises
+    ------
+    KeyError
+        The chain is not in ``data/chains.json``.
+    ValueError
+        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    """
+    if heights not in HEIGHTS:
+        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
+    entry = chain_entry(int(chain_id))[heights]
+    rules = []
+    for item in entry.get("blob_schedule", ()):
+        key = "timestamp" if "from_timestamp" in item else "block"
+        rules.append(
+            BlobRule(
+                fork=item["fork"],
+                start=int(item["from_timestamp"] if key == "timestamp" else item["from_block"]),
+                key=key,
+                target_blobs=int(item["target"]),
+                max_blobs=int(item["max"]),
+                update_fraction=int(item["base_fee_update_fraction"]),
+                reserve_price=bool(item.get("eip7918", False)),
+            )
+        )
+    return tuple(sorted(rules, key=lambda r: r.start))
+
+
+def blob_rule_at(rules: Sequence[BlobRule], at: int) -> BlobRule | None:
+    """The rule in force at ``at`` (a timestamp or a block number, as the rules count)."""
+    found = None
+    for rule in rules:
+        if at >= rule.start:
+            found = rule
+    return found

@@ -1,0 +1,95 @@
+"""The devnet's chain 1 written as era1 files, the format of mainnet's pre-merge archive.
+
+Blocks come from ``feeslab.devnet.chain``'s public ``history``/``devnet_params``; the devnet's
+blocks have no transactions, so each body is ``rlp([[], uncles])`` and each receipts record
+``rlp([])``, written by ``feeslab.sources.era1.era1_bytes``; files are named like the public
+archive's: ``devnet-00000-<first 4 bytes of the accumulator root>.era1``.
+
+References
+----------
+.. [1] nimbus-eth1, ``docs/e2store.md``; go-ethereum, ``internal/era`` (era1 builder).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
+from feeslab.sources.era1 import EPOCH_SIZE, era1_bytes
+
+__all__ = ["epoch_bytes", "export_era1", "premerge_blocks"]
+
+NETWORK = "devnet"
+
+
+def premerge_blocks(seed: int = 0) -> int:
+    """How many pre-merge blocks the devnet's chain 1 has (its merge height)."""
+    merge = devnet_params()[1].merge_block
+    if merge is None:  # pragma: no cover - chain 1 always merges
+        raise ValueError("the devnet's chain 1 has no merge height")
+    return merge
+
+
+def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:
+    """(era1 file content, accumulator root) of the devnet chain 1's ``epoch``."""
+    start = epoch * EPOCH_SIZE
+    stop = min(start + EPOCH_SIZE, premerge_blocks(seed))
+    if start >= stop:
+        raise ValueError(f"epoch {epoch} starts past the devnet's merge ({stop:,})")
+    chain = history(devnet_params()[1], seed)
+    chain.ensure(stop - 1)
+    blocks = []
+    for number in range(start, stop):
+        block = chain.block(number)
+        uncles = rlp_list_of_encoded([u.encode() for u in block.uncles])
+        body = rlp_list_of_encoded([b"\xc0", uncles])  # no transactions
+        blocks.append((block.header.encode(), body, b"\xc0", block.total_difficulty))
+    return era1_bytes(start, blocks)
+
+
+def export_era1(
+    out: str | Path, *, start_epoch: int = 0, epochs: int | None = None, seed: int = 0
+) -> list[Path]:
+    """Write the devnet chain 1's pre-merge blocks as era1 files into ``out``.
+
+    Parameters
+    ----------
+    out : str or Path
+        A directory (made if missing).
+    start_epoch : int
+        The first epoch (8,192 blocks each) to write.
+    epochs : int, optional
+        How many; default all up to the devnet's merge (block 165,000: 21 files, the last
+        one partial, as mainnet's last era1 file is).
+    seed : int
+        The devnet's seed.
+
+    Returns
+    -------
+    list of Path
+        The files written, each atomically (temporary file, then rename).
+    """
+    total = -(-premerge_blocks(seed) // EPOCH_SIZE)
+    if start_epoch < 0 or start_epoch >= total:
+        raise ValueError(f"start_epoch must be in 0..{total - 1}, got {start_epoch}")
+    last = total if epochs is None else min(total, start_epoch + epochs)
+    if epochs is not None and epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for epoch in range(start_epoch, last):
+        content, root = epoch_bytes(epoch, seed=seed)
+        path = directory / f"{NETWORK}-{epoch:05d}-{root[:4].hex()}.era1"
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(content)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        written.append(path)
+    return written

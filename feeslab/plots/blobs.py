@@ -1,0 +1,158 @@
+"""Plots of the blob market: blob base fee, usage bracketed from fees, regimes, burn.
+
+Each function draws a frame :mod:`feeslab.analysis.blobs` returned (or a blocks/fee-history
+frame with its columns); nothing is computed here beyond placing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from feeslab.plots._base import _axes, _require
+
+__all__ = [
+    "BLOB_REGIME_COLOURS",
+    "plot_blob_base_fee",
+    "plot_blob_regimes",
+    "plot_blob_usage",
+    "plot_burn",
+]
+
+#: Colours of the regimes of :func:`feeslab.analysis.blobs.blob_fee_regimes`.
+BLOB_REGIME_COLOURS: dict[str, str] = {
+    "floor": "#bababa",
+    "calm": "#e0f3f8",
+    "volatile": "#fdb863",
+    "rising": "#e66101",
+    "falling": "#5e3c99",
+}
+
+
+def _blob_fee_wei(frame: pd.DataFrame) -> np.ndarray:
+    for column in ("blob_base_fee_wei", "base_fee_per_blob_gas_wei"):
+        if column in frame.columns:
+            return frame[column].astype("float64").to_numpy(na_value=np.nan)
+    raise TypeError("frame must have blob_base_fee_wei or base_fee_per_blob_gas_wei [wei]")
+
+
+def _forks(ax: Axes, forks: Mapping[str, int] | None) -> None:
+    for name, block in (forks or {}).items():
+        ax.axvline(block, color="#404040", linewidth=0.8, linestyle=":")
+        ax.annotate(name, (block, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
+                    rotation=90, va="top", ha="right")  # fmt: skip
+
+
+def plot_blob_base_fee(
+    frame: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    forks: Mapping[str, int] | None = None,
+    **kwargs: Any,
+) -> Axes:
+    """The blob base fee per block, on a log axis [wei per blob gas].
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``block_number`` and ``blob_base_fee_wei`` (:func:`~feeslab.analysis.blobs.blob_base_fees`
+        added to ``Lab.blocks``) or ``base_fee_per_blob_gas_wei`` (``Lab.fee_history``).
+    forks : mapping of str to int, optional
+        Fork names and first blocks to mark.
+    **kwargs
+        Passed to ``Axes.plot``.
+    """
+    _require(frame, ["block_number"], "a blocks or fee-history frame")
+    ax = _axes(ax)
+    ax.plot(frame["block_number"], _blob_fee_wei(frame), **{"linewidth": 0.8, **kwargs})
+    ax.set_yscale("log")
+    ax.set_xlabel("block number")
+    ax.set_ylabel("blob base fee [wei / blob gas]")
+    _forks(ax, forks)
+    return ax
+
+
+def plot_blob_usage(
+    usage: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    truth: pd.Series | None = None,
+    **kwargs: Any,
+) -> Axes:
+    """Blobs per block bracketed from fees (:func:`~feeslab.analysis.blobs.infer_blob_usage`).
+
+    The bracket is shaded, the target and max drawn as steps; ``truth`` (blobs actually
+    carried, when known) is drawn as points on top. ``kwargs`` go to ``fill_between``.
+    """
+    _require(usage, ["block_number", "blobs_low", "blobs_high", "target_blobs", "max_blobs"],
+             "infer_blob_usage's frame")  # fmt: skip
+    ax = _axes(ax)
+    x = usage["block_number"].to_numpy()
+    ax.fill_between(x, usage["blobs_low"], usage["blobs_high"], step="mid",
+                    **{"color": "#92c5de", "label": "bracket from fees", **kwargs})  # fmt: skip
+    ax.step(x, usage["target_blobs"].astype("float64"), where="mid", color="#1a9641",
+            linewidth=1, label="target")  # fmt: skip
+    ax.step(x, usage["max_blobs"].astype("float64"), where="mid", color="#d7191c", linewidth=1,
+            label="max")  # fmt: skip
+    if truth is not None:
+        ax.plot(x, np.asarray(truth, dtype=float), ".", markersize=2, color="#404040",
+                label="carried")  # fmt: skip
+    ax.set_xlabel("block number")
+    ax.set_ylabel("blobs per block [blobs]")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+def plot_blob_regimes(
+    frame: pd.DataFrame, regimes: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
+) -> Axes:
+    """The blob base fee coloured by regime (:func:`~feeslab.analysis.blobs.blob_fee_regimes`).
+
+    ``frame`` gives ``block_number`` and the fee; ``regimes`` is aligned with it. ``kwargs``
+    go to ``Axes.scatter``.
+    """
+    _require(frame, ["block_number"], "a blocks or fee-history frame")
+    _require(regimes, ["regime"], "blob_fee_regimes' frame")
+    ax = _axes(ax)
+    x = frame["block_number"].to_numpy()
+    fee = _blob_fee_wei(frame)
+    labels = regimes["regime"].astype(str).to_numpy()
+    for name, colour in BLOB_REGIME_COLOURS.items():
+        mask = labels == name
+        if mask.any():
+            ax.scatter(x[mask], fee[mask], s=2, color=colour, label=name, **kwargs)
+    ax.set_yscale("log")
+    ax.set_xlabel("block number")
+    ax.set_ylabel("blob base fee [wei / blob gas]")
+    ax.legend(loc="upper left", fontsize=8, markerscale=4)
+    return ax
+
+
+def plot_burn(daily: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
+    """ETH burned per UTC day (or hour), execution base fee and blob fee stacked
+    (:func:`~feeslab.analysis.blobs.burn_by_day`); issuance as a line when any.
+
+    ``kwargs`` go to ``Axes.bar``.
+    """
+    _require(daily, ["base_fee_burn_eth", "blob_fee_burn_eth", "issuance_eth"],
+             "burn_by_day's frame")  # fmt: skip
+    ax = _axes(ax)
+    x = daily.index
+    width = kwargs.pop("width", 0.8)
+    ax.bar(x, daily["base_fee_burn_eth"], width=width, color="#4393c3", label="base fee burn",
+           **kwargs)  # fmt: skip
+    ax.bar(x, daily["blob_fee_burn_eth"], width=width, bottom=daily["base_fee_burn_eth"],
+           color="#d6604d", label="blob fee burn", **kwargs)  # fmt: skip
+    if (daily["issuance_eth"] > 0).any():
+        ax.plot(x, daily["issuance_eth"], color="#1b7837", marker="o", label="issuance (EL)")
+    period = pd.Timedelta(pd.tseries.frequencies.to_offset(daily.attrs.get("freq", "D")))
+    hourly = period < pd.Timedelta(days=1)
+    ax.set_xlabel("hour (UTC)" if hourly else "day (UTC)")
+    ax.set_ylabel(f"ETH per {'hour' if hourly else 'day'} [ETH]")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.tick_params(axis="x", labelrotation=30)
+    return ax

@@ -1,0 +1,1079 @@
+"""era1 files: mainnet's pre-merge history (blocks 0 .. 15,537,393) as offline archive files.
+
+An era1 file is an e2store file of up to 8,192 blocks::
+
+    era1       := Version | block-tuple* | other-entries* | Accumulator | BlockIndex
+    block-tuple := CompressedHeader | CompressedBody | CompressedReceipts | TotalDifficulty
+
+Each e2store record is ``type (2 bytes) | length (uint32 LE) | reserved (2 zero bytes) |
+data``. Header, body and receipts are snappy-framed RLP; ``TotalDifficulty`` is a uint256
+little-endian; ``Accumulator`` is ``hash_tree_root(List[HeaderRecord(block_hash,
+total_difficulty), 8192])``; ``BlockIndex`` is ``starting-number | offsets | count`` (int64
+LE, offsets relative to the index record's start). Files are named
+``<network>-<epoch:05>-<first 4 bytes of the accumulator root>.era1``.
+
+Reading checks everything the file can prove: the record layout and the block index, every
+header's hash (keccak of its RLP) and parent link, the total difficulties, the accumulator
+root over the file's (hash, total difficulty) pairs, for every body that is decoded,
+``sha3Uncles`` and ``transactionsRoot``, and for receipts (read for fee-history tips only)
+``receiptsRoot``. Any mismatch raises :class:`Era1Error` naming the
+file, the record and the block, before a row is returned.
+
+References
+----------
+.. [1] nimbus-eth1, ``docs/e2store.md`` (e2store, era1).
+.. [2] go-ethereum, ``internal/era`` (the era1 builder and reader).
+.. [3] Snappy framing format, https://github.com/google/snappy/blob/main/framing_format.txt
+.. [4] Ethereum consensus specs, SSZ ``hash_tree_root`` (merkleisation of lists).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as _glob
+import hashlib
+import mmap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cramjam
+import numpy as np
+import pandas as pd
+import rlp
+from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
+
+from feeslab.fetch.errors import ConfigError, FeeslabError
+from feeslab.frames.base_fees import FEE_HISTORY_DTYPES, GWEI, reward_column
+from feeslab.frames.blocks import BLOCK_DTYPES, _empty, _object_series, _utc_seconds
+from feeslab.frames.uncles import UNCLE_DTYPES, uncle_scan_frame
+
+
+def keccak(data: bytes) -> bytes:
+    """keccak256, pycryptodome's called directly: eth-hash's wrapper adds ~2 us a header."""
+    return _keccak_mod.new(data=data, digest_bits=256).digest()
+
+
+__all__ = [
+    "EPOCH_SIZE",
+    "Era1Error",
+    "Era1File",
+    "Era1Source",
+    "accumulator_root",
+    "effective_rewards",
+    "era1_bytes",
+    "era1_files",
+]
+
+EPOCH_SIZE = 8192  # blocks per era1 file (the accumulator's list limit)
+VERSION = b"e2"
+COMPRESSED_HEADER = b"\x03\x00"
+COMPRESSED_BODY = b"\x04\x00"
+COMPRESSED_RECEIPTS = b"\x05\x00"
+TOTAL_DIFFICULTY = b"\x06\x00"
+ACCUMULATOR = b"\x07\x00"
+BLOCK_INDEX = b"f2"
+RECORD_NAMES = {
+    VERSION: "Version", COMPRESSED_HEADER: "CompressedHeader", COMPRESSED_BODY: "CompressedBody",
+    COMPRESSED_RECEIPTS: "CompressedReceipts", TOTAL_DIFFICULTY: "TotalDifficulty",
+    ACCUMULATOR: "Accumulator", BLOCK_INDEX: "BlockIndex",
+}  # fmt: skip
+EMPTY_UNCLES_HASH = keccak(b"\xc0")
+EMPTY_TRIE_ROOT = keccak(b"\x80")
+_STREAM_ID = b"\xff\x06\x00\x00sNaPpY"
+_TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
+
+
+class Era1Error(FeeslabError, ValueError):
+    """An era1 file that is damaged, truncated or not an era1 file, or a range no file covers.
+
+    Attributes
+    ----------
+    path : str or None
+        The file.
+    block : int or None
+        The block whose record failed.
+    """
+
+    def __init__(self, message: str, *, path: Any = None, block: int | None = None) -> None:
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+        self.block = block
+
+
+# -- e2store and snappy ------------------------------------------------------------------------
+
+
+def _snappy_frames(data: bytes | memoryview) -> bytes:
+    """Decode a snappy-framed stream.
+
+    One chunk (every header and most bodies) goes straight to cramjam's raw decoder, or
+    is the data itself when stored uncompressed: cramjam's framed decoder costs ~10 us a
+    call against ~0.4 us for the raw one, and the chunk's CRC is not checked because the
+    content is checked by hash (header hash, ``sha3Uncles``, ``transactionsRoot``) right
+    after. Longer streams use cramjam's framed
+    decoder, CRCs included.
+    """
+    if (
+        len(data) > 18
+        and data[:10] == _STREAM_ID
+        and data[10] in (0, 1)
+        and int.from_bytes(data[11:14], "little") == len(data) - 14
+    ):
+        if data[10] == 1:  # an uncompressed chunk: what compression would not shrink
+            return bytes(data[18:])
+        return bytes(cramjam.snappy.decompress_raw(data[18:]))
+    return bytes(cramjam.snappy.decompress(bytes(data)))
+
+
+def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    pos = pos.astype(np.int64)
+    return (
+        buf[pos].astype(np.int64)
+        | buf[pos + 1].astype(np.int64) << 8
+        | buf[pos + 2].astype(np.int64) << 16
+        | buf[pos + 3].astype(np.int64) << 24
+    )
+
+
+def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
+
+
+# -- SSZ accumulator ---------------------------------------------------------------------------
+
+_ZERO_HASHES = [bytes(32)]
+for _ in range(13):
+    _ZERO_HASHES.append(hashlib.sha256(_ZERO_HASHES[-1] * 2).digest())
+
+
+def accumulator_root(hashes: Sequence[bytes], total_difficulties: Sequence[int]) -> bytes:
+    """``hash_tree_root(List[HeaderRecord(block_hash, total_difficulty), 8192])``.
+
+    Written by hand (sha256 over a fixed 13-level tree and a length mix-in, 20 lines): the
+    SSZ libraries on PyPI pull in a consensus client's worth of code for this one root.
+
+    Parameters
+    ----------
+    hashes : sequence of bytes
+        Block hashes (32 bytes each), in block order.
+    total_difficulties : sequence of int
+        The total difficulty after each block [hashes].
+
+    Returns
+    -------
+    bytes
+        The 32-byte root era1's ``Accumulator`` record holds.
+
+    References
+    ----------
+    .. [1] Ethereum consensus specs, "SimpleSerialize (SSZ)": ``merkleize`` with a limit,
+       ``mix_in_length``.
+    """
+    count = len(hashes)
+    if count > EPOCH_SIZE or count != len(total_difficulties):
+        raise ValueError("one hash and one total difficulty per block, at most 8,192")
+    sha = hashlib.sha256
+    layer = [
+        sha(h + td.to_bytes(32, "little")).digest()
+        for h, td in zip(hashes, total_difficulties, strict=True)
+    ]
+    for depth in range(13):
+        if not layer:
+            layer = [_ZERO_HASHES[depth + 1]]
+            continue
+        if len(layer) % 2:
+            layer.append(_ZERO_HASHES[depth])
+        layer = [sha(layer[i] + layer[i + 1]).digest() for i in range(0, len(layer), 2)]
+    return sha(layer[0] + count.to_bytes(32, "little")).digest()
+
+
+# -- RLP -----------------------------------------------------------------------------------------
+
+
+def _item(data: bytes, pos: int, end: int) -> tuple[bool, int, int]:
+    """(is_list, payload start, item end) of the RLP item at ``pos``; ValueError if cut."""
+    if pos >= end:
+        raise ValueError(f"RLP item expected at byte {pos}, the data ends at {end}")
+    b = data[pos]
+    if b < 0x80:
+        is_list, start, stop = False, pos, pos + 1
+    elif b <= 0xB7:
+        is_list, start, stop = False, pos + 1, pos + 1 + b - 0x80
+    elif b <= 0xBF:
+        n = b - 0xB7
+        is_list, start = False, pos + 1 + n
+        stop = start + int.from_bytes(data[pos + 1 : start], "big")
+    elif b <= 0xF7:
+        is_list, start, stop = True, pos + 1, pos + 1 + b - 0xC0
+    else:
+        n = b - 0xF7
+        is_list, start = True, pos + 1 + n
+        stop = start + int.from_bytes(data[pos + 1 : start], "big")
+    if stop > end:
+        raise ValueError(f"RLP item at byte {pos} runs past its end ({stop} > {end})")
+    return is_list, start, stop
+
+
+def _children(data: bytes, start: int, stop: int) -> list[tuple[int, int, int, bool]]:
+    """The items of the list payload ``data[start:stop]``: (item start, payload start, end,
+    is_list)."""
+    out = []
+    pos = start
+    while pos < stop:
+        is_list, payload, end = _item(data, pos, stop)
+        out.append((pos, payload, end, is_list))
+        pos = end
+    return out
+
+
+def _rlp_list_size(payload: int) -> int:
+    if payload < 56:
+        return 1 + payload
+    return 1 + (payload.bit_length() + 7) // 8 + payload
+
+
+_HEADER_FIELDS = ("difficulty", "number", "gas_limit", "gas_used", "timestamp")
+
+
+def _decode_header_slow(header: bytes) -> dict[str, Any]:
+    """One header with the ``rlp`` package: the reference the fast path is tested against."""
+    fields = rlp.decode(header)
+    if not isinstance(fields, list) or len(fields) not in (15, 16) or any(
+        not isinstance(f, bytes) for f in fields
+    ):
+        raise ValueError("not a pre-merge header (15 or 16 byte-string fields)")
+    widths = {0: 32, 1: 32, 2: 20, 3: 32, 4: 32, 5: 32, 6: 256, 13: 32, 14: 8}
+    for i, width in widths.items():
+        if len(fields[i]) != width:
+            raise ValueError(f"header field {i} is {len(fields[i])} bytes, not {width}")
+    out = {
+        "parent_hash": fields[0], "uncles_hash": fields[1], "coinbase": fields[2],
+        "transactions_root": fields[4], "receipts_root": fields[5],
+        "base_fee": int.from_bytes(fields[15], "big") if len(fields) == 16 else None,
+    }  # fmt: skip
+    for name, value in zip(_HEADER_FIELDS, fields[7:12], strict=True):
+        out[name] = int.from_bytes(value, "big")
+    return out
+
+
+def _int_field(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised: the canonical RLP integer (at most 8 bytes) at each ``pos``; ``ok`` is
+    cleared where it is not one."""
+    b = buf[pos].astype(np.int64)
+    single = b < 0x80
+    length = np.where(single, 0, b - 0x80)
+    ok &= single | (length <= 8)
+    length = np.where(ok, length, 0)
+    value = np.where(single, b, 0).astype(np.uint64)
+    first = buf[pos + 1]
+    ok &= (length == 0) | (first != 0)  # no leading zero
+    ok &= (length != 1) | (first >= 0x80)  # a byte below 0x80 stands alone
+    for k in range(8):
+        more = length > k
+        if not more.any():
+            break
+        value[more] = (value[more] << np.uint64(8)) | buf[pos[more] + 1 + k].astype(np.uint64)
+    return value, pos + np.where(single, 1, 1 + length)
+
+
+def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray]:
+    """Columns of pre-merge headers, walked all at once with numpy.
+
+    A hand-rolled offset walker: ``rlp.decode`` of one header takes ~25 us, 10x the budget
+    of the 100 MiB/s scan; the first seven fields have fixed widths, so only the integers
+    after them need walking. Headers the walker cannot read (an over-long integer, an odd
+    field) go through ``rlp.decode`` instead; the second value names any that fail both.
+    """
+    n = len(headers)
+    lengths = np.fromiter(map(len, headers), dtype=np.int64, count=n)
+    buf = np.frombuffer(b"".join(headers) + bytes(512), dtype=np.uint8)  # no walk runs off
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    ends = starts + lengths
+    ok = (lengths >= 448) & (buf[starts] == 0xF9)
+    ok &= (buf[starts + 1].astype(np.int64) << 8 | buf[starts + 2]) + 3 == lengths
+    p = starts + 3
+    for offset, prefix in ((0, 0xA0), (33, 0xA0), (66, 0x94), (87, 0xA0), (120, 0xA0),
+                           (153, 0xA0), (186, 0xB9), (187, 0x01), (188, 0x00)):  # fmt: skip
+        ok &= buf[p + offset] == prefix
+    pos = np.where(ok, p + 445, starts)
+    ints = {}
+    for name in _HEADER_FIELDS:
+        ints[name], pos = _int_field(buf, pos, ok)
+    b = buf[pos].astype(np.int64)  # extraData: at most 32 bytes
+    ok &= b <= 0xB7
+    pos = pos + np.where(b < 0x80, 1, 1 + b - 0x80)
+    ok &= buf[pos] == 0xA0
+    ok &= buf[pos + 33] == 0x88
+    pos = np.where(ok, pos + 42, ends)
+    has_fee = pos < ends
+    fee_ok = ok.copy()
+    base_fee, after = _int_field(buf, np.where(has_fee, pos, starts), fee_ok)
+    ok &= ~has_fee | (fee_ok & (after == ends))
+    pos = np.where(ok, np.where(has_fee, after, pos), ends)
+    ok &= pos == ends
+    matrix = buf[p[:, None] + np.arange(445)]
+    columns: dict[str, Any] = {
+        "parent_hash": [bytes(r) for r in matrix[:, 1:33]] if n else [],
+        "uncles_hash": matrix[:, 34:66],
+        "coinbase": matrix[:, 67:87],
+        "transactions_root": matrix[:, 121:153],
+        "receipts_root": matrix[:, 154:186],
+        "has_fee": has_fee,
+        "base_fee": base_fee,
+    }
+    for name in _HEADER_FIELDS:
+        columns[name] = ints[name]
+    bad = np.flatnonzero(~ok)
+    failed = []
+    if len(bad):  # the general path, header by header
+        for name in ("uncles_hash", "coinbase", "transactions_root", "receipts_root"):
+            columns[name] = columns[name].copy()
+        for name in (*_HEADER_FIELDS, "base_fee"):
+            columns[name] = columns[name].astype(object)
+        for i in bad:
+            try:
+                slow = _decode_header_slow(headers[i])
+            except (ValueError, rlp.exceptions.DecodingError):
+                failed.append(int(i))
+                continue
+            columns["parent_hash"][i] = slow["parent_hash"]
+            for name in ("uncles_hash", "coinbase", "transactions_root", "receipts_root"):
+                columns[name][i] = np.frombuffer(slow[name], dtype=np.uint8)
+            for name in _HEADER_FIELDS:
+                columns[name][i] = slow[name]
+            columns["has_fee"][i] = slow["base_fee"] is not None
+            columns["base_fee"][i] = slow["base_fee"] or 0
+    return columns, np.array(failed, dtype=np.int64)
+
+
+def _hex_rows(matrix: np.ndarray) -> list[str]:
+    """Rows of a uint8 matrix as 0x hex strings (one ``hex()`` call for all of them)."""
+    if not len(matrix):
+        return []
+    width = matrix.shape[1] * 2
+    text = np.ascontiguousarray(matrix).tobytes().hex()
+    return ["0x" + text[i : i + width] for i in range(0, len(text), width)]
+
+
+# -- one file ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Headers:
+    """A file's verified headers, columns in block order."""
+
+    hashes: list[bytes]
+    raw: list[bytes]
+    columns: dict[str, Any]
+    total_difficulty: list[int]
+
+
+class Era1File:
+    """One era1 file: its layout read and checked on opening, its blocks on demand.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Attributes
+    ----------
+    path : Path
+    start : int
+        The first block it holds.
+    count : int
+        How many blocks it holds (8,192 but for the last pre-merge file).
+    accumulator : bytes
+        The accumulator root its ``Accumulator`` record holds.
+    stand_in_roots : bool
+        True for files the devnet exported (named ``devnet-*``): the devnet models no
+        transactions, and its headers hold seeded stand-in ``transactionsRoot`` values, so
+        that one check is left out for them (every other check still runs).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.stand_in_roots = self.path.name.startswith("devnet-")
+        try:
+            with open(self.path, "rb") as handle:
+                size = handle.seek(0, 2)
+                if size < 8:
+                    raise self._error(f"{size} bytes: too short for an era1 file")
+                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise Era1Error(f"{self.path}: cannot read: {exc.strerror or exc}",
+                            path=self.path) from None  # fmt: skip
+        self._layout()
+
+    def __repr__(self) -> str:
+        return f"<Era1File {self.path.name}: blocks {self.start:,} .. {self.stop - 1:,}>"
+
+    @property
+    def stop(self) -> int:
+        """The block after the last one it holds."""
+        return self.start + self.count
+
+    def close(self) -> None:
+        """Unmap the file (at once, or when the last array or traceback still using it goes)."""
+        with contextlib.suppress(BufferError):
+            self._map.close()
+
+    def __enter__(self) -> Era1File:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _error(self, message: str, block: int | None = None) -> Era1Error:
+        where = "" if block is None else f"block {block:,}: "
+        return Era1Error(f"{self.path.name}: {where}{message}", path=self.path, block=block)
+
+    def _layout(self) -> None:
+        """Read the block index and check every record's type and length against it."""
+        data = self._map
+        size = len(data)
+        if data[:8] != VERSION + bytes(6):
+            raise self._error("no e2store Version record at byte 0: not an era1 file")
+        count = int.from_bytes(data[size - 8 :], "little")
+        index_start = size - (8 + 16 + 8 * count)
+        if count == 0 or count > EPOCH_SIZE or index_start < 8 or data[
+            index_start : index_start + 2
+        ] != BLOCK_INDEX or int.from_bytes(data[index_start + 2 : index_start + 6],
+                                           "little") != 16 + 8 * count:  # fmt: skip
+            raise self._error("no BlockIndex record at the end: truncated or not an era1 file")
+        index = data[index_start + 8 : size]
+        self.start = int.from_bytes(index[:8], "little")
+        self.count = count
+        offsets = index_start + np.frombuffer(index, dtype="<i8", count=count, offset=8)
+        acc = index_start - 40
+        if acc < 8 or data[acc : acc + 8] != ACCUMULATOR + (32).to_bytes(4, "little") + bytes(2):
+            raise self._error("no Accumulator record before the BlockIndex")
+        self.accumulator = bytes(data[acc + 8 : acc + 40])
+        buf = np.frombuffer(data, dtype=np.uint8)
+        if offsets[0] != 8 or (np.diff(offsets) <= 0).any() or offsets[-1] >= acc:
+            raise self._error("its BlockIndex does not match its records (offsets out of order "
+                              "or past the blocks): damaged or truncated")  # fmt: skip
+        pos = offsets.copy()
+        layout = {}
+        for kind in _TUPLE:
+            fits = pos + 8 <= acc
+            if not fits.all():
+                raise self._error(f"its {RECORD_NAMES[kind]} record starts past the blocks",
+                                  self.start + int(np.argmin(fits)))  # fmt: skip
+            type_ok = (_u16(buf, pos) == int.from_bytes(kind, "little")) & (
+                _u16(buf, pos + 6) == 0
+            )
+            length = _u32(buf, pos + 2)
+            if not type_ok.all():
+                i = int(np.argmin(type_ok))
+                raise self._error(f"no {RECORD_NAMES[kind]} record at byte {pos[i]:,}",
+                                  self.start + i)  # fmt: skip
+            layout[kind] = (pos + 8, length)
+            pos = pos + 8 + length
+        if (layout[TOTAL_DIFFICULTY][1] != 32).any():
+            i = int(np.argmin(layout[TOTAL_DIFFICULTY][1] == 32))
+            raise self._error("its TotalDifficulty record is not 32 bytes", self.start + i)
+        following = np.append(offsets[1:], acc)
+        if (pos > following).any():
+            i = int(np.argmax(pos > following))
+            raise self._error("its records run into the next block's", self.start + i)
+        self._records = {k: (o.tolist(), n.tolist()) for k, (o, n) in layout.items()}
+
+    def _record(self, kind: bytes, i: int) -> bytes:
+        offsets, lengths = self._records[kind]
+        o = offsets[i]
+        try:
+            return _snappy_frames(self._map[o : o + lengths[i]])
+        except (cramjam.DecompressionError, ValueError) as exc:
+            raise self._error(
+                f"its {RECORD_NAMES[kind]} record at byte {o:,} does not decompress ({exc})",
+                self.start + i,
+            ) from None
+
+    def headers(self) -> _Headers:
+        """Every header, hashed and checked: hash chain, total difficulty, accumulator."""
+        offsets, lengths = self._records[COMPRESSED_HEADER]
+        mm = self._map
+        raw_decode = cramjam.snappy.decompress_raw
+        view = memoryview(mm)
+        where = np.array(offsets, dtype=np.int64)
+        size = np.array(lengths, dtype=np.int64)
+        buf = np.frombuffer(mm, dtype=np.uint8)
+        # one compressed chunk (the usual case): found for all headers at once
+        fast = size > 18
+        near = np.where(fast, where, 0)
+        for k, byte in enumerate(_STREAM_ID):
+            fast &= buf[near + k] == byte
+        kind = buf[near + 10]
+        fast &= (kind <= 1) & ((_u32(buf, near + 10) >> 8) == size - 14)
+        raw = None
+        if fast.all():
+            try:
+                chunks = zip(offsets, lengths, kind.tolist(), strict=True)
+                raw = [bytes(raw_decode(view[o + 18 : o + n])) if k == 0 else
+                       bytes(view[o + 18 : o + n]) for o, n, k in chunks]  # fmt: skip
+            except cramjam.DecompressionError:
+                raw = None
+        if raw is None:  # record by record, to name the one that fails
+            raw = [self._record(COMPRESSED_HEADER, i) for i in range(len(offsets))]
+        hashes = list(map(keccak, raw))
+        columns, failed = _parse_headers(raw)
+        if len(failed):
+            i = int(failed[0])
+            raise self._error(f"its CompressedHeader record at byte {offsets[i]:,} is not an "
+                              "RLP block header", self.start + i)  # fmt: skip
+        numbers = columns["number"]
+        expected = np.arange(self.start, self.stop)
+        if not np.array_equal(np.asarray(numbers, dtype=np.int64), expected):
+            i = int(np.argmax(np.asarray(numbers, dtype=np.int64) != expected))
+            raise self._error(f"its header says block {numbers[i]}, the index {self.start + i}",
+                              self.start + i)  # fmt: skip
+        parents = columns["parent_hash"]
+        for i in range(1, self.count):
+            if parents[i] != hashes[i - 1]:
+                raise self._error(
+                    f"its parentHash 0x{parents[i].hex()} is not the hash of block "
+                    f"{self.start + i - 1:,} (0x{hashes[i - 1].hex()}): a damaged header",
+                    self.start + i,
+                )
+        td_offsets = self._records[TOTAL_DIFFICULTY][0]
+        tds = [int.from_bytes(mm[o : o + 32], "little") for o in td_offsets]
+        difficulty = columns["difficulty"].tolist()
+        first = 1 if self.start else 0
+        if not first and tds[0] != difficulty[0]:
+            raise self._error("its total difficulty is not its difficulty", self.start)
+        for i in range(max(first, 1), self.count):
+            if tds[i] - tds[i - 1] != difficulty[i]:
+                raise self._error(
+                    f"its total difficulty {tds[i]} is not block {self.start + i - 1:,}'s "
+                    f"{tds[i - 1]} + its difficulty {difficulty[i]}",
+                    self.start + i,
+                )
+        root = accumulator_root(hashes, tds)
+        if root != self.accumulator:
+            raise self._error(
+                f"the accumulator root of its headers, 0x{root.hex()}, is not the one it "
+                f"holds, 0x{self.accumulator.hex()}: a damaged header or total difficulty"
+            )
+        return _Headers(hashes=hashes, raw=raw, columns=columns, total_difficulty=tds)
+
+    def body(self, i: int, headers: _Headers, *, transactions: bool = True) -> tuple[
+            bytes, list[tuple[int, int, int, bool]], list[tuple[int, int, int, bool]], int]:
+        """Block ``start + i``'s body, checked against its header: (body RLP, transaction
+        items, uncle items, payload length). ``transactions=False`` leaves the transaction
+        list unread and unchecked (an empty item list): the uncle scan needs only the
+        uncles, which ``sha3Uncles`` checks."""
+        number = self.start + i
+        data = self._record(COMPRESSED_BODY, i)
+        try:
+            is_list, start, stop = _item(data, 0, len(data))
+            if not is_list or stop != len(data):
+                raise ValueError("not one RLP list")
+            parts = _children(data, start, stop)
+            if len(parts) < 2 or not parts[0][3] or not parts[1][3]:
+                raise ValueError("not [transactions, uncles]")
+            txs = _children(data, parts[0][1], parts[0][2]) if transactions else []
+            uncles = _children(data, parts[1][1], parts[1][2])
+        except ValueError as exc:
+            raise self._error(f"its CompressedBody record is not an RLP block body ({exc})",
+                              number) from None  # fmt: skip
+        columns = headers.columns
+        want = bytes(columns["uncles_hash"][i])
+        if keccak(data[parts[1][0] : parts[1][2]]) != want:
+            raise self._error(f"its body's uncles do not hash to its sha3Uncles 0x{want.hex()}",
+                              number)  # fmt: skip
+        if not transactions:
+            return data, txs, uncles, stop - start
+        root = _transactions_root(data, txs)
+        want = bytes(columns["transactions_root"][i])
+        if root != want and not self.stand_in_roots:
+            raise self._error(
+                f"its body's transactions do not hash to its transactionsRoot 0x{want.hex()}",
+                number,
+            )
+        return data, txs, uncles, stop - start
+
+    def receipts(self, i: int, headers: _Headers) -> list[Any]:
+        """Block ``start + i``'s receipts, decoded with ``rlp``; checked against its
+        ``receiptsRoot`` when they are in the consensus encoding (era1 as geth writes it:
+        ``[status, cumulativeGasUsed, bloom, logs]``, typed ones as ``type || rlp``). Slim
+        receipts without a bloom cannot be hashed to the root, and are not checked."""
+        number = self.start + i
+        data = self._record(COMPRESSED_RECEIPTS, i)
+        try:
+            decoded = rlp.decode(data)
+            is_list, start, stop = _item(data, 0, len(data))
+            items = _children(data, start, stop) if is_list else []
+        except (rlp.exceptions.DecodingError, ValueError) as exc:
+            raise self._error(f"its CompressedReceipts record is not RLP ({exc})",
+                              number) from None  # fmt: skip
+        if not isinstance(decoded, list):
+            raise self._error("its CompressedReceipts record is not an RLP list", number)
+        fields = [r if isinstance(r, list) else rlp.decode(r[1:]) for r in decoded]
+        if all(len(f) == 4 for f in fields):
+            values = [data[a:e] if is_item_list else data[p:e]
+                      for a, p, e, is_item_list in items]  # fmt: skip
+            want = bytes(headers.columns["receipts_root"][i])
+            if _trie_root(values) != want:
+                raise self._error(f"its receipts do not hash to its receiptsRoot 0x{want.hex()}",
+                                  number)  # fmt: skip
+        return fields
+
+
+def _transactions_root(data: bytes, txs: list[tuple[int, int, int, bool]]) -> bytes:
+    """The Merkle-Patricia root of a body's transactions (legacy: the RLP list; typed: the
+    byte string's content, ``type || payload``)."""
+    return _trie_root([data[item:end] if is_list else data[payload:end]
+                       for item, payload, end, is_list in txs])  # fmt: skip
+
+
+def _trie_root(values: Sequence[bytes]) -> bytes:
+    """The Merkle-Patricia root of a list keyed by ``rlp(index)`` (transactions, receipts)."""
+    if not values:
+        return EMPTY_TRIE_ROOT
+    from trie import HexaryTrie
+
+    tree = HexaryTrie(db={})
+    for index, value in enumerate(values):
+        tree[rlp.encode(index)] = value
+    return tree.root_hash
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _e2store_record(kind: bytes, data: bytes) -> bytes:
+    return kind + len(data).to_bytes(4, "little") + b"\x00\x00" + data
+
+
+def _framed(data: bytes) -> bytes:
+    return bytes(cramjam.snappy.compress(data))
+
+
+def era1_bytes(
+    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
+) -> tuple[bytes, bytes]:
+    """An era1 file's content from RLP blocks: (content, accumulator root).
+
+    Parameters
+    ----------
+    start : int
+        The first block's number.
+    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
+        In block order, at most 8,192.
+    """
+    if not 0 < len(blocks) <= EPOCH_SIZE:
+        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
+    parts = [_e2store_record(VERSION, b"")]
+    offset = 8
+    offsets, hashes, tds = [], [], []
+    for header, body, receipts, total_difficulty in blocks:
+        tuple_bytes = b"".join((
+            _e2store_record(COMPRESSED_HEADER, _framed(header)),
+            _e2store_record(COMPRESSED_BODY, _framed(body)),
+            _e2store_record(COMPRESSED_RECEIPTS, _framed(receipts)),
+            _e2store_record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
+        ))  # fmt: skip
+        offsets.append(offset)
+        offset += len(tuple_bytes)
+        parts.append(tuple_bytes)
+        hashes.append(keccak(header))
+        tds.append(total_difficulty)
+    root = accumulator_root(hashes, tds)
+    parts.append(_e2store_record(ACCUMULATOR, root))
+    index_start = offset + 40
+    index = b"".join(
+        [start.to_bytes(8, "little")]
+        + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
+        + [len(offsets).to_bytes(8, "little")]
+    )
+    parts.append(_e2store_record(BLOCK_INDEX, index))
+    return b"".join(parts), root
+
+
+# -- many files ----------------------------------------------------------------------------------
+
+
+def era1_files(path: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The era1 files a path names: a file, a directory (its ``*.era1``), or a glob pattern.
+
+    Raises
+    ------
+    Era1Error
+        When it names no era1 file.
+    """
+    if not isinstance(path, str | Path):
+        found = [f for p in path for f in era1_files(p)]
+        return sorted(set(found))
+    text = str(path)
+    candidate = Path(text).expanduser()
+    if candidate.is_dir():
+        found = sorted(candidate.glob("*.era1"))
+        where = f"the directory {text}"
+    elif candidate.is_file():
+        found = [candidate]
+        where = text
+    else:
+        found = sorted(Path(p) for p in _glob.glob(str(candidate)) if Path(p).is_file())
+        where = f"the pattern {text}" if _glob.has_magic(text) else text
+    if not found:
+        raise Era1Error(f"no era1 file in {where}", path=text)
+    return found
+
+
+def _span(path: Path) -> tuple[int, int]:
+    """(first block, block count) from a file's BlockIndex alone: 16 bytes read."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            if size >= 32:
+                handle.seek(size - 8)
+                count = int.from_bytes(handle.read(8), "little")
+                index_start = size - (8 + 16 + 8 * count)
+                if 0 < count <= EPOCH_SIZE and index_start >= 8:
+                    handle.seek(index_start)
+                    head = handle.read(16)
+                    if head[:2] == BLOCK_INDEX and int.from_bytes(head[2:6], "little") == (
+                            16 + 8 * count):  # fmt: skip
+                        return int.from_bytes(head[8:16], "little"), count
+    except OSError as exc:
+        raise Era1Error(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+    raise Era1Error(f"{path.name}: no BlockIndex record at the end: truncated or not an era1 "
+                    "file", path=path)  # fmt: skip
+
+
+def _network(paths: Sequence[Path]) -> str:
+    names = {p.name.split("-")[0] for p in paths}
+    return names.pop() if len(names) == 1 else "mixed"
+
+
+def effective_rewards(
+    gas_used: int, rewards: Sequence[int], gas: Sequence[int], percentiles: Sequence[float]
+) -> list[int]:
+    """The tips at ``percentiles`` of a block's gas, as geth's ``eth_feeHistory`` computes them.
+
+    Parameters
+    ----------
+    gas_used : int
+        The block's ``gasUsed`` [gas].
+    rewards : sequence of int
+        Each transaction's effective tip, ``min(maxPriorityFeePerGas, maxFeePerGas - baseFee)``
+        (``gasPrice - baseFee`` for legacy ones) [wei].
+    gas : sequence of int
+        Each transaction's gas used, from its receipt [gas].
+    percentiles : sequence of float
+        Rising, 0..100.
+
+    Returns
+    -------
+    list of int
+        One tip per percentile [wei]: the transactions sorted by tip (stably), the tip of the
+        first whose running gas reaches ``gas_used * p / 100``; zeros for an empty block.
+
+    References
+    ----------
+    .. [1] go-ethereum, ``eth/gasprice/feehistory.go``, ``processBlock``.
+    """
+    if not rewards:
+        return [0] * len(percentiles)
+    order = sorted(range(len(rewards)), key=rewards.__getitem__)  # stable, as SortStableFunc
+    out = []
+    index = 0
+    total = gas[order[0]]
+    for p in percentiles:
+        threshold = int(float(gas_used) * p / 100)  # uint64(float64(gasUsed) * p / 100)
+        while total < threshold and index < len(rewards) - 1:
+            index += 1
+            total += gas[order[index]]
+        out.append(rewards[order[index]])
+    return out
+
+
+def _tip(tx: Any, typed: int | None, base_fee: int) -> int:
+    """A decoded transaction's effective tip (geth's ``EffectiveGasTip``)."""
+    if typed is None or typed == 1:  # legacy [nonce, gasPrice, ..]; 2930 [chainId, nonce, gasPrice]
+        price = int.from_bytes(tx[1 if typed is None else 2], "big")
+        return price - base_fee
+    cap = int.from_bytes(tx[2], "big")  # 1559 and later: [chainId, nonce, tipCap, feeCap, ...]
+    return min(cap, int.from_bytes(tx[3], "big") - base_fee)
+
+
+class Era1Source:
+    """Blocks, uncles and fee history read from era1 files, at zero credits.
+
+    Parameters
+    ----------
+    path : str, Path, or a sequence of them
+        A file, a directory of ``*.era1`` files, or a glob pattern
+        (``"~/era1/mainnet-0000*.era1"``).
+
+    Attributes
+    ----------
+    files : list of Path
+        The files found.
+    network : str
+        The network their names begin with (``mainnet``, ``devnet``).
+    chain_id : int
+        1 (era1 holds Ethereum mainnet's pre-merge history; the devnet exports its chain 1).
+    heights : str
+        ``"devnet"`` for files the devnet exported, else ``"protocol"``: whose fork heights
+        ``feeslab.analysis`` should use.
+
+    Notes
+    -----
+    Opening reads nothing; the first range reads each file's first block and count (16
+    bytes of its block index), and every file a range touches is mapped, its layout checked,
+    and only what the frame needs decoded: every header of each file it touches (they are hashed
+    and checked against the accumulator); for ``uncle_rows`` the bodies of blocks with
+    uncles, their transactions left unread; for ``fee_history`` the bodies and receipts of
+    blocks with transactions; for ``blocks`` every body (the block size needs it).
+    """
+
+    chain_id = 1
+
+    def __init__(self, path: str | Path | Sequence[str | Path]) -> None:
+        self.files = era1_files(path)
+        self.network = _network(self.files)
+        self.heights = "devnet" if self.network == "devnet" else "protocol"
+        self._ranges: list[tuple[int, int, Path]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Era1Source {self.network}: {len(self.files)} files>"
+
+    def close(self) -> None:
+        """Nothing stays open between calls (each file is mapped while it is read)."""
+
+    def ranges(self) -> list[tuple[int, int, Path]]:
+        """(first block, block after the last, file) for every file, in block order."""
+        if self._ranges is None:
+            spans = []
+            for path in self.files:
+                first, count = _span(path)
+                spans.append((first, first + count, path))
+            self._ranges = sorted(spans)
+        return self._ranges
+
+    def _covering(self, start: int, stop: int) -> list[tuple[Path, int, int]]:
+        """(file, first index, index after the last) covering blocks start .. stop - 1."""
+        if not 0 <= start < stop:
+            raise ValueError(f"need 0 <= start < stop, got {start}, {stop}")
+        out = []
+        block = start
+        for first, after, path in self.ranges():
+            if after <= block or first >= stop:
+                continue
+            if first > block:
+                break
+            out.append((path, block - first, min(stop, after) - first))
+            block = min(stop, after)
+            if block >= stop:
+                return out
+        spans = ", ".join(f"{a:,}..{b - 1:,}" for a, b, _ in self.ranges()[:4])
+        more = " ..." if len(self.ranges()) > 4 else ""
+        raise Era1Error(
+            f"no era1 file covers block {block:,} (the {len(self.files)} files cover "
+            f"{spans}{more})",
+            block=block,
+        )
+
+    def _walk(self, start: int, stop: int, progress: bool | None):
+        """(file, its checked headers, first index, index after the last) per file."""
+        parts = self._covering(start, stop)
+        bar = None
+        if progress or (progress is None and len(parts) > 1):
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(parts), desc="era1 files", unit="file", leave=False)
+        previous: bytes | None = None
+        try:
+            for path, lo, hi in parts:
+                with Era1File(path) as handle:
+                    headers = handle.headers()
+                    if lo == 0 and previous is not None and headers.columns["parent_hash"][
+                        0] != previous:  # fmt: skip
+                        raise handle._error("its parentHash is not the previous file's last "
+                                            "hash", handle.start)  # fmt: skip
+                    previous = headers.hashes[-1] if hi == handle.count else None
+                    yield handle, headers, lo, hi
+                if bar is not None:
+                    bar.update()
+        finally:
+            if bar is not None:
+                bar.close()
+
+    @staticmethod
+    def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
+        frame.attrs.update({"chain_id": 1, "source": "era1", "network": network})
+        return frame
+
+    def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
+        """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them."""
+        pieces = []
+        for handle, headers, lo, hi in self._walk(start, stop, progress):
+            c = headers.columns
+            sizes, tx_counts, uncle_hashes = [], [], []
+            for i in range(lo, hi):
+                data, txs, uncles, payload = handle.body(i, headers)
+                sizes.append(_rlp_list_size(len(headers.raw[i]) + payload))
+                tx_counts.append(len(txs))
+                uncle_hashes.append(tuple("0x" + keccak(data[a:e]).hex() for a, _, e, _ in uncles))
+            sl = slice(lo, hi)
+            hashes = ["0x" + h.hex() for h in headers.hashes[sl]]
+            number = np.asarray(c["number"][sl], dtype=np.int64)
+            gas_limit = np.asarray(c["gas_limit"][sl], dtype=np.int64)
+            gas_used = np.asarray(c["gas_used"][sl], dtype=np.int64)
+            ratio = np.full(len(number), np.nan)
+            np.divide(gas_used, gas_limit, out=ratio, where=gas_limit != 0)
+            has_fee = np.asarray(c["has_fee"][sl], dtype=bool)
+            fee = np.asarray(c["base_fee"][sl], dtype=np.int64)
+            pieces.append(pd.DataFrame({
+                "block_number": number,
+                "hash": pd.Series(hashes, dtype="str"),
+                "parent_hash": pd.Series(["0x" + h.hex() for h in c["parent_hash"][sl]],
+                                         dtype="str"),
+                "timestamp": _utc_seconds(np.asarray(c["timestamp"][sl], dtype=np.int64)),
+                "miner": pd.Series(_hex_rows(c["coinbase"][sl]), dtype="str"),
+                "difficulty": _object_series([int(d) for d in c["difficulty"][sl]]),
+                "total_difficulty": _object_series(headers.total_difficulty[sl]),
+                "gas_limit": gas_limit,
+                "gas_used": gas_used,
+                "gas_used_ratio": ratio,
+                "base_fee_wei": pd.Series(pd.arrays.IntegerArray(fee, ~has_fee)),
+                "size_bytes": np.array(sizes, dtype=np.int64),
+                "transaction_count": np.array(tx_counts, dtype=np.int64),
+                "uncle_count": np.array([len(u) for u in uncle_hashes], dtype=np.int64),
+                "uncle_hashes": _object_series(uncle_hashes),
+            }))  # fmt: skip
+        frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(BLOCK_DTYPES)
+        return self._attrs(frame, self.network)
+
+    def uncle_rows(self, start: int, stop: int, *, progress: bool | None = None) -> tuple[
+            pd.DataFrame, pd.DataFrame]:  # fmt: skip
+        """(uncles, per-block counts) of blocks ``start`` .. ``stop - 1``: the frames of
+        ``UncleScan.uncles`` and ``UncleScan.blocks``."""
+        including, index, raw = [], [], []
+        empty = np.frombuffer(EMPTY_UNCLES_HASH, dtype=np.uint8)
+        for handle, headers, lo, hi in self._walk(start, stop, progress):
+            has = np.flatnonzero((headers.columns["uncles_hash"][lo:hi] != empty).any(axis=1))
+            for i in (has + lo).tolist():
+                data, _, uncles, _ = handle.body(i, headers, transactions=False)
+                for k, (a, _, e, _) in enumerate(uncles):
+                    including.append(handle.start + i)
+                    index.append(k)
+                    raw.append(data[a:e])
+        frame = _uncle_frame(including, index, raw)
+        return self._attrs(frame, self.network), self._attrs(
+            uncle_scan_frame(range(start, stop), frame), self.network
+        )
+
+    def fee_history(
+        self,
+        start: int,
+        stop: int,
+        *,
+        percentiles: Sequence[float] = (10, 50, 90),
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """Base fees, gas used ratios and tip percentiles of blocks ``start`` .. ``stop - 1``,
+        as ``Lab.fee_history`` gives them; the tips come from the bodies and receipts as
+        geth's ``eth_feeHistory`` computes them (:func:`effective_rewards`). Base fees are 0
+        before London, as nodes answer."""
+        names = [reward_column(p) for p in percentiles]
+        if list(percentiles) != sorted(percentiles):
+            raise ValueError(f"percentiles must rise, got {list(percentiles)}")
+        pieces = []
+        for handle, headers, lo, hi in self._walk(start, stop, progress):
+            c = headers.columns
+            fee = np.where(np.asarray(c["has_fee"][lo:hi], dtype=bool),
+                           np.asarray(c["base_fee"][lo:hi], dtype=np.int64), 0)  # fmt: skip
+            gas_used = np.asarray(c["gas_used"][lo:hi], dtype=np.int64)
+            gas_limit = np.asarray(c["gas_limit"][lo:hi], dtype=np.int64)
+            tx_root = c["transactions_root"][lo:hi]
+            empty = np.frombuffer(EMPTY_TRIE_ROOT, dtype=np.uint8)
+            has_txs = (tx_root != empty).any(axis=1)
+            rewards = np.zeros((hi - lo, len(names)), dtype=np.int64)
+            for j in np.flatnonzero(has_txs).tolist():
+                rewards[j] = self._rewards(handle, headers, lo + j, int(fee[j]),
+                                           int(gas_used[j]), percentiles)  # fmt: skip
+            ratio = np.full(hi - lo, np.nan)
+            np.divide(gas_used, gas_limit, out=ratio, where=gas_limit != 0)
+            piece = pd.DataFrame({
+                "block_number": np.arange(handle.start + lo, handle.start + hi, dtype=np.int64),
+                "base_fee_wei": fee,
+                "base_fee_gwei": fee / GWEI,
+                "gas_used_ratio": ratio,
+                "base_fee_per_blob_gas_wei": pd.Series([pd.NA] * (hi - lo), dtype="Int64"),
+                "blob_gas_used_ratio": np.nan,
+            })  # fmt: skip
+            for k, name in enumerate(names):
+                piece[name] = pd.array(rewards[:, k], dtype="Int64")
+            pieces.append(piece)
+        frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(FEE_HISTORY_DTYPES)
+        return self._attrs(frame, self.network)
+
+    @staticmethod
+    def _rewards(handle: Era1File, headers: _Headers, i: int, base_fee: int, gas_used: int,
+                 percentiles: Sequence[float]) -> list[int]:  # fmt: skip
+        data, txs, _, _ = handle.body(i, headers)
+        tips = []
+        for item, payload, end, is_list in txs:
+            if is_list:
+                tips.append(_tip(rlp.decode(data[item:end]), None, base_fee))
+            else:
+                kind = data[payload]
+                tips.append(_tip(rlp.decode(data[payload + 1 : end]), kind, base_fee))
+        if not tips:  # a devnet file's stand-in root: no transactions, no tips
+            return [0] * len(percentiles)
+        receipts = handle.receipts(i, headers)
+        if len(receipts) != len(tips):
+            raise handle._error(f"it has {len(tips)} transactions but {len(receipts)} "
+                                "receipts", handle.start + i)  # fmt: skip
+        cumulative = [int.from_bytes(fields[1], "big") for fields in receipts]
+        gas = [b - a for a, b in zip([0, *cumulative[:-1]], cumulative, strict=True)]
+        return effective_rewards(gas_used, tips, gas, percentiles)
+
+
+def _uncle_frame(including: list[int], index: list[int], raw: list[bytes]) -> pd.DataFrame:
+    if not raw:
+        return _empty(UNCLE_DTYPES)
+    columns, failed = _parse_headers(raw)
+    if len(failed):
+        i = int(failed[0])
+        raise Era1Error(f"block {including[i]:,}: its uncle {index[i]} is not an RLP header",
+                        block=including[i])  # fmt: skip
+    block_number = np.array(including, dtype=np.int64)
+    uncle_number = np.asarray(columns["number"], dtype=np.int64)
+    has_fee = np.asarray(columns["has_fee"], dtype=bool)
+    fee = np.asarray(columns["base_fee"], dtype=np.int64)
+    return pd.DataFrame({
+        "block_number": block_number,
+        "uncle_index": np.array(index, dtype=np.int64),
+        "uncle_number": uncle_number,
+        "depth": block_number - uncle_number,
+        "hash": pd.Series(["0x" + keccak(r).hex() for r in raw], dtype="str"),
+        "miner": pd.Series(_hex_rows(columns["coinbase"]), dtype="str"),
+        "difficulty": _object_series([int(d) for d in columns["difficulty"]]),
+        "gas_limit": np.asarray(columns["gas_limit"], dtype=np.int64),
+        "gas_used": np.asarray(columns["gas_used"], dtype=np.int64),
+        "timestamp": _utc_seconds(np.asarray(columns["timestamp"], dtype=np.int64)),
+        "base_fee_wei": pd.Series(pd.arrays.IntegerArray(fee, ~has_fee)),
+    })  # fmt: skip
+
+
+class NoNode:
+    """The ``node`` of a Lab that reads era1 files: every use says so, as a ConfigError."""
+
+    def __init__(self, source: Era1Source) -> None:
+        self._source = source
+
+    def __getattr__(self, name: str) -> Any:
+        raise ConfigError(
+            f"this Lab reads era1 files ({self._source!r}) and has no node: "
+            f"connect() without era1= for node.{name}"
+        )
+
+    def close(self) -> None:
+        self._source.close()

@@ -1,0 +1,82 @@
+"""feeslab.plots.blobs: the artists, data and labels each blob plot draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from feeslab.analysis import fees
+from feeslab.plots import plot_blob_base_fee, plot_blob_regimes, plot_blob_usage, plot_burn
+
+CANCUN_FRACTION = 3_338_477
+
+
+@pytest.fixture
+def chain() -> pd.DataFrame:
+    """300 blocks made by EIP-4844's rule (Cancun): 100 full, 100 empty, 100 at target."""
+    blobs = [6] * 100 + [0] * 100 + [3] * 100
+    excess = [10 * 2**17]
+    for count in blobs[:-1]:
+        excess.append(max(0, excess[-1] + count * 2**17 - 3 * 2**17))
+    frame = pd.DataFrame(
+        {
+            "block_number": np.arange(175_000, 175_300),
+            "timestamp": pd.date_range("2024-03-14", periods=300, freq="12s", tz="UTC"),
+            "base_fee_wei": np.full(300, 10**10),
+            "gas_used": np.full(300, 15_000_000),
+            "blob_gas_used": pd.array(np.array(blobs) * 2**17, dtype="Int64"),
+            "excess_blob_gas": pd.array(excess, dtype="Int64"),
+            "uncle_count": np.zeros(300, dtype=np.int64),
+        }
+    )
+    frame["blob_base_fee_wei"] = fees.blob_base_fees(frame, chain_id=1, heights="devnet")
+    return frame
+
+
+def test_blob_base_fee_draws_the_fees_on_a_log_axis(chain):
+    ax = plot_blob_base_fee(chain, forks={"cancun": 175_000})
+    line = ax.get_lines()[0]
+    assert np.array_equal(line.get_xdata(), chain["block_number"].to_numpy())
+    assert np.array_equal(line.get_ydata(), chain["blob_base_fee_wei"].astype(float).to_numpy())
+    assert ax.get_yscale() == "log"
+    assert "wei" in ax.get_ylabel()
+    assert any(t.get_text() == "cancun" for t in ax.texts)
+
+
+def test_blob_usage_shades_the_bracket_and_draws_target_and_max(chain):
+    usage = fees.infer_blob_usage(chain, chain_id=1, heights="devnet")
+    ax = plot_blob_usage(usage, truth=chain["blob_gas_used"] // 2**17)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["target", "max", "carried"]
+    target = ax.get_lines()[0].get_ydata()
+    assert set(np.unique(target)) == {3.0}
+    assert "blobs" in ax.get_ylabel()
+
+
+def test_regimes_colour_each_regime(chain):
+    regimes = fees.blob_fee_regimes(chain, window=16)
+    ax = plot_blob_regimes(chain, regimes)
+    drawn = {c.get_label(): len(c.get_offsets()) for c in ax.collections}
+    counts = regimes["regime"].astype(str).value_counts().to_dict()
+    assert drawn == {k: v for k, v in counts.items() if v}
+    assert {"rising", "falling"} <= set(drawn)
+
+
+def test_burn_stacks_blob_on_base_fee(chain):
+    daily = fees.burn_by_day(fees.fee_burn(chain, chain_id=1, heights="devnet"), freq="h")
+    ax = plot_burn(daily)
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert len(bars) == 2 * len(daily)
+    base, blob = bars[: len(daily)], bars[len(daily) :]
+    assert [b.get_height() for b in base] == pytest.approx(daily["base_fee_burn_eth"].tolist())
+    assert [b.get_y() for b in blob] == pytest.approx(daily["base_fee_burn_eth"].tolist())
+    assert ax.get_ylabel() == "ETH per hour [ETH]"
+
+
+def test_plots_name_the_frame_they_need():
+    with pytest.raises(TypeError, match="infer_blob_usage"):
+        plot_blob_usage(pd.DataFrame({"x": [1]}))
+    with pytest.raises(TypeError, match="burn_by_day"):
+        plot_burn(pd.DataFrame({"x": [1]}))
