@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 		echo "$(VENV) has another Python than $(PYTHON) ($(PY_VERSION)): rebuilding it"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[devnet,dev]'  # the devnet for make lab; dev has it too
 	touch $(STAMP)
 
 # The pinned npm packages (solc, and ganache for tests/devnet/test_reference_node.py)
@@ -40,6 +40,7 @@ test: $(STAMP) $(NPM_STAMP) lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks
+	$(BIN)/lint-imports  # the one-way flow: pyproject.toml [tool.importlinter]
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -46,7 +46,7 @@ def bench() -> list[tuple[str, float, str]]:
         lambda: parse_base_fee_history(strings, newest_block=20_000_000), REPEAT
     )
     rows.append((f"frames: parse_base_fee_history ({n:,} strings)", seconds,
-                 f"{n / seconds:,.0f} values/s"))  # fmt: skip
+                 f"{n / seconds:,.0f} values/s"))
 
     rng = np.random.default_rng(1)
     m = 100_000

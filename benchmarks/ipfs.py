@@ -56,7 +56,7 @@ def bench() -> list[tuple[str, float, str]]:
     dev = feeslab.devnet.spawn(ipfs_dir=store)
     try:
         with IpfsClient(base_url=dev.url, api_key=dev.api_key,
-                        api_key_secret=dev.api_key_secret, timeout=300) as client:  # fmt: skip
+                        api_key_secret=dev.api_key_secret, timeout=300) as client:
             client.add(b"warm up")
             adds, cats = [], []
             for seed in range(REPEAT):

@@ -72,7 +72,7 @@ def bench_generation(seed: int) -> list[tuple[str, float, str]]:
         elapsed = time.perf_counter() - start
         rate = (params.height + 1) / elapsed
         rows.append((f"generate chain {params.chain_id} ({params.height:,} blocks)",
-                     elapsed, f"{rate:,.0f} blocks/s"))  # fmt: skip
+                     elapsed, f"{rate:,.0f} blocks/s"))
     return rows
 
 
@@ -104,7 +104,7 @@ def bench_http(dev) -> list[tuple[str, float, str]]:
             run()  # warm
             seconds = median_seconds(run, 5)
             rows.append((f"{method}, batches of {BATCH}", seconds,
-                         f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
+                         f"{BATCH / seconds:,.0f} calls/s"))
 
         rows.extend(bench_execution(client, url, dev))
 
@@ -137,13 +137,13 @@ def bench_execution(client: httpx.Client, url: str, dev) -> list[tuple[str, floa
          "params": [{"from": holders[0], "to": token,
                      "data": balance_of + word(holders[i % len(holders)])}, "latest"]}
         for i in range(BATCH)
-    ]  # fmt: skip
+    ]
     estimates = [
         {"jsonrpc": "2.0", "id": i, "method": "eth_estimateGas",
          "params": [{"from": holders[i % 10], "to": token,
                      "data": transfer + word(holders[-1 - i % 50]) + word(10**18)}, "latest"]}
         for i in range(BATCH)
-    ]  # fmt: skip
+    ]
     rows = []
     for name, body in (("eth_call", calls), ("eth_estimateGas", estimates)):
 
@@ -155,7 +155,7 @@ def bench_execution(client: httpx.Client, url: str, dev) -> list[tuple[str, floa
         run()  # warm: builds the state at the head
         seconds = median_seconds(run, 5)
         rows.append((f"{name} (token), batches of {BATCH}", seconds,
-                     f"{BATCH / seconds:,.0f} calls/s"))  # fmt: skip
+                     f"{BATCH / seconds:,.0f} calls/s"))
     return rows
 
 

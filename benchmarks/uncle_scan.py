@@ -122,13 +122,13 @@ def warm(served: Served) -> None:
             {"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []},
             {"jsonrpc": "2.0", "id": 2, "method": "eth_getBlockByNumber",
              "params": [hex(STOP - 1), False]},
-        ]  # fmt: skip
+        ]
         client.post(served.rpc, json=body).raise_for_status()
         batch = [
             {"jsonrpc": "2.0", "id": i, "method": "eth_getBlockByNumber",
              "params": [hex(n), False]}
             for i, n in enumerate(range(START, START + WEB3_BATCH))
-        ]  # fmt: skip
+        ]
         client.post(served.rpc, json=batch).raise_for_status()
 
 
@@ -187,7 +187,7 @@ def _connect(served: Served, cache) -> feeslab.Lab:
     return feeslab.connect(
         url=served.url, api_key=served.key, api_key_secret=served.secret,
         cache=cache, progress=False,
-    )  # fmt: skip
+    )
 
 
 def _uncles_of(lab: feeslab.Lab) -> list[Uncle]:
@@ -197,7 +197,7 @@ def _uncles_of(lab: feeslab.Lab) -> list[Uncle]:
             frame["block_number"].tolist(), frame["uncle_index"].tolist(),
             frame["hash"].tolist(), strict=True,
         )
-    )  # fmt: skip
+    )
 
 
 def feeslab_cold(served: Served) -> tuple[list[Uncle], int, int]:
@@ -237,7 +237,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
     args = (
         "--seed", str(SEED), "--latency-ms", str(latency_ms),
         "--credits-per-second", str(CREDITS_PER_SECOND), "--daily-credits", str(DAILY_CREDITS),
-    )  # fmt: skip
+    )
     with feeslab_serve(*args) as served:
         warm(served)
         # untimed: the reference answer, and each client's first-call costs paid alike
@@ -276,7 +276,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
         out["feeslab"] = (
             statistics.median(cold), f"{calls:,} calls in {requests:,} requests, cache off",
             requests,
-        )  # fmt: skip
+        )
 
         with tempfile.TemporaryDirectory(prefix="feeslab-bench-cache-") as cache_dir:
             lab = _connect(served, cache=cache_dir)
@@ -287,7 +287,7 @@ def scan_at(latency_ms: int) -> dict[str, tuple[float, str, int]]:
                 lab.close()
             out["feeslab, warm cache rerun"] = (
                 seconds, f"{requests} requests ({calls} calls) sent: same Lab", requests,
-            )  # fmt: skip
+            )
             # a restarted kernel: a new Lab must learn the chain's identity (the cache's key)
             lab = _connect(served, cache=cache_dir)
             try:
@@ -344,7 +344,7 @@ def governed_rows() -> list[tuple[str, float, str]]:
 
 
 SCANS = ("web3.py loop", "web3.py batches", "feeslab", "feeslab, warm cache rerun",
-         "feeslab, warm cache, new Lab")  # fmt: skip
+         "feeslab, warm cache, new Lab")
 
 
 def bench() -> list[tuple[str, float, str]]:
@@ -355,7 +355,7 @@ def bench() -> list[tuple[str, float, str]]:
         for name in SCANS:
             seconds, note, _ = result[name]
             rows.append((f"uncle scan, {latency} ms: {name}", seconds,
-                         f"{BLOCKS / seconds:,.0f} blocks/s; {note}"))  # fmt: skip
+                         f"{BLOCKS / seconds:,.0f} blocks/s; {note}"))
     for latency, baseline, goal in GOALS:
         ours, theirs = results[latency]["feeslab"][0], results[latency][baseline][0]
         ratio = theirs / ours

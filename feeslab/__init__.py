@@ -9,16 +9,21 @@ them as a local stand-in for the service.
 """
 
 from feeslab.caip import AccountId, ChainId, Scope, Session
+from feeslab.chainspec import ChainSpec
 from feeslab.fetch.errors import (
     AuthError,
     BudgetExceeded,
     CaipError,
+    ChainSpecConflict,
+    ChainSpecError,
     CidMismatchError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
     IpfsError,
     IpfsStreamError,
+    MalformedWord,
+    MissingChainSpec,
     NotificationTimeout,
     ProtocolError,
     RateLimited,
@@ -39,6 +44,9 @@ __all__ = [
     "BudgetExceeded",
     "CaipError",
     "ChainId",
+    "ChainSpec",
+    "ChainSpecConflict",
+    "ChainSpecError",
     "CidMismatchError",
     "ConfigError",
     "CreditsExhausted",
@@ -47,6 +55,8 @@ __all__ = [
     "IpfsError",
     "IpfsStreamError",
     "Lab",
+    "MalformedWord",
+    "MissingChainSpec",
     "NotificationTimeout",
     "ProtocolError",
     "RateLimited",

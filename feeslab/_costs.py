@@ -143,3 +143,8 @@ def plan_credits_per_second(name: str) -> int:
         return PLANS[name.strip().lower()].credits_per_second
     except KeyError:
         raise KeyError(f"unknown plan {name!r}; known plans: {', '.join(PLANS)}") from None
+
+
+# the devnet's default limits, and `feeslab serve`'s, without importing the devnet
+TEAM_PLAN_DAILY_CREDITS = PLANS["team"].daily_credits
+TEAM_PLAN_CREDITS_PER_SECOND = PLANS["team"].credits_per_second

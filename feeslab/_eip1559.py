@@ -159,12 +159,3 @@ def initial_base_fee(chain_id: int, heights: Heights = "protocol") -> int:
         raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
     value = entry[heights]["initial_base_fee_wei"]
     return int(value["value"] if isinstance(value, dict) else value)
-
-
-def rule_at(rules: Sequence[Eip1559Rule], number: int) -> Eip1559Rule | None:
-    """The rule that computes block ``number``'s base fee; None before the first one."""
-    found = None
-    for rule in rules:
-        if number >= rule.from_block:
-            found = rule
-    return found

@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from feeslab.devnet.server import DEFAULT_CREDITS_PER_SECOND, DEFAULT_DAILY_CREDITS
+from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
+from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
 
 DEFAULT_PORT = 8545  # the usual local node port
 
@@ -212,6 +213,14 @@ def _banner(handle) -> str:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    import feeslab.devnet
+    from feeslab.fetch.errors import ConfigError
+
+    try:
+        feeslab.devnet.require("feeslab serve needs the devnet")
+    except ConfigError as exc:
+        print(f"feeslab serve: {exc}", file=sys.stderr)
+        return 2
     from feeslab.devnet.server import start
     from feeslab.devnet.wallet import WalletUser
 
@@ -506,7 +515,8 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
-    governor = getattr(lab.node.transport, "governor", None)
+    node = lab.node if lab.era1 is None else None  # era1 files are read, not paced
+    governor = getattr(getattr(node, "transport", None), "governor", None)
     if governor is not None and plan.total:
         governor.settle(timeout=5.0)
         rate = governor.ceiling

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import (
     Budget,
@@ -37,7 +38,7 @@ from feeslab.fetch.credits import (
     ask_devnet_credits_per_second,
     pacing_rate,
 )
-from feeslab.fetch.errors import ConfigError, RevertError
+from feeslab.fetch.errors import ConfigError, RevertError, redact
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.fetch.node import NodeClient, quantity
@@ -111,6 +112,7 @@ class Lab:
         network: str = "mainnet",
         wallet_url: str | None = None,
         ipfs: IpfsClient | None = None,
+        rpc_url: str | None = None,
         era1: Any = None,
     ) -> None:
         self.node = node
@@ -121,12 +123,19 @@ class Lab:
         self.devnet = devnet
         self.network = network
         self._heights: str | None = None if era1 is None else era1.heights
+        self._chain_spec: tuple[ChainSpec | None] | None = None  # asked once, then kept
+        self._own_chain_id: int | None = None
+        self.rpc_url = rpc_url  # any node's URL (connect(rpc_url=)); None on the service
         self.wallet_url = wallet_url
         self._wallet: Any = None
 
     def __repr__(self) -> str:
         if self.era1 is not None:
             return f"<Lab on era1 files ({len(self.era1.files)}), no node>"
+        if self.rpc_url is not None:  # any node: no network name, no credits
+            known = self.node._identity  # shown only when already asked: a repr sends nothing
+            chain = f"chain {known.split('-', 1)[0]}" if known else "a node"
+            return f"<Lab {chain} at {redact(self.rpc_url)}, {self.credits.calls:,} calls>"
         where = "devnet" if self.devnet is not None else "service"
         return f"<Lab {self.network} on the {where}, {self.credits.spent:,} credits spent>"
 
@@ -222,13 +231,14 @@ class Lab:
         Returns
         -------
         pandas.DataFrame
-            See ``feeslab.frames.parse_base_fee_history``.
+            See ``feeslab.frames.parse_base_fee_history``; ``attrs`` say its chain (see
+            :meth:`chain_spec`).
         """
         if self.gas is None:
             raise ConfigError("this Lab has no Gas API (connected with rpc_url=)")
         chain_id = self.node.chain_id if chain_id is None else chain_id
         values = self.gas.base_fee_history(chain_id)
-        frame = parse_base_fee_history(values)
+        frame = self._tag(parse_base_fee_history(values), chain_id)
         if chain_id != self.node.chain_id or frame.empty:
             return frame
         head = self.node.head(refresh=True)
@@ -238,7 +248,7 @@ class Lab:
             int(ends[0]["baseFeePerGas"], 16) == fees.iloc[0]
             and int(ends[1]["baseFeePerGas"], 16) == fees.iloc[-1]
         ):
-            return parse_base_fee_history(values, newest_block=head)
+            return self._tag(parse_base_fee_history(values, newest_block=head))
         return frame
 
     def fee_history(
@@ -271,7 +281,7 @@ class Lab:
         frame = pd.concat(frames, ignore_index=True) if frames else parse_fee_history(
             {"oldestBlock": hex(start), "baseFeePerGas": [], "gasUsedRatio": []}
         )  # fmt: skip
-        return frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)]
+        return self._tag(frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)])
 
     # -- blocks and uncles -------------------------------------------------------------------
 
@@ -292,6 +302,54 @@ class Lab:
                 self._heights = "devnet" if version.startswith(DEVNET_CLIENT) else "protocol"
         return self._heights
 
+    @property
+    def chain_spec(self) -> ChainSpec | None:
+        """The rules this Lab's chain follows (``feeslab.chainspec.ChainSpec``), which every
+        frame it returns carries in ``attrs`` for the analysis to read.
+
+        The real chain's heights on the service and on other nodes; the devnet's compressed
+        heights on a feeslab devnet (see :attr:`heights`). None for a chain that
+        ``data/chains.json`` does not describe (e.g. a local node's chain 1337): the analysis
+        then needs explicit parameters.
+        """
+        if self._chain_spec is None and self.era1 is not None:  # mainnet's archive, or a devnet's
+            self._chain_spec = (ChainSpec.from_chain(1, heights=self.heights),)
+        if self._chain_spec is None:
+            chain_id = self._chain_id()
+            known = chain_id in ChainSpec.known()
+            self._chain_spec = (ChainSpec.from_chain(chain_id, heights=self.heights)
+                                if known else None,)  # fmt: skip
+        return self._chain_spec[0]
+
+    @property
+    def source(self) -> str:
+        """Where this Lab's frames come from: ``"devnet"`` (a feeslab devnet), ``"node"``
+        (another node, ``connect(rpc_url=)``) or ``"service"``; in every frame's ``attrs``."""
+        if self.era1 is not None:
+            return "era1"
+        if self.heights == "devnet":
+            return "devnet"
+        return "node" if self.rpc_url is not None else "service"
+
+    def _chain_id(self) -> int:
+        """The node's chain id: from the cache's identity when known, else ``eth_chainId``
+        alone (without the cache the genesis block the identity needs is not asked for)."""
+        if self.node._identity is not None:
+            return self.node.chain_id
+        if self._own_chain_id is None:
+            self._own_chain_id = int(self.node.request("eth_chainId", []), 16)
+        return self._own_chain_id
+
+    def _tag(self, frame: pd.DataFrame, chain_id: int | None = None) -> pd.DataFrame:
+        """``frame`` with ``attrs`` saying its chain, the chain's spec and this Lab's source."""
+        own = self._chain_id()
+        if chain_id is None or chain_id == own:
+            spec = self.chain_spec
+        else:  # the Gas API of another chain of the same service: same heights
+            known = chain_id in ChainSpec.known()
+            spec = ChainSpec.from_chain(chain_id, heights=self.heights) if known else None
+        return with_chain(frame, chain_id=chain_id or own, spec=spec, source=self.source)
+
     def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
         """``eth_subscribe(kind, *params)`` on this Lab's WebSocket: iterate the result for
         the notifications (``for head in sub`` or ``next(sub)``); close it when done.
@@ -311,7 +369,7 @@ class Lab:
         self._check_head(stop)
         with gc_paused():  # the decoded headers die before the collector resumes
             found = self.node.blocks(range(start, stop), progress=progress)
-            return parse_blocks([b for b in found if b is not None])
+            return self._tag(parse_blocks([b for b in found if b is not None]))
 
     def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE) -> Plan:
         """What :meth:`uncles` will cost, before it runs.
@@ -381,9 +439,9 @@ class Lab:
             ]
             objects = self.node.uncles(wanted, progress=progress)
             rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-            uncles = parse_uncles(rows)
-            return UncleScan(uncles=uncles, blocks=uncle_scan_frame(range(start, stop), uncles),
-                             plan=plan)  # fmt: skip
+            uncles = self._tag(parse_uncles(rows))
+            blocks = self._tag(uncle_scan_frame(range(start, stop), uncles))
+            return UncleScan(uncles=uncles, blocks=blocks, plan=plan)
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -405,7 +463,7 @@ class Lab:
         answers = {
             b: "0x" + w.to_bytes(32, "big").hex() for b, w in zip(blocks, words, strict=True)
         }
-        return parse_storage_series(address, slot, answers)
+        return self._tag(parse_storage_series(address, slot, answers))
 
     # -- plans ---------------------------------------------------------------------------------
 
@@ -416,7 +474,7 @@ class Lab:
             return Plan([], title=f"fee history of blocks {start:,} to {stop - 1:,} (era1)")
         count = len(range(stop - 1, start - 1, -MAX_FEE_HISTORY))
         return Plan([PlanLine.of("eth_feeHistory", count)],
-                    title=f"fee history of blocks {start:,} to {stop - 1:,}")  # fmt: skip
+                    title=f"fee history of blocks {start:,} to {stop - 1:,}")
 
     def plan_base_fee_history(self) -> Plan:
         """What :meth:`base_fee_history` costs: the Gas API call, the head and two headers."""
@@ -490,9 +548,9 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         answer = self.node.run([RpcCall("eth_call", [request, _block_param(block)])],
-                               progress=False)[0]  # fmt: skip
+                               progress=False)[0]
         if isinstance(answer.error, RevertError):
             raise RevertError.from_rpc(answer.error.raw, abi=abi) from None
         values = decode_output(spec, answer.unwrap())
@@ -539,7 +597,7 @@ class Lab:
         """
         spec = function_spec(function, returns=returns, abi=abi)
         request = {"from": _address(sender, "sender"), "to": _address(to, "to"),
-                   "data": encode_call(spec, args)}  # fmt: skip
+                   "data": encode_call(spec, args)}
         numbers = [_block_number(b) for b in blocks]
         calls = [RpcCall("eth_call", [request, quantity(n)]) for n in numbers]
         if budget is not None:
@@ -554,7 +612,7 @@ class Lab:
                 answers[n] = answer.error
             else:
                 raise answer.error
-        return parse_call_series(spec, answers, abi=abi)
+        return self._tag(parse_call_series(spec, answers, abi=abi))
 
     def estimate_costs(
         self,
@@ -617,12 +675,14 @@ class Lab:
             a.result if a.ok else a.error
             for a in self.node.run(calls, progress=progress, description="eth_estimateGas")
         ]
-        return parse_cost_estimates(
-            answers,
-            block_number=number,
-            base_fee_wei=None if base_fee is None else int(base_fee, 16),
-            priority_fee_wei=priority_fee_wei,
-            abi=abi,
+        return self._tag(
+            parse_cost_estimates(
+                answers,
+                block_number=number,
+                base_fee_wei=None if base_fee is None else int(base_fee, 16),
+                priority_fee_wei=priority_fee_wei,
+                abi=abi,
+            )
         )
 
     def gas_needed(
@@ -670,7 +730,7 @@ class Lab:
         requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
         if frame.empty:
             return frame.assign(gas_needed=pd.Series(dtype="Int64"),
-                                eth_calls=pd.Series(dtype="int64"))  # fmt: skip
+                                eth_calls=pd.Series(dtype="int64"))
         number = quantity(int(frame["block_number"].iloc[0]))
         # search state per transaction: lo fails, hi succeeds (once checked)
         search = {
@@ -695,7 +755,7 @@ class Lab:
                 else:
                     probes.append((i, (lo + hi) // 2))
             batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
-                     for i, gas in probes]  # fmt: skip
+                     for i, gas in probes]
             answers = self.node.run(batch, progress=progress, description="gas search")
             for (i, gas), answer in zip(probes, answers, strict=True):
                 calls[i] += 1
@@ -710,7 +770,7 @@ class Lab:
                 if gas == state[1] and not state[2]:
                     if failed:
                         errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
-                                     f"{error_text(answer.error, abi)}")  # fmt: skip
+                                     f"{error_text(answer.error, abi)}")
                         del search[i]
                         continue
                     state[2] = True
@@ -868,7 +928,7 @@ def connect(
     api_key_secret = api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
     if block_time is not None and (url is not None or rpc_url is not None or api_key):
         raise ConfigError("block_time= sets the embedded devnet's pace; this Lab starts none")
-    ledger = CreditLedger()
+    ledger = CreditLedger(priced=rpc_url is None)  # another node charges no credits
     devnet = None
     ipfs_root = None
     if rpc_url is not None:
@@ -884,8 +944,9 @@ def connect(
         node_url, gas_root = INFURA_NODE.format(network=network, key=api_key), INFURA_GAS
         ipfs_root = INFURA_IPFS
     else:
-        import feeslab.devnet
+        import feeslab.devnet  # only here: a client with a key never loads the devnet
 
+        feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
         devnet = feeslab.devnet.start(seed=seed, block_time=block_time)
         wallet_url = wallet_url or f"{devnet.ws_url}/wallet"
         api_key, api_key_secret = devnet.api_key, devnet.api_key_secret
@@ -939,6 +1000,7 @@ def connect(
         network=network,
         wallet_url=wallet_url,
         ipfs=ipfs,
+        rpc_url=rpc_url,
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "packed_field",
     "slot_from_layout",
     "slot_hex",
+    "storage_word",
     "struct_member_slot",
     "type_size",
 ]
@@ -58,6 +59,7 @@ WORD_BITS = 256
 WORD_MOD = 1 << WORD_BITS
 
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+_WORD = re.compile(r"0[xX][0-9a-fA-F]{0,64}")
 _SIZED = re.compile(r"(uint|int|bytes)(\d*)")
 
 
@@ -90,6 +92,30 @@ def _as_uint256(value: Any, name: str) -> int:
     return number
 
 
+def storage_word(answer: Any, name: str = "word") -> int:
+    """An ``eth_getStorageAt`` answer as an int in [0, 2**256).
+
+    Every shape real nodes answer is a word: 66-character words (geth, the devnet), short
+    ones without leading zeros (``0x0``, ``0x1``) and ``0x`` for an empty slot (ganache), all
+    big-endian.
+
+    Raises
+    ------
+    feeslab.MalformedWord
+        (a ``FeeslabError`` and a ``ValueError``) Not a string, not hex, or longer than 32
+        bytes; ``name`` says which answer.
+    """
+    from feeslab.fetch.errors import MalformedWord  # late: slots stays importable alone
+
+    if not isinstance(answer, str) or not _WORD.fullmatch(answer):
+        shown = repr(answer) if len(repr(answer)) <= 80 else repr(answer)[:77] + "..."
+        why = (f"is longer than 32 bytes ({(len(answer) - 1) // 2} bytes)"
+               if isinstance(answer, str) and _HEX.fullmatch(answer)
+               else "is not 0x followed by at most 64 hex digits")  # fmt: skip
+        raise MalformedWord(f"{name} {why}: {shown}", value=answer)
+    return int(answer[2:] or "0", 16)
+
+
 def _word_bytes(value: int) -> bytes:
     return value.to_bytes(32, "big")
 
@@ -109,7 +135,7 @@ def _parse_type(type_: Any, name: str = "type") -> tuple[str, int]:
     """
     if not isinstance(type_, str):
         raise TypeError(f"{name} must be a Solidity type name such as 'uint256', not "
-                        f"{type(type_).__name__}")  # fmt: skip
+                        f"{type(type_).__name__}")
     t = type_.strip()
     if t.startswith("t_"):
         t = t[2:]
@@ -202,10 +228,10 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
                 return b""
             if not _HEX.fullmatch(key) or len(key) % 2:
                 raise ValueError(f"key must be 0x hex with whole bytes for key_type 'bytes': "
-                                 f"{key!r}")  # fmt: skip
+                                 f"{key!r}")
             return bytes.fromhex(key[2:])
         raise TypeError(f"key must be bytes or 0x hex for key_type 'bytes', not "
-                        f"{type(key).__name__}")  # fmt: skip
+                        f"{type(key).__name__}")
     if kind == "int":
         if isinstance(key, bool):
             raise TypeError("key must be an int for a signed key_type, not bool")
@@ -213,7 +239,7 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
             number = operator.index(key)
         except TypeError:
             raise TypeError(f"key must be an int for key_type {key_type!r}, "
-                            f"not {type(key).__name__}") from None  # fmt: skip
+                            f"not {type(key).__name__}") from None
         if not -(1 << (size - 1)) <= number < 1 << (size - 1):
             raise ValueError(f"key {number} is out of range for {key_type!r}")
         return _word_bytes(number % WORD_MOD)  # sign-extended to 32 bytes, as abi.encode does
@@ -231,7 +257,7 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
                 data = bytes(key)
             if len(data) != size:
                 raise ValueError(f"key must be exactly {size} bytes for key_type {key_type!r}, "
-                                 f"got {len(data)}")  # fmt: skip
+                                 f"got {len(data)}")
         else:
             number = _as_uint256(key, "key")
             if number >= 1 << (8 * size):

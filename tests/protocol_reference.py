@@ -19,7 +19,7 @@ HEADER_FIELDS = (
     ("logsBloom", "bytes"), ("difficulty", "int"), ("number", "int"), ("gasLimit", "int"),
     ("gasUsed", "int"), ("timestamp", "int"), ("extraData", "bytes"), ("mixHash", "bytes"),
     ("nonce", "bytes"),
-)  # fmt: skip
+)
 
 
 def eip1559_base_fee(

@@ -92,7 +92,7 @@ def test_serve_passes_the_wallet_user_it_is_given(monkeypatch, capsys):
 
     monkeypatch.setattr("feeslab.devnet.server.start", fake_start)
     argv = ["serve", "--port", "0", "--wallet-chains", "eip155:1, eip155:137",
-            "--wallet-deny-methods", "eth_call", "--wallet-accounts", "0"]  # fmt: skip
+            "--wallet-deny-methods", "eth_call", "--wallet-accounts", "0"]
     assert main(argv) == 2
     user = seen["wallet_user"]
     assert {str(c) for c in user.chains} == {"eip155:1", "eip155:137"}

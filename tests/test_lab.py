@@ -49,9 +49,9 @@ def test_uncle_scan_finds_every_uncle_and_costs_what_it_planned(lab, truth):
     start, stop = 40_000, 41_000
     scan = lab.uncles(start, stop)
     expected = [(n, i, "0x" + u.hash.hex()) for n in range(start, stop)
-                for i, u in enumerate(truth.block(n).uncles)]  # fmt: skip
+                for i, u in enumerate(truth.block(n).uncles)]
     got = list(zip(scan.uncles["block_number"], scan.uncles["uncle_index"], scan.uncles["hash"],
-                   strict=True))  # fmt: skip
+                   strict=True))
     assert got == expected
     assert len(scan.blocks) == stop - start  # blocks without uncles count too
     assert scan.blocks["uncle_count"].sum() == len(expected)
@@ -65,7 +65,7 @@ def test_uncle_scan_without_a_cache_asks_for_each_header_once(devnet, truth):
     # the plan's header sample is part of the scan: it is not fetched a second time
     start, stop = 50_000, 52_000
     with feeslab.connect(url=devnet.url, api_key=devnet.api_key, cache=False,
-                         progress=False) as lab:  # fmt: skip
+                         progress=False) as lab:
         scan = lab.uncles(start, stop)
         calls = lab.credits.to_frame().set_index("method")["calls"]
     assert calls["eth_getBlockByNumber"] == stop - start
@@ -122,7 +122,7 @@ def _lab_on(handle, cache, **options):
     return feeslab.connect(
         url=handle.url, api_key=handle.api_key, api_key_secret=handle.api_key_secret,
         cache=cache, progress=False, **options,
-    )  # fmt: skip
+    )
 
 
 def test_an_interrupted_fetch_keeps_its_work_and_resumes_without_paying_again(devnet, tmp_path):
@@ -178,7 +178,7 @@ def test_credits_exhausted_mid_fetch_keeps_what_was_fetched(tmp_path):
 
 def test_websocket_lab_gives_the_same_frames_and_pushes_new_heads(devnet, truth, tmp_path):
     with feeslab.connect(url=devnet.url, api_key=devnet.api_key, websocket=True,
-                         cache=tmp_path, progress=False) as lab:  # fmt: skip
+                         cache=tmp_path, progress=False) as lab:
         assert "WebSocketTransport" in repr(lab.node.transport)
         assert devnet.api_key not in repr(lab.node.transport)
         scan = lab.uncles(40_000, 40_300)
@@ -196,7 +196,7 @@ def test_websocket_lab_gives_the_same_frames_and_pushes_new_heads(devnet, truth,
 def test_subscribe_on_a_growing_embedded_devnet(tmp_path):
     # the session devnet's seed: its chains are already built and stored
     with feeslab.connect(seed=SEED, block_time=0.2, websocket=True, cache=tmp_path,
-                         progress=False) as lab:  # fmt: skip
+                         progress=False) as lab:
         first = lab.node.head()
         heads = lab.subscribe("newHeads")
         seen = [int(next(heads)["number"], 16) for _ in range(3)]

@@ -30,7 +30,7 @@ def transaction(contract, function, args=(), *, sender):
 def used(truth, block, tx):
     """The devnet EVM's outcome of ``tx`` with plenty of gas at ``block``."""
     request = CallRequest(sender=bytes.fromhex(tx["from"][2:]), to=bytes.fromhex(tx["to"][2:]),
-                          data=bytes.fromhex(tx["data"][2:]))  # fmt: skip
+                          data=bytes.fromhex(tx["data"][2:]))
     outcome = truth.state.executor_at(block).execute(request, 5_000_000)
     assert outcome.success
     return outcome
@@ -72,7 +72,7 @@ def test_gas_needed_is_above_the_gas_used_with_refunds_and_across_calls(lab, tru
     assert balance > 0
     everything = transaction(token, "transfer", [accounts["holders"][8], balance], sender=sender)
     increment = {"from": sender, "to": proxy["address"],
-                 "data": encode_call(function_spec("increment()"), [])}  # fmt: skip
+                 "data": encode_call(function_spec("increment()"), [])}
     frame = lab.gas_needed([everything, increment], block=block)
     emptied = used(truth, block, everything)
     # clearing the sender's balance slot earns a refund (EIP-3529): gas used falls below the

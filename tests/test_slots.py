@@ -198,7 +198,7 @@ def test_slot_from_layout_reads_solc_output():
         (lambda: decode_short_string((1 << 40) | 2), ValueError, "past its length"),
         (lambda: slot_from_layout({"x": 1}, "a"), TypeError, "storage_layout must be"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_raises_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -233,7 +233,7 @@ def eth_call(rpc, to: str, signature: str, args: bytes, block: str, types: list[
     data = "0x" + (keccak(signature.encode())[:4] + args).hex()
     sender = "0x" + "00" * 19 + "01"
     return abi_decode(types, bytes.fromhex(rpc("eth_call", {"from": sender, "to": to, "data": data},
-                                               block)[2:]))  # fmt: skip
+                                               block)[2:]))
 
 
 def storage(rpc, address: str, slot: int, block: str) -> str:
@@ -261,7 +261,7 @@ def test_token_balances_allowances_and_packed_slot(rpc, chain):
     for owner in chain["accounts"]["holders"][:5]:
         for spender in chain["accounts"]["spenders"][:5]:
             (expected,) = eth_call(rpc, token, "allowance(address,address)",
-                                   addr(owner) + addr(spender), block, ["uint256"])  # fmt: skip
+                                   addr(owner) + addr(spender), block, ["uint256"])
             slot = nested_mapping_slot([owner, spender], allowances_slot)
             assert decode_word(storage(rpc, token, slot, block), "uint256") == expected
             seen += expected > 0
@@ -350,3 +350,36 @@ def test_proxy_eip1967_slots_before_and_after_the_upgrade(rpc, chain):
     counter = slot_from_layout(LAYOUTS["CounterV2"], "count")
     (count,) = eth_call(rpc, proxy, "count()", b"", after, ["uint256"])
     assert decode_word(storage(rpc, proxy, counter[0], after), counter[2]) == count
+
+
+@pytest.mark.parametrize(
+    ("answer", "value"),
+    [
+        ("0x" + "00" * 31 + "2a", 42),  # geth, the devnet: 32 bytes
+        ("0x", 0),  # ganache: an empty slot
+        ("0x0", 0),
+        ("0x1", 1),  # short words without leading zeros
+        ("0X" + "ff" * 32, 2**256 - 1),
+    ],
+)
+def test_every_storage_word_shape_nodes_answer_reads(answer, value):
+    assert slots.storage_word(answer) == value
+
+
+@pytest.mark.parametrize(
+    ("answer", "match"),
+    [
+        ("0x" + "00" * 33, r"answer is longer than 32 bytes \(33 bytes\)"),
+        ("0xzz", "answer is not 0x followed by at most 64 hex digits: '0xzz'"),
+        ("2a", "answer is not 0x followed by at most 64 hex digits"),
+        (42, "answer is not 0x followed by at most 64 hex digits: 42"),
+        (None, "answer is not 0x"),
+    ],
+)
+def test_malformed_storage_words_are_a_feeslab_error(answer, match):
+    import feeslab
+
+    with pytest.raises(feeslab.MalformedWord, match=match) as info:
+        slots.storage_word(answer, "answer")
+    assert isinstance(info.value, feeslab.FeeslabError) and isinstance(info.value, ValueError)
+    assert info.value.value == answer

@@ -30,6 +30,9 @@ References
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,6 +42,7 @@ from feeslab import _eip4844
 from feeslab._chaindata import chain_entry
 from feeslab._eip1559 import Heights
 from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS
+from feeslab.chainspec import ChainSpec, resolve_spec
 
 __all__ = [
     "BLOB_REGIMES",
@@ -71,6 +75,27 @@ _MAX_EXPONENT = 1000  # e**1000 wei per blob gas: the Taylor loop would run for 
 
 
 # -- input handling ------------------------------------------------------------------------------
+
+
+def _with_spec(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func(frame, *, chain_id, heights, ...)`` taking ``spec=``/``chain_id=``/``heights=``
+    like the rest of the analysis: the frame's ``attrs`` say the chain when they are not given
+    (:func:`feeslab.chainspec.resolve_spec`), and contradictions raise."""
+
+    @functools.wraps(func)
+    def inner(frame: Any, *, spec: ChainSpec | str | None = None, chain_id: int | None = None,
+              heights: str | None = None, **options: Any) -> Any:  # fmt: skip
+        chosen = resolve_spec(frame, spec, chain_id, heights=heights, what=func.__name__)
+        assert chosen is not None
+        return func(frame, chain_id=chosen.chain_id, heights=chosen.heights, **options)
+
+    signature = inspect.signature(func)
+    params = [p for p in signature.parameters.values() if p.name not in ("chain_id", "heights")]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for name in ("spec", "chain_id", "heights")]  # fmt: skip
+    inner.__signature__ = signature.replace(parameters=[params[0], *extra, *params[1:]])  # type: ignore[attr-defined]
+    return inner
+
 
 
 def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -388,6 +413,7 @@ def _positions(blocks: pd.DataFrame, heights: Heights, offset: int, what: str) -
     return child
 
 
+@_with_spec
 def blob_parameters(
     blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol", offset: int = 0
 ) -> pd.DataFrame:
@@ -476,6 +502,7 @@ def _blob_columns(blocks: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarr
     return used, excess, m1 | m2
 
 
+@_with_spec
 def blob_base_fees(
     blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
 ) -> pd.Series:
@@ -497,6 +524,7 @@ def blob_base_fees(
     return _series_result(values, missing, blocks.index, "blob_base_fee_wei")
 
 
+@_with_spec
 def next_blob_base_fees(
     blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
 ) -> pd.Series:
@@ -552,6 +580,7 @@ def next_blob_base_fees(
 # -- usage from fees alone -----------------------------------------------------------------------
 
 
+@_with_spec
 def infer_blob_usage(
     fees: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
 ) -> pd.DataFrame:
@@ -718,6 +747,7 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([int(x) * int(y) for x, y in zip(a, b, strict=True)], dtype=object)
 
 
+@_with_spec
 def fee_burn(blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol") -> pd.DataFrame:
     """What each block burns and issues, exact in wei.
 

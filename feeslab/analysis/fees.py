@@ -7,13 +7,17 @@ stay exact integers (int64, or Python ints in ``object`` columns beyond int64); 
 are float64 for plotting. Statistics are computed here; :mod:`feeslab.plots` only draws them.
 
 Per-chain parameters
-    Functions that apply the base-fee rule take ``elasticity_multiplier`` and
-    ``max_change_denominator`` (ints, or arrays aligned with the rows), or ``chain_id=`` to
-    read each block's parameters from ``data/chains.json`` (``heights="devnet"`` for the
-    embedded devnet's compressed history). A fork's parameters apply from the block whose
-    base fee they compute: on Polygon, whose client keys forks by the parent's number, that
-    is the block after the fork block. From Base's Holocene upgrade the parameters are in each
-    header's ``extraData`` and may change at any block: pass them explicitly.
+    Functions that apply the base-fee rule read each block's parameters from a chain
+    specification (:class:`feeslab.chainspec.ChainSpec`, from ``data/chains.json``): the
+    one in the frame's ``attrs`` (every ``Lab`` frame carries it), or ``spec=``, or
+    ``chain_id=`` (the real chain's heights, unless the frame says its chain follows other
+    heights, as a devnet's does). Or they take ``elasticity_multiplier`` and
+    ``max_change_denominator`` (ints, or arrays aligned with the rows) explicitly. With
+    neither, they raise :class:`~feeslab.MissingChainSpec`. A fork's parameters apply from
+    the block whose base fee they compute: on Polygon, whose client keys forks by the
+    parent's number, that is the block after the fork block. From Base's Holocene upgrade
+    the parameters are in each header's ``extraData`` and may change at any block: pass
+    them explicitly.
 
 The base-fee rule in one line (EIP-1559 [1]_), with ``target = gas_limit // elasticity``::
 
@@ -44,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from feeslab import _eip1559
-from feeslab._eip1559 import Heights, nearest_rank_index
+from feeslab._eip1559 import nearest_rank_index
 from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported here
     BLOB_REGIMES,
     BLOB_STATES,
@@ -60,6 +64,8 @@ from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported 
     next_blob_base_fees,
     next_excess_blob_gas,
 )
+from feeslab.chainspec import ChainSpec, resolve_spec
+from feeslab.fetch.errors import ChainSpecError
 
 __all__ = [
     "BLOB_REGIMES",
@@ -185,19 +191,46 @@ def _base_fee_frame(data: Any, what: str) -> pd.DataFrame:
                 f"{what} needs a 'base_fee_wei' column [wei]; it has {list(data.columns)}"
             )
         columns = [c for c in ("block_number", "base_fee_wei") if c in data.columns]
-        return data[columns]
+        return _carry(data[columns], data)
     if isinstance(data, pd.Series):
-        return pd.DataFrame({"base_fee_wei": data})
+        return _carry(pd.DataFrame({"base_fee_wei": data}), data)
     raise TypeError(
         f"{what} must be a DataFrame with 'base_fee_wei' or a Series of base fees [wei]"
     )
+
+
+def _carry(out: Any, source: Any, spec: ChainSpec | None = None) -> Any:
+    """``out`` with ``source``'s attrs (the chain it is of), and ``spec`` if one was used."""
+    out.attrs = dict(getattr(source, "attrs", None) or {})
+    if spec is not None:
+        out.attrs.update(chain_id=spec.chain_id, chain_spec=spec.label)
+    return out
+
+
+def _resolve(
+    frame: Any,
+    what: str,
+    *,
+    spec: ChainSpec | str | None,
+    chain_id: int | None,
+    heights: str | None,
+    explicit: bool,
+) -> ChainSpec | None:
+    """The spec to read parameters from; None when the caller gave the parameters."""
+    if explicit:
+        if spec is not None or chain_id is not None:
+            raise ValueError(f"{what}: give spec=/chain_id= or the parameters, not both")
+        return None
+    others = "elasticity_multiplier= and max_change_denominator="
+    return resolve_spec(frame, spec, chain_id, heights=heights, what=what, alternatives=others)
 
 
 def _block_numbers(frame: pd.DataFrame, what: str, *, required: bool) -> np.ndarray | None:
     if "block_number" not in frame.columns:
         if required:
             raise ValueError(
-                f"{what}: chain_id= needs a 'block_number' column to pick each block's parameters"
+                f"{what}: a chain spec needs a 'block_number' column to pick each block's "
+                "parameters (or pass elasticity_multiplier= and max_change_denominator=)"
             )
         return None
     numbers = frame["block_number"]
@@ -219,18 +252,19 @@ def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
 
 
 def eip1559_parameters(
-    chain_id: int, block_number: Any, *, heights: Heights = "protocol"
+    chain: ChainSpec | int, block_number: Any, *, heights: str | None = None
 ) -> pd.DataFrame:
-    """EIP-1559 parameters that compute each block's base fee, from ``data/chains.json``.
+    """EIP-1559 parameters that compute each block's base fee, from a chain spec.
 
     Parameters
     ----------
-    chain_id : int
-        A chain of ``data/chains.json`` (1, 11155111, 137, 8453).
+    chain : ChainSpec or int
+        A chain spec, or a chain id of ``data/chains.json`` (1, 11155111, 137, 8453) for the
+        real chain's heights.
     block_number : int or array-like of int
         Blocks whose base fee the parameters compute (the child of the transition).
-    heights : {"protocol", "devnet"}
-        The real chain's history, or the embedded devnet's compressed one.
+    heights : {"protocol", "devnet"}, optional
+        Deprecated: with a chain id, ``ChainSpec.from_chain(chain, heights=...)``.
 
     Returns
     -------
@@ -253,7 +287,7 @@ def eip1559_parameters(
 
     Raises
     ------
-    KeyError
+    ConfigError
         The chain is not in ``data/chains.json``.
 
     References
@@ -262,7 +296,13 @@ def eip1559_parameters(
     .. [2] 0xPolygon/bor ``params/protocol_params.go``; PIP-6; superchain-registry
        ``base.toml`` (see ``data/chains.json`` for each value's source).
     """
-    rules = _eip1559.eip1559_schedule(chain_id, heights)
+    if isinstance(chain, ChainSpec):
+        if heights is not None and heights != chain.heights:
+            raise ValueError(f"heights={heights!r} contradicts the spec {chain.label!r}")
+        spec = chain
+    else:
+        spec = ChainSpec.from_chain(chain, heights=heights or "protocol")
+    rules = spec.eip1559
     index = block_number.index if isinstance(block_number, pd.Series) else None
     numbers, missing = _exact(block_number, "block_number")
     if missing.any() or numbers.dtype == object:
@@ -298,19 +338,19 @@ def _parameters(
     what: str,
     *,
     offset: int,
-    chain_id: int | None,
-    heights: Heights,
+    spec: ChainSpec | None,
     elasticity_multiplier: Any,
     max_change_denominator: Any,
 ) -> pd.DataFrame:
-    """Per-row parameters: from chains.json for ``block_number + offset``, or as given."""
+    """Per-row parameters: from the spec for ``block_number + offset``, or as given."""
     n = len(frame)
-    if chain_id is not None:
-        if elasticity_multiplier is not None or max_change_denominator is not None:
-            raise ValueError(f"{what}: give chain_id= or the parameters, not both")
-        numbers = _block_numbers(frame, what, required=True)
-        assert numbers is not None
-        params = eip1559_parameters(chain_id, numbers + offset, heights=heights)
+    if spec is not None:
+        numbers = _block_numbers(frame, what, required=len(_distinct(spec)) > 1)
+        if numbers is None:  # one set of parameters for the whole chain: no numbers needed
+            numbers = np.full(n, spec.eip1559[-1].from_block + 1, dtype=np.int64) - offset
+        else:
+            _check_london(frame, numbers, spec, what)
+        params = eip1559_parameters(spec, numbers + offset)
         params.index = frame.index
         return params
     e = _DEFAULT_ELASTICITY if elasticity_multiplier is None else elasticity_multiplier
@@ -329,6 +369,30 @@ def _parameters(
         },
         index=frame.index,
     )
+
+
+def _distinct(spec: ChainSpec) -> set[tuple[Any, ...]]:
+    """The spec's distinct EIP-1559 parameter sets."""
+    return {(r.elasticity_multiplier, r.max_change_denominator, r.gas_target_percent)
+            for r in spec.eip1559}  # fmt: skip
+
+
+def _check_london(frame: pd.DataFrame, numbers: np.ndarray, spec: ChainSpec, what: str) -> None:
+    """Refuse base fees at blocks the spec puts before London: the spec is not this chain's."""
+    if "base_fee_wei" not in frame.columns or not len(numbers):
+        return
+    london = spec.eip1559[0].from_block if spec.eip1559 else None
+    early = frame["base_fee_wei"].notna().to_numpy()
+    if london is not None:
+        early = early & (numbers < london)
+    if early.any():
+        first = int(numbers[np.flatnonzero(early)[0]])
+        where = f"before its London block {london:,}" if london is not None else "without EIP-1559"
+        raise ChainSpecError(
+            f"{what}: block {first:,} has a base fee, but the spec {spec.label!r} puts it "
+            f"{where}: the frame follows other heights (a devnet's frames follow the devnet's: "
+            "ChainSpec.from_chain(chain_id, heights='devnet'), or let the frame's attrs say)"
+        )
 
 
 # -- the rule ----------------------------------------------------------------------------------
@@ -543,8 +607,9 @@ def _check_rule_inputs(arrays: dict[str, np.ndarray], missing: np.ndarray) -> No
 def next_base_fees(
     blocks: pd.DataFrame,
     *,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.Series:
@@ -555,14 +620,18 @@ def next_base_fees(
     blocks : pandas.DataFrame
         Block headers with ``block_number``, ``base_fee_wei`` [wei], ``gas_used`` and
         ``gas_limit`` [gas] (``Lab.blocks``).
+    spec : ChainSpec or str, optional
+        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
+        frame's ``attrs["chain_spec"]``. Each child's parameters come from it; a child that
+        is the London block gets the chain's initial base fee.
     chain_id : int, optional
-        Read each child's parameters from ``data/chains.json``; a child that is the London
-        block gets the chain's initial base fee. Without it, ``elasticity_multiplier`` and
-        ``max_change_denominator`` apply (default 2 and 8).
-    heights : {"protocol", "devnet"}
-        With ``chain_id``: the real chain's fork heights or the embedded devnet's.
+        Instead of ``spec``: the real chain's spec (or the frame's, when its attrs say it is
+        of this chain).
+    heights : {"protocol", "devnet"}, optional
+        Deprecated: with ``chain_id``, ``ChainSpec.from_chain(chain_id, heights=...)``.
     elasticity_multiplier, max_change_denominator : int or array-like, optional
-        As for :func:`next_base_fee`.
+        Instead of a spec, as for :func:`next_base_fee` (one given, the other defaults to 2
+        or 8).
 
     Returns
     -------
@@ -570,6 +639,15 @@ def next_base_fees(
         ``next_base_fee_wei`` (int64, or Int64 with ``<NA>`` where the parent has no base fee
         and the child is not the London block), aligned with ``blocks``. Comparing it with the
         next row's ``base_fee_wei`` checks every header against EIP-1559.
+
+    Raises
+    ------
+    MissingChainSpec
+        Neither a spec (argument or attrs) nor the parameters.
+    ChainSpecConflict
+        ``spec``/``chain_id`` contradict the frame's attrs.
+    ChainSpecError
+        Blocks with a base fee that the spec puts before London (another chain's heights).
 
     References
     ----------
@@ -581,12 +659,14 @@ def next_base_fees(
     absent = [c for c in needed if c not in blocks.columns]
     if absent:
         raise ValueError(f"blocks lacks {absent}: pass headers from Lab.blocks")
+    explicit = elasticity_multiplier is not None or max_change_denominator is not None
+    resolved = _resolve(blocks, "next_base_fees", spec=spec, chain_id=chain_id,
+                        heights=heights, explicit=explicit)  # fmt: skip
     params = _parameters(
         blocks,
         "next_base_fees",
         offset=1,
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -605,18 +685,19 @@ def next_base_fees(
     )
     london = params["london_block"].to_numpy()
     if london.any():
-        assert chain_id is not None
+        assert resolved is not None
         values, missing = _exact(result.astype(object), "next_base_fee_wei")
-        values = np.where(london, _eip1559.initial_base_fee(chain_id, heights), values)
+        values = np.where(london, resolved.initial_base_fee_wei, values)
         result = _exact_result(values, missing & ~london, blocks.index, "next_base_fee_wei")
-    return result.rename("next_base_fee_wei")
+    return _carry(result.rename("next_base_fee_wei"), blocks, resolved)
 
 
 def gas_used_target_ratio(
     blocks: pd.DataFrame,
     *,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     elasticity_multiplier: Any = None,
 ) -> pd.Series:
     """Gas used over gas target of each block, from its header: the truth to compare with.
@@ -625,8 +706,8 @@ def gas_used_target_ratio(
     ----------
     blocks : pandas.DataFrame
         ``gas_used`` and ``gas_limit`` [gas] (``Lab.blocks``), with ``block_number`` when
-        ``chain_id`` is given.
-    chain_id, heights, elasticity_multiplier
+        a spec is used.
+    spec, chain_id, heights, elasticity_multiplier
         As for :func:`next_base_fees`: the target is the one the child's base fee uses.
 
     Returns
@@ -635,12 +716,13 @@ def gas_used_target_ratio(
         ``gas_used_target_ratio`` (float64) [1]: 1 at target, ``elasticity_multiplier`` for a
         full block, 0 for an empty one; NaN where no EIP-1559 rule applies.
     """
+    resolved = _resolve(blocks, "gas_used_target_ratio", spec=spec, chain_id=chain_id,
+                        heights=heights, explicit=elasticity_multiplier is not None)  # fmt: skip
     params = _parameters(
         blocks,
         "gas_used_target_ratio",
         offset=1,
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -652,7 +734,8 @@ def gas_used_target_ratio(
     target = np.where(percent > 0, limit * percent // 100, limit // np.maximum(elasticity, 1))
     ratio = np.full(len(blocks), np.nan)
     np.divide(used, target, out=ratio, where=known & (target > 0))
-    return pd.Series(ratio, index=blocks.index, name="gas_used_target_ratio")
+    return _carry(pd.Series(ratio, index=blocks.index, name="gas_used_target_ratio"), blocks,
+                  resolved)  # fmt: skip
 
 
 # -- utilisation from base fees alone ------------------------------------------------------------
@@ -673,8 +756,9 @@ def _enclosing_ratio(numerator: np.ndarray, denominator: np.ndarray, toward: flo
 def infer_utilisation(
     base_fees: pd.DataFrame | pd.Series,
     *,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.DataFrame:
@@ -699,14 +783,14 @@ def infer_utilisation(
         Consecutive base fees [wei], oldest first: a frame with ``base_fee_wei`` (and
         ``block_number``: a gap between rows leaves the row before it without inference), or
         a Series (e.g. the Gas API's ``baseFeeHistory``, taken as consecutive blocks).
-    chain_id : int, optional
-        Take ``max_change_denominator`` (and the elasticity for the consistency check) for
-        each block from ``data/chains.json``; needs ``block_number``.
-    heights : {"protocol", "devnet"}
+    spec, chain_id, heights
+        As for :func:`next_base_fees`: ``max_change_denominator`` (and the elasticity for the
+        consistency check) of each block from the chain spec (default: the frame's attrs);
+        ``block_number`` is needed where the spec's parameters change.
     elasticity_multiplier, max_change_denominator : int or array-like, optional
-        The denominator defaults to 8. The elasticity only caps ``u`` for the consistency
-        check (a rise above what a full block gives); without it (or ``chain_id``) no cap is
-        checked.
+        Instead of a spec; the denominator defaults to 8. The elasticity only caps ``u`` for
+        the consistency check (a rise above what a full block gives); without it (or a spec)
+        no cap is checked.
 
     Returns
     -------
@@ -739,7 +823,10 @@ def infer_utilisation(
     .. [1] EIP-1559, Specification (``base_fee_per_gas_delta``).
     """
     frame = _base_fee_frame(base_fees, "base_fees")
-    numbers = _block_numbers(frame, "infer_utilisation", required=chain_id is not None)
+    explicit = elasticity_multiplier is not None or max_change_denominator is not None
+    resolved = _resolve(frame, "infer_utilisation", spec=spec, chain_id=chain_id,
+                        heights=heights, explicit=explicit)  # fmt: skip
+    numbers = _block_numbers(frame, "infer_utilisation", required=False)
     fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
     if fee.dtype == object:
         raise ValueError("base fees beyond int64 wei are not supported here")
@@ -748,8 +835,7 @@ def infer_utilisation(
         frame,
         "infer_utilisation",
         offset=1,
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -757,7 +843,7 @@ def infer_utilisation(
     parent, child = fee[:m], fee[1 : m + 1]
     d = params["max_change_denominator"].fillna(1).to_numpy(dtype=np.int64)[:m]
     full = params["full_ratio"].to_numpy()[:m]
-    if chain_id is None and elasticity_multiplier is None:
+    if resolved is None and elasticity_multiplier is None:
         full = np.full(m, np.inf)  # no elasticity given: no ceiling to check against
     valid = (
         _consecutive(numbers, n)
@@ -783,7 +869,7 @@ def infer_utilisation(
     next_fee = pd.arrays.IntegerArray(pad(np.where(valid, child, 0), 0), pad(~valid, True))
     flags = pd.array(pad(consistent, False), dtype="boolean")
     flags[~pad(valid, False)] = pd.NA
-    out = pd.DataFrame(index=frame.index)
+    out = _carry(pd.DataFrame(index=frame.index), frame, resolved)
     if numbers is not None:
         out["block_number"] = numbers
     out["base_fee_wei"] = frame["base_fee_wei"]
@@ -798,8 +884,9 @@ def infer_utilisation(
 def block_states(
     utilisation: pd.DataFrame,
     *,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     elasticity_multiplier: Any = None,
     tolerance: float = 1e-3,
 ) -> pd.Series:
@@ -815,8 +902,9 @@ def block_states(
     ----------
     utilisation : pandas.DataFrame
         :func:`infer_utilisation`'s result (``gas_used_target_ratio_low`` / ``_high``).
-    chain_id, heights, elasticity_multiplier
-        The full ratio per block, as for :func:`infer_utilisation` (default 2).
+    spec, chain_id, heights, elasticity_multiplier
+        The full ratio per block, as for :func:`infer_utilisation` (the spec of
+        ``utilisation``'s attrs, which :func:`infer_utilisation` passes on).
     tolerance : float
         Fraction of the gas limit [1]; 0.001 is 30,000 gas of a 30 M limit, about one
         transfer (21,000 gas).
@@ -837,12 +925,13 @@ def block_states(
     for column in ("gas_used_target_ratio_low", "gas_used_target_ratio_high"):
         if column not in utilisation.columns:
             raise ValueError(f"utilisation lacks {column!r}: pass infer_utilisation's result")
+    resolved = _resolve(utilisation, "block_states", spec=spec, chain_id=chain_id,
+                        heights=heights, explicit=elasticity_multiplier is not None)  # fmt: skip
     params = _parameters(
         utilisation,
         "block_states",
         offset=1,
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -861,9 +950,9 @@ def block_states(
         [None, "full", "empty", "partial"],
         default="unclear",
     )
-    return pd.Series(
-        pd.Categorical(state, categories=BLOCK_STATES), index=utilisation.index, name="state"
-    )
+    states = pd.Series(pd.Categorical(state, categories=BLOCK_STATES),
+                       index=utilisation.index, name="state")  # fmt: skip
+    return _carry(states, utilisation, resolved)
 
 
 # -- volatility and regimes ----------------------------------------------------------------------
@@ -950,8 +1039,9 @@ def fee_regimes(
     *,
     window: int = 64,
     center: bool = True,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     max_change_denominator: Any = None,
     drift_threshold: float = 0.25,
     spread_threshold: float = 0.4,
@@ -978,8 +1068,8 @@ def fee_regimes(
     center : bool
         Centre the window on each block (default: the regime describes the block's
         neighbourhood) or end it there (causal: what was knowable at the block).
-    chain_id, heights, max_change_denominator
-        The denominator of each block (default 8), as for :func:`infer_utilisation`.
+    spec, chain_id, heights, max_change_denominator
+        The denominator of each block, as for :func:`infer_utilisation`.
     drift_threshold, spread_threshold : float
         In units of the gas target [1]: 0.25 is a quarter of the target.
 
@@ -1002,12 +1092,13 @@ def fee_regimes(
     if window < 2:
         raise ValueError(f"window must be at least 2 blocks, got {window!r}")
     frame = _base_fee_frame(base_fees, "base_fees")
+    resolved = _resolve(frame, "fee_regimes", spec=spec, chain_id=chain_id, heights=heights,
+                        explicit=max_change_denominator is not None)  # fmt: skip
     params = _parameters(
         frame,
         "fee_regimes",
         offset=0,  # the return into block n is set by the rule computing n's base fee
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=None,
         max_change_denominator=max_change_denominator,
     )
@@ -1025,7 +1116,7 @@ def fee_regimes(
         [None, "rising", "falling", "volatile"],
         default="calm",
     )
-    out = pd.DataFrame(index=frame.index)
+    out = _carry(pd.DataFrame(index=frame.index), frame, resolved)
     if "block_number" in frame.columns:
         out["block_number"] = frame["block_number"]
     out["log_return"] = returns
@@ -1177,7 +1268,7 @@ def gas_api_percentiles(
         raise ValueError("base_fees must be complete int64 wei: drop pre-London rows first")
     if not _consecutive(numbers, len(fee)).all():
         raise ValueError("base_fees must be consecutive blocks (block_number has gaps)")
-    out = pd.DataFrame(index=frame.index)
+    out = _carry(pd.DataFrame(index=frame.index), frame)
     if numbers is not None:
         out["block_number"] = numbers
     out["base_fee_wei"] = fee
@@ -1362,7 +1453,7 @@ def base_fee_range(
         gas_limit=gas_limit,
         gas_target_percent=gas_target_percent,
     )
-    out = pd.DataFrame(index=frame.index)
+    out = _carry(pd.DataFrame(index=frame.index), frame)
     if "block_number" in frame.columns:
         out["block_number"] = frame["block_number"]
     out["lowest_base_fee_wei"] = _exact_result(low, missing, frame.index, "lowest")
@@ -1493,8 +1584,9 @@ def includable_blocks(
 def fee_summary(
     base_fees: pd.DataFrame,
     *,
+    spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
-    heights: Heights = "protocol",
+    heights: str | None = None,
     elasticity_multiplier: int | None = None,
     max_change_denominator: int | None = None,
     tolerance: float = 1e-3,
@@ -1505,11 +1597,11 @@ def fee_summary(
     Parameters
     ----------
     base_fees : pandas.DataFrame
-        Consecutive post-London base fees (``base_fee_wei``, with ``block_number`` for
-        ``chain_id``).
-    chain_id, heights, elasticity_multiplier, max_change_denominator
-        As for :func:`infer_utilisation` (default 2 and 8); ``max_rise`` and ``max_fall``
-        use the last block's parameters.
+        Consecutive post-London base fees (``base_fee_wei``, with ``block_number`` where
+        the spec's parameters change).
+    spec, chain_id, heights, elasticity_multiplier, max_change_denominator
+        As for :func:`infer_utilisation`: the frame's attrs' spec by default, or explicit
+        parameters; ``max_rise`` and ``max_fall`` use the last block's parameters.
     tolerance : float
         As for :func:`block_states`.
     name : str, optional
@@ -1539,22 +1631,34 @@ def fee_summary(
     ----------
     .. [1] Liu et al. 2022; the chains' parameters are in ``data/chains.json``.
     """
+    frame = _base_fee_frame(base_fees, "base_fees")
+    explicit = elasticity_multiplier is not None or max_change_denominator is not None
+    resolved = _resolve(frame, "fee_summary", spec=spec, chain_id=chain_id, heights=heights,
+                        explicit=explicit)  # fmt: skip
     params = _parameters(
-        _base_fee_frame(base_fees, "base_fees"),
+        frame,
         "fee_summary",
         offset=0,
-        chain_id=chain_id,
-        heights=heights,
+        spec=resolved,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
-    options: dict[str, Any] = {"chain_id": chain_id, "heights": heights}
-    if chain_id is None:
-        options["elasticity_multiplier"] = elasticity_multiplier
-    inferred = infer_utilisation(base_fees, max_change_denominator=max_change_denominator,
-                                 **options)  # fmt: skip
-    states = block_states(inferred, tolerance=tolerance, **options)
-    returns = log_returns(base_fees)
+    if params["max_change_denominator"].isna().any():
+        raise ChainSpecError(
+            "fee_summary: some rows come before London, where no base-fee rule applies: "
+            "pass post-London base fees only"
+        )
+    if len(frame) == 0:
+        raise ValueError("fee_summary: base_fees is empty")
+    if resolved is not None:
+        inferred = infer_utilisation(frame, spec=resolved)
+        states = block_states(inferred, tolerance=tolerance, spec=resolved)
+    else:
+        inferred = infer_utilisation(frame, elasticity_multiplier=elasticity_multiplier,
+                                     max_change_denominator=max_change_denominator)  # fmt: skip
+        states = block_states(inferred, tolerance=tolerance,
+                              elasticity_multiplier=elasticity_multiplier or _DEFAULT_ELASTICITY)
+    returns = log_returns(frame)
     d = float(params["max_change_denominator"].iloc[-1])
     full = float(params["full_ratio"].iloc[-1])
     decided = states[states.isin(["empty", "partial", "full"])]

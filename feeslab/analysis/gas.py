@@ -317,7 +317,7 @@ def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
         "block_number",
         "gas",
     } <= set(costs.columns):
-        raise TypeError("costs must be cost_over_history's frame")  # fmt: skip
+        raise TypeError("costs must be cost_over_history's frame")
     rows = []
     for name, part in costs.groupby("transaction", sort=False):
         exact = [int(c) for c in part["cost_wei"]]
@@ -340,7 +340,7 @@ def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
         )
     dtypes = {"gas": "int64", "blocks": "int64", "min_eth": "float64", "median_eth": "float64",
               "p90_eth": "float64", "max_eth": "float64", "cheapest_block": "int64",
-              "dearest_block": "int64", "max_over_min": "float64"}  # fmt: skip
+              "dearest_block": "int64", "max_over_min": "float64"}
     if not rows:
         return _empty(dtypes).rename_axis("transaction")
     return pd.DataFrame(rows).set_index("transaction").astype(dtypes)

@@ -171,7 +171,7 @@ def layout_table(storage_layout: Mapping[str, Any]) -> pd.DataFrame:
                 {"label": label, "slot": slot, "offset_bytes": offset, "size_bytes": size,
                  "type": type_id, "type_label": str(info["label"]), "encoding": encoding,
                  "where": _where(encoding, slot, offset, size)}
-            )  # fmt: skip
+            )
 
     visit(storage_layout["storage"], 0, "")
     if not rows:
@@ -221,7 +221,7 @@ def decode_fields(frame: pd.DataFrame, fields: Mapping[str, Any] | pd.DataFrame)
         slot = _frame_slot(frame)
         if slot is not None and "slot" in fields.columns:
             other = [(lab, s) for lab, s in zip(fields["label"], fields["slot"], strict=True)
-                     if int(s) != slot]  # fmt: skip
+                     if int(s) != slot]
             if other:
                 raise ValueError(
                     f"field {other[0][0]!r} lives in slot {other[0][1]}, but the series holds "
@@ -308,7 +308,7 @@ def token_balances(
     if total_supply is not None:
         supply_frame = _storage_frame(total_supply, "total_supply")
         supply = dict(zip(supply_frame["block_number"].tolist(), supply_frame["word"],
-                          strict=True))  # fmt: skip
+                          strict=True))
     parts = []
     for holder, frame in frames.items():
         frame = _storage_frame(frame, f"frames[{holder!r}]").sort_values("block_number")
@@ -377,7 +377,7 @@ def implementation_periods(frame: pd.DataFrame) -> pd.DataFrame:
     """
     frame = _storage_frame(frame).sort_values("block_number")
     dtypes = {"implementation": "str", "first_block": "int64", "last_block": "int64",
-              "samples": "int64", "changed_after": "Int64"}  # fmt: skip
+              "samples": "int64", "changed_after": "Int64"}
     if frame.empty:
         return _empty(dtypes)
     blocks = frame["block_number"].tolist()
@@ -396,7 +396,7 @@ def implementation_periods(frame: pd.DataFrame) -> pd.DataFrame:
             rows[-1]["samples"] += 1
             continue
         rows.append({"implementation": address, "first_block": block, "last_block": block,
-                     "samples": 1, "changed_after": blocks[i - 1] if i else None})  # fmt: skip
+                     "samples": 1, "changed_after": blocks[i - 1] if i else None})
     return pd.DataFrame(rows).astype(dtypes)
 
 

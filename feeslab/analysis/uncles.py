@@ -52,13 +52,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from feeslab._chaindata import chain_entry
+from feeslab.chainspec import ChainSpec, resolve_spec
 
 __all__ = [
     "DelayFit",
@@ -83,7 +84,6 @@ __all__ = [
     "uncle_rewards",
 ]
 
-Heights = Literal["protocol", "devnet"]
 Method = Literal["wilson", "clopper-pearson", "garwood"]
 _METHODS = ("wilson", "clopper-pearson", "garwood")
 _WEI_PER_ETH = 10**18
@@ -341,13 +341,10 @@ def _labels(blocks: pd.DataFrame, by: Any) -> tuple[np.ndarray, str]:
     return labels, getattr(by, "name", None) or "group"
 
 
-def _check_heights(heights: str) -> str:
-    if heights not in ("protocol", "devnet"):
-        raise ValueError(
-            f"heights must be 'protocol' (the real chain's fork heights) or 'devnet' (the "
-            f"embedded devnet's compressed heights), not {heights!r}"
-        )
-    return heights
+def _spec(frame: Any, what: str, spec: Any, chain_id: Any, heights: Any) -> ChainSpec:
+    found = resolve_spec(frame, spec, chain_id, heights=heights, what=what)
+    assert found is not None
+    return found
 
 
 # -- rates -----------------------------------------------------------------------------------
@@ -433,13 +430,13 @@ def uncle_rate(
         raise ValueError("blocks.uncle_count has negative values")
     if by is None:
         return _rate_table([len(counts)], [int(counts.sum())], pd.Index(["all"], name="group"),
-                           confidence, method)  # fmt: skip
+                           confidence, method)
     labels, name = _labels(blocks, by)
     order = np.argsort(blocks["block_number"].to_numpy(), kind="stable")
     frame = pd.DataFrame({"label": labels[order], "uncles": counts[order]})
     grouped = frame.groupby("label", sort=False)["uncles"].agg(["size", "sum"])
     return _rate_table(grouped["size"], grouped["sum"], pd.Index(grouped.index, name=name),
-                       confidence, method)  # fmt: skip
+                       confidence, method)
 
 
 def uncle_rate_by_window(
@@ -472,7 +469,7 @@ def uncle_rate_by_window(
         raise ValueError(f"window must be a positive number of blocks, not {window!r}")
     _require(blocks, ["block_number", "uncle_count"], "blocks")
     start = pd.Series(blocks["block_number"].to_numpy(dtype=np.int64) // window * window,
-                      name="start_block")  # fmt: skip
+                      name="start_block")
     table = uncle_rate(blocks, by=start, confidence=confidence, method=method)
     table.index = table.index.astype(np.int64)
     table.insert(0, "stop_block", table.index.to_numpy() + int(window))
@@ -516,7 +513,7 @@ def uncle_rate_by_day(
         raise TypeError(f"blocks.timestamp must be tz-aware datetime64 (UTC), not {stamps.dtype}")
     day = stamps.dt.tz_convert("UTC").dt.floor("D").rename("day").reset_index(drop=True)
     table = uncle_rate(blocks.reset_index(drop=True), by=day, confidence=confidence,
-                       method=method)  # fmt: skip
+                       method=method)
     lower, upper = _poisson_interval(table["uncles"].to_numpy(), _check_confidence(confidence))
     table.insert(2, "uncles_lower", lower)
     table.insert(3, "uncles_upper", upper)
@@ -527,12 +524,27 @@ def uncle_rate_by_day(
 def uncle_rate_by_era(
     blocks: pd.DataFrame,
     *,
-    chain_id: int = 1,
-    heights: Heights = "protocol",
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    heights: str | None = None,
     confidence: float = 0.95,
     method: Method = "wilson",
 ) -> pd.DataFrame:
     """Uncle rate per block-reward era (see :func:`reward_schedule`).
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        ``block_number`` and ``uncle_count`` per scanned block (``UncleScan.blocks``).
+    spec, chain_id, heights
+        Whose eras: see :func:`uncle_rewards`.
+    confidence, method
+        As for :func:`uncle_rate`.
+
+    Raises
+    ------
+    MissingChainSpec
+        Neither ``spec``/``chain_id`` nor ``blocks.attrs`` say which chain it is.
 
     Returns
     -------
@@ -541,9 +553,10 @@ def uncle_rate_by_era(
         ``blocks``, ``uncles``, ``rate``, ``lower``, ``upper`` [uncles/block].
     """
     _require(blocks, ["block_number", "uncle_count"], "blocks")
-    era = reward_era(blocks["block_number"], chain_id=chain_id, heights=heights)
+    chosen = _spec(blocks, "uncle_rate_by_era", spec, chain_id, heights)
+    era = reward_era(blocks["block_number"], spec=chosen)
     return uncle_rate(blocks, by=era.to_numpy(), confidence=confidence,
-                      method=method).rename_axis("era")  # fmt: skip
+                      method=method).rename_axis("era")
 
 
 # -- depth -----------------------------------------------------------------------------------
@@ -616,18 +629,22 @@ def depth_distribution(
 # -- rewards ---------------------------------------------------------------------------------
 
 
-def reward_schedule(chain_id: int = 1, *, heights: Heights = "protocol") -> pd.DataFrame:
-    """The block reward eras of a chain, from ``data/chains.json``.
+def reward_schedule(
+    chain: ChainSpec | str | int, *, heights: str | None = None
+) -> pd.DataFrame:
+    """The block reward eras of a chain, from its spec (``data/chains.json``).
 
     Parameters
     ----------
-    chain_id : int
-        A chain of ``data/chains.json`` (1, 11155111, 137, 8453).
-    heights : {"protocol", "devnet"}
-        ``"protocol"``: the real chain's fork heights (mainnet: 5 ETH from genesis, 3 ETH from
+    chain : ChainSpec, str or int
+        A chain spec (or its label), or a chain id of ``data/chains.json`` (1, 11155111,
+        137, 8453) for the real chain's heights: mainnet pays 5 ETH from genesis, 3 ETH from
         Byzantium at 4,370,000, 2 ETH from Constantinople at 7,280,000, nothing from the
-        merge at 15,537,394). ``"devnet"``: the embedded devnet's compressed heights (same
-        sequence of rules; chain 1: 30,000, 60,000 and 165,000).
+        merge at 15,537,394. ``ChainSpec.from_chain(1, heights="devnet")`` is the embedded
+        devnet's compressed copy (same sequence of rules; chain 1: 30,000, 60,000 and
+        165,000).
+    heights : {"protocol", "devnet"}, optional
+        Deprecated: with a chain id, ``ChainSpec.from_chain(chain, heights=...)``.
 
     Returns
     -------
@@ -641,44 +658,46 @@ def reward_schedule(chain_id: int = 1, *, heights: Heights = "protocol") -> pd.D
 
     Raises
     ------
-    KeyError
-        ``chain_id`` is not in ``data/chains.json``.
+    ConfigError
+        The chain is not in ``data/chains.json``, or ``heights`` is not a known one.
 
     References
     ----------
     .. [1] EIP-649, EIP-1234, EIP-3675; go-ethereum ``consensus/ethash/consensus.go``.
     """
-    _check_heights(heights)
-    entry = chain_entry(int(chain_id))
-    protocol = entry["protocol"]
-    half = protocol if heights == "protocol" else entry["devnet"]
-    rewards = half["block_rewards_wei"]
-    forks = {
-        name: int(value["block"] if isinstance(value, Mapping) else value)
-        for name, value in half["forks"].items()
-    }
-    consensus = [(int(c["from_block"]), c["kind"]) for c in half["consensus"]]
-    uncle_rules = protocol.get("uncles")
-    sources = [r.get("source", "") for r in protocol["block_rewards_wei"]]
+    if isinstance(chain, str):
+        spec = ChainSpec.from_label(chain)
+    elif isinstance(chain, ChainSpec):
+        spec = chain
+    else:
+        spec = ChainSpec.from_chain(chain, heights=heights or "protocol")
+    if heights is not None and heights != spec.heights:
+        raise ValueError(f"heights={heights!r} contradicts the spec {spec.label!r}")
+    return _schedule(spec).copy()
+
+
+@cache
+def _schedule(spec: ChainSpec) -> pd.DataFrame:
+    """The spec's reward eras (cached: callers read it, never change it)."""
+    rewards = spec.block_rewards_wei
     rows = []
-    for i, reward in enumerate(rewards):
-        start = int(reward["from_block"])
-        stop = int(rewards[i + 1]["from_block"]) if i + 1 < len(rewards) else None
-        kind = [k for b, k in consensus if b <= start][-1]
-        named = [name for name, block in forks.items() if block == start]
-        allowed = uncle_rules is not None and kind == "ethash"
+    for i, (start, value) in enumerate(rewards):
+        stop = rewards[i + 1][0] if i + 1 < len(rewards) else None
+        kind = [k for b, k in spec.consensus if b <= start][-1]
+        named = [f.name for f in spec.forks if f.block == start]
+        allowed = spec.uncles is not None and kind == "ethash"
         rows.append(
             {
                 "era": "/".join(named) if start > 0 and named else "genesis",
                 "from_block": start,
                 "stop_block": stop,
                 "consensus": kind,
-                "block_reward_wei": int(reward["value"]),
+                "block_reward_wei": int(value),
                 "uncles_allowed": allowed,
-                "max_uncles": int(uncle_rules["max_per_block"]) if allowed else None,
-                "max_depth": int(uncle_rules["max_depth"]) if allowed else None,
+                "max_uncles": spec.uncles.max_per_block if allowed and spec.uncles else None,
+                "max_depth": spec.uncles.max_depth if allowed and spec.uncles else None,
                 # the devnet keeps the real chain's sequence of rules: same sources
-                "source": reward.get("source") or (sources[i] if i < len(sources) else ""),
+                "source": spec.reward_sources[i] if i < len(spec.reward_sources) else "",
             }
         )
     frame = pd.DataFrame(rows)
@@ -686,6 +705,7 @@ def reward_schedule(chain_id: int = 1, *, heights: Heights = "protocol") -> pd.D
     for column in ("stop_block", "max_uncles", "max_depth"):
         frame[column] = frame[column].astype("Int64")
     frame["block_reward_wei"] = frame["block_reward_wei"].astype(object)
+    frame.attrs.update(chain_id=spec.chain_id, chain_spec=spec.label)
     return frame
 
 
@@ -705,25 +725,45 @@ def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
 
 
 def reward_era(
-    block_numbers: Any, *, chain_id: int = 1, heights: Heights = "protocol"
+    block_numbers: Any,
+    *,
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    heights: str | None = None,
 ) -> pd.Series:
     """The reward era (see :func:`reward_schedule`) of each block number.
+
+    Parameters
+    ----------
+    block_numbers : int array-like or Series
+        A Series taken from a frame (``blocks["block_number"]``) keeps its attrs' spec.
+    spec, chain_id, heights
+        Whose eras: see :func:`uncle_rewards`.
 
     Returns
     -------
     pandas.Series
         ``era`` labels (str), aligned with ``block_numbers`` (its index, if a Series).
     """
+    chosen = _spec(block_numbers, "reward_era", spec, chain_id, heights)
     numbers, index = _numbers(block_numbers)
-    schedule = reward_schedule(chain_id, heights=heights)
+    schedule = _schedule(chosen)
     eras = schedule["era"].to_numpy()[_era_positions(numbers, schedule)]
-    return pd.Series(eras, index=index, name="era", dtype=object)
+    out = pd.Series(eras, index=index, name="era", dtype=object)
+    out.attrs.update(schedule.attrs)
+    return out
 
 
 def block_reward(
-    block_numbers: Any, *, chain_id: int = 1, heights: Heights = "protocol"
+    block_numbers: Any,
+    *,
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    heights: str | None = None,
 ) -> pd.Series:
     """The static block reward of each block number [wei], exact.
+
+    ``spec``, ``chain_id`` and ``heights`` as for :func:`reward_era`.
 
     Returns
     -------
@@ -735,8 +775,9 @@ def block_reward(
     .. [1] EIP-649 (3 ETH), EIP-1234 (2 ETH), EIP-3675 (0); go-ethereum
        ``FrontierBlockReward``, ``ByzantiumBlockReward``, ``ConstantinopleBlockReward``.
     """
+    chosen = _spec(block_numbers, "block_reward", spec, chain_id, heights)
     numbers, index = _numbers(block_numbers)
-    schedule = reward_schedule(chain_id, heights=heights)
+    schedule = _schedule(chosen)
     values = schedule["block_reward_wei"].to_numpy()[_era_positions(numbers, schedule)]
     out = np.empty(len(values), dtype=object)
     out[:] = [int(v) for v in values]
@@ -744,7 +785,11 @@ def block_reward(
 
 
 def uncle_rewards(
-    uncles: pd.DataFrame, *, chain_id: int = 1, heights: Heights = "protocol"
+    uncles: pd.DataFrame,
+    *,
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    heights: str | None = None,
 ) -> pd.DataFrame:
     """What each uncle earned its miner, and what its including block earned for it.
 
@@ -757,10 +802,14 @@ def uncle_rewards(
     ----------
     uncles : pandas.DataFrame
         :func:`feeslab.frames.parse_uncles`' frame (``block_number`` and ``depth`` used).
-    chain_id : int
-        A chain of ``data/chains.json``.
-    heights : {"protocol", "devnet"}
-        Fork heights of the real chain or of the devnet (see :func:`reward_schedule`).
+    spec : ChainSpec or str, optional
+        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
+        frame's ``attrs["chain_spec"]`` (every ``Lab`` frame carries it).
+    chain_id : int, optional
+        Instead of ``spec``: the real chain's heights, or the frame's spec when its attrs
+        say it is of this chain (a devnet's frames follow the devnet's heights).
+    heights : {"protocol", "devnet"}, optional
+        Deprecated: with ``chain_id``, ``ChainSpec.from_chain(chain_id, heights=...)``.
 
     Returns
     -------
@@ -773,6 +822,10 @@ def uncle_rewards(
     ValueError
         An uncle where the rules allow none (after the merge, on chains without uncles), or
         deeper than the chain's maximum depth.
+    MissingChainSpec
+        Neither ``spec``/``chain_id`` nor ``uncles.attrs`` say which chain it is.
+    ChainSpecConflict
+        ``spec``/``chain_id`` contradict ``uncles.attrs``.
 
     References
     ----------
@@ -781,7 +834,8 @@ def uncle_rewards(
     .. [3] go-ethereum ``consensus/ethash/consensus.go`` ``accumulateRewards``.
     """
     _require(uncles, ["block_number", "depth"], "uncles")
-    schedule = reward_schedule(chain_id, heights=heights)
+    chosen = _spec(uncles, "uncle_rewards", spec, chain_id, heights)
+    schedule = _schedule(chosen)
     including = uncles["block_number"].to_numpy(dtype=np.int64)
     depth = uncles["depth"].to_numpy(dtype=np.int64)
     position = _era_positions(including, schedule)
@@ -789,19 +843,22 @@ def uncle_rewards(
     if (~allowed).any():
         i = int(np.flatnonzero(~allowed)[0])
         raise ValueError(
-            f"block {including[i]:,} includes an uncle, but chain {chain_id} allows none in "
-            f"its {schedule['era'].iloc[position[i]]} era ({heights} heights)"
+            f"block {including[i]:,} includes an uncle, but chain {chosen.chain_id} allows none "
+            f"in its {schedule['era'].iloc[position[i]]} era ({chosen.label}, "
+            f"{chosen.heights} heights)"
         )
     limit = schedule["max_depth"].to_numpy(dtype="float64", na_value=np.nan)[position]
     bad = (depth < 1) | (depth > limit)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"block {including[i]:,} includes an uncle at depth {depth[i]}; chain {chain_id} "
+            f"block {including[i]:,} includes an uncle at depth {depth[i]}; chain "
+            f"{chosen.chain_id} "
             f"allows 1..{int(limit[i])}"
         )
     reward = [int(r) for r in schedule["block_reward_wei"].to_numpy()[position]]
     out = uncles.copy()
+    out.attrs.update(schedule.attrs)
     out["era"] = schedule["era"].to_numpy()[position]
     out["block_reward_wei"] = _exact(reward)
     out["uncle_reward_wei"] = _exact(
@@ -821,8 +878,9 @@ def rewards_by_era(
     blocks: pd.DataFrame,
     uncles: pd.DataFrame,
     *,
-    chain_id: int = 1,
-    heights: Heights = "protocol",
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    heights: str | None = None,
 ) -> pd.DataFrame:
     """Issuance of the scanned blocks per era: block rewards, nephew and uncle rewards.
 
@@ -834,8 +892,8 @@ def rewards_by_era(
         ``block_number`` and ``uncle_count`` per scanned block.
     uncles : pandas.DataFrame
         The uncles those blocks include (:func:`feeslab.frames.parse_uncles`).
-    chain_id, heights
-        See :func:`reward_schedule`.
+    spec, chain_id, heights
+        As for :func:`uncle_rewards`; ``blocks`` and ``uncles`` must not disagree.
 
     Returns
     -------
@@ -855,7 +913,11 @@ def rewards_by_era(
     """
     _require(blocks, ["block_number", "uncle_count"], "blocks")
     _unique_blocks(blocks)
-    paid = uncle_rewards(uncles, chain_id=chain_id, heights=heights)
+    # either frame's attrs may say; where both do they must agree
+    chosen = resolve_spec(blocks, spec, chain_id, heights=heights, what="rewards_by_era",
+                          required=False)  # fmt: skip
+    chosen = _spec(uncles, "rewards_by_era", chosen, None, None)
+    paid = uncle_rewards(uncles, spec=chosen)
     numbers = blocks["block_number"].to_numpy(dtype=np.int64)
     listed = pd.Series(paid["block_number"].to_numpy(dtype=np.int64)).value_counts()
     counts = pd.Series(blocks["uncle_count"].to_numpy(dtype=np.int64), index=numbers)
@@ -871,8 +933,8 @@ def rewards_by_era(
     order = np.argsort(numbers, kind="stable")
     numbers = numbers[order]
     uncle_count = counts.to_numpy()[order]
-    era = reward_era(numbers, chain_id=chain_id, heights=heights).to_numpy()
-    reward = [int(r) for r in block_reward(numbers, chain_id=chain_id, heights=heights)]
+    era = reward_era(numbers, spec=chosen).to_numpy()
+    reward = [int(r) for r in block_reward(numbers, spec=chosen)]
     paid_era = paid["era"].to_numpy()
     paid_wei = [int(r) for r in paid["uncle_reward_wei"]]
     rows = {}
@@ -897,7 +959,7 @@ def rewards_by_era(
         }
     columns = ["blocks", "uncles", "block_rewards_wei", "nephew_rewards_wei",
                "uncle_rewards_wei", "issuance_wei", "block_reward_eth", "nephew_reward_eth",
-               "uncle_reward_eth", "uncle_share"]  # fmt: skip
+               "uncle_reward_eth", "uncle_share"]
     table = pd.DataFrame(
         {
             c: _exact([r[c] for r in rows.values()])
@@ -1105,7 +1167,7 @@ def miner_uncles(
         table["stale"], produced, confidence, method
     )
     table = table[["blocks", "share", "stale", "stale_rate", "stale_lower", "stale_upper",
-                   "including"]]  # fmt: skip
+                   "including"]]
     table["including_rate"] = table["including"] / table["blocks"].where(table["blocks"] > 0)
     table["including_lower"], table["including_upper"] = _binomial_interval(
         table["including"], table["blocks"], confidence, method
@@ -1226,7 +1288,7 @@ def fork_heights(
     frame = blocks.sort_values("block_number").reset_index(drop=True)
     if frame.empty:
         return frame.assign(block_time_s=pd.Series(dtype=float), forks=pd.Series(dtype=np.int64),
-                            forked=pd.Series(dtype=bool))  # fmt: skip
+                            forked=pd.Series(dtype=bool))
     numbers = frame["block_number"].to_numpy(dtype=np.int64)
     stamps = frame["timestamp"]
     if not isinstance(stamps.dtype, pd.DatetimeTZDtype):
@@ -1291,7 +1353,7 @@ class DelayFit:
         """The model's propagation delay at each row of ``frame`` [s]."""
         design = _design(frame, self.covariates)
         return pd.Series(design @ self.params["estimate"].to_numpy(), index=frame.index,
-                         name="delay_s")  # fmt: skip
+                         name="delay_s")
 
     def stale_probability(self, frame: pd.DataFrame) -> pd.Series:
         """The model's fork probability at each row of ``frame`` [1]."""
@@ -1505,7 +1567,7 @@ def model_vs_data(
         }
     )
     rates = _rate_table(table["heights"], table["forks"], table.index,
-                        _check_confidence(confidence), "wilson")  # fmt: skip
+                        _check_confidence(confidence), "wilson")
     table["rate"], table["lower"], table["upper"] = rates["rate"], rates["lower"], rates["upper"]
     table = table[["x", "heights", "forks", "rate", "lower", "upper", "predicted"]]
     table.index = pd.RangeIndex(len(table), name="bin")

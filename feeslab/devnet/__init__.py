@@ -5,9 +5,51 @@ loopback, with the real service's paths, authentication, credit costs and limits
 notebooks and tests run without a key or a network. Start one with ``start()`` (a background
 thread of this process) or ``spawn()`` (its own process); the returned handle gives its URLs,
 key and secret, and stops it.
+
+The devnet is an optional extra (``pip install 'feeslab[devnet]'``). Importing this package
+loads nothing heavy: ``start`` and ``DevnetHandle`` load the server (uvicorn, starlette, the
+EVM) on first use, and ``require()`` says how to install the extra when it is missing.
 """
 
-from feeslab.devnet.process import SpawnedDevnet, spawn
-from feeslab.devnet.server import DevnetHandle, start
+from __future__ import annotations
 
-__all__ = ["DevnetHandle", "SpawnedDevnet", "spawn", "start"]
+import importlib.util
+from typing import Any
+
+__all__ = ["DevnetHandle", "SpawnedDevnet", "require", "spawn", "start"]
+
+INSTALL_HINT = "pip install 'feeslab[devnet]'"
+# the extra's packages
+_REQUIRED = ("starlette", "uvicorn", "eth_keys", "Crypto", "python_multipart")
+_EVM_BACKENDS = ("pyrevm", "evm")  # pyrevm, or py-evm where pyrevm has no wheel
+_LAZY = {
+    "DevnetHandle": "feeslab.devnet.server",
+    "start": "feeslab.devnet.server",
+    "SpawnedDevnet": "feeslab.devnet.process",
+    "spawn": "feeslab.devnet.process",
+}
+
+
+def missing_packages() -> list[str]:
+    """The devnet extra's modules that cannot be imported here (empty when it is installed)."""
+    missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
+    if all(importlib.util.find_spec(name) is None for name in _EVM_BACKENDS):
+        missing.append("pyrevm")
+    return missing
+
+
+def require(reason: str = "the devnet is not installed") -> None:
+    """Raise ``ConfigError`` saying how to install the devnet extra, when it is missing."""
+    missing = missing_packages()
+    if missing:
+        from feeslab.fetch.errors import ConfigError
+
+        raise ConfigError(f"{reason} (missing {', '.join(missing)}): {INSTALL_HINT}")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

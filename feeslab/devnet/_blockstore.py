@@ -133,9 +133,6 @@ class Blockstore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def has(self, cid: CID) -> bool:
-        return self.path(cid).is_file()
-
     def get(self, cid: CID) -> bytes:
         """The block's bytes, checked against its hash.
 

@@ -1,4 +1,4 @@
-"""A streaming ``multipart/form-data`` reader for ``POST /api/v0/add``.
+"""A streaming ``multipart/form-data`` reader for ``POST /api/v0/add``, on python-multipart.
 
 Sans-I/O: feed it the request body piece by piece and it returns events, so an upload of any
 size passes through in constant memory. Only what ``ipfs add`` needs is read from each part's
@@ -7,11 +7,21 @@ headers: ``Content-Disposition`` (``name``, ``filename``) and ``Content-Type``.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 
+import python_multipart
+from python_multipart.exceptions import FormParserError, MultipartParseError
+
 MAX_HEADER_BYTES = 16 * 1024
 _PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
+
+
+# python-multipart logs each malformed body as a WARNING before raising; the client gets the
+# same message in its 400, so the devnet's log keeps only errors from it
+_PARSER_LOG = logging.getLogger(__name__ + ".python_multipart")
+_PARSER_LOG.setLevel(logging.ERROR)
 
 
 class MultipartError(ValueError):
@@ -57,14 +67,9 @@ def _params(text: str) -> dict[str, str]:
     return out
 
 
-def _parse_headers(block: bytes) -> Part:
+def _part(headers: list[tuple[str, str]]) -> Part:
     part = Part()
-    for line in block.decode("utf-8", "replace").split("\r\n"):
-        if not line:
-            continue
-        name, colon, value = line.partition(":")
-        if not colon or not name.strip():
-            raise MultipartError(f"malformed part header {line[:80]!r}")
+    for name, value in headers:
         part.headers[name.strip().lower()] = value.strip()
     disposition = part.headers.get("content-disposition", "")
     params = _params(";" + disposition.partition(";")[2])
@@ -79,6 +84,9 @@ class MultipartParser:
     """Feed ``multipart/form-data`` bytes; get ``("part", Part)``, ``("data", bytes)`` and
     ``("end", None)`` (end of a part) events.
 
+    python-multipart's streaming parser (Starlette's) does the reading; this keeps its
+    callbacks as a list of events per ``feed``, so the caller stays sans-I/O.
+
     Parameters
     ----------
     boundary : str
@@ -88,81 +96,98 @@ class MultipartParser:
     def __init__(self, boundary: str) -> None:
         if not boundary or len(boundary) > 200:
             raise MultipartError("the multipart boundary is missing or too long")
-        self._delimiter = b"\r\n--" + boundary.encode("latin-1")
-        # a leading CRLF lets the first boundary line match like every other
-        self._buffer = bytearray(b"\r\n")
-        self._state = "preamble"
+        self._events: list[tuple[str, object]] = []
+        self._field = bytearray()
+        self._value = bytearray()
+        self._headers: list[tuple[str, str]] = []
+        self._header_bytes = 0
+        self._done = False
         self.parts = 0
+        # RFC 2046 allows a preamble before the first boundary (Go's reader, so kubo, skips
+        # it); python-multipart does not, so it is dropped here: until the first delimiter
+        # the bytes wait in _preamble, behind a CRLF so a delimiter at the start matches too
+        self._first = b"\r\n--" + boundary.encode("latin-1")
+        self._preamble: bytearray | None = bytearray(b"\r\n")
+        self._parser = python_multipart.MultipartParser(
+            boundary.encode("latin-1"),
+            {
+                "on_part_begin": self._part_begin,
+                "on_header_field": self._header_field,
+                "on_header_value": self._header_value,
+                "on_header_end": self._header_end,
+                "on_headers_finished": self._headers_finished,
+                "on_part_data": self._part_data,
+                "on_part_end": self._part_end,
+                "on_end": self._end,
+            },
+            max_header_size=MAX_HEADER_BYTES,
+        )
+        self._parser.logger = _PARSER_LOG
 
     @property
     def done(self) -> bool:
-        return self._state == "done"
+        return self._done
 
     def feed(self, data: bytes) -> list[tuple[str, object]]:
         """Consume ``data``; returns the events it completes."""
-        if self._state == "done":
+        if self._done:
             return []  # the epilogue is ignored
-        self._buffer += data
-        events: list[tuple[str, object]] = []
-        while self._step(events):
-            pass
+        if self._preamble is not None:
+            self._preamble += data
+            at = self._preamble.find(self._first)
+            if at < 0:
+                del self._preamble[: -len(self._first)]
+                return []
+            data, self._preamble = bytes(self._preamble[at + 2 :]), None
+        try:
+            self._parser.write(data)
+        except (MultipartParseError, FormParserError) as exc:
+            raise MultipartError(f"malformed multipart body: {exc}") from None
+        events, self._events = self._events, []
         return events
 
     def close(self) -> None:
         """The body ended; raises ``MultipartError`` if it ended early."""
-        if self._state != "done":
+        if not self._done:
             raise MultipartError("unexpected end of the multipart body (no closing boundary)")
 
-    def _step(self, events: list[tuple[str, object]]) -> bool:
-        buffer = self._buffer
-        delimiter = self._delimiter
-        if self._state in ("preamble", "body"):
-            at = buffer.find(delimiter)
-            if at < 0:
-                keep = len(delimiter) - 1
-                if self._state == "body" and len(buffer) > keep:
-                    events.append(("data", bytes(buffer[:-keep])))
-                if len(buffer) > keep:
-                    del buffer[:-keep]
-                return False
-            if self._state == "body":
-                if at:
-                    events.append(("data", bytes(buffer[:at])))
-                events.append(("end", None))
-            del buffer[: at + len(delimiter)]
-            self._state = "boundary"
-            return True
-        if self._state == "boundary":
-            # after a delimiter: "--" closes the body; else padding then CRLF opens a part
-            if len(buffer) < 2:
-                return False
-            if buffer[:2] == b"--":
-                self._state = "done"
-                buffer.clear()
-                return False
-            end = buffer.find(b"\r\n")
-            if end < 0:
-                if len(buffer) > 256:
-                    raise MultipartError("malformed multipart boundary line")
-                return False
-            if buffer[:end].strip(b" \t"):
-                raise MultipartError("malformed multipart boundary line")
-            del buffer[: end + 2]
-            self._state = "headers"
-            return True
-        if self._state == "headers":
-            if buffer[:2] == b"\r\n":
-                block, skip = b"", 2
-            else:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    if len(buffer) > MAX_HEADER_BYTES:
-                        raise MultipartError("multipart part headers too long")
-                    return False
-                block, skip = bytes(buffer[:end]), end + 4
-            del buffer[:skip]
-            events.append(("part", _parse_headers(block)))
-            self.parts += 1
-            self._state = "body"  # the delimiter's own CRLF ends the data, even empty data
-            return True
-        return False
+    # -- python-multipart's callbacks --------------------------------------------------------
+
+    def _part_begin(self) -> None:
+        self._headers = []
+        self._header_bytes = 0
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+        self._count(end - start)
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+        self._count(end - start)
+
+    def _count(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > MAX_HEADER_BYTES:
+            raise MultipartError("multipart part headers too long")
+
+    def _header_end(self) -> None:
+        name = self._field.decode("utf-8", "replace").strip()
+        if not name:
+            raise MultipartError("malformed part header (no name)")
+        self._headers.append((name, self._value.decode("utf-8", "replace")))
+        self._field.clear()
+        self._value.clear()
+
+    def _headers_finished(self) -> None:
+        self._events.append(("part", _part(self._headers)))
+        self.parts += 1
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if end > start:
+            self._events.append(("data", bytes(data[start:end])))
+
+    def _part_end(self) -> None:
+        self._events.append(("end", None))
+
+    def _end(self) -> None:
+        self._done = True

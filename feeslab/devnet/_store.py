@@ -22,17 +22,27 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from feeslab._chaindata import chains_json_bytes
 
-if TYPE_CHECKING:
-    from feeslab.devnet.chain import History
-
 log = logging.getLogger(__name__)
 FORMAT = 1
+
+
+class History(Protocol):
+    """What the store needs of ``feeslab.devnet.chain.History`` (named here, not imported:
+    the chain imports the store)."""
+
+    chain_id: int
+    seed: int
+    params: Any
+
+    def export_columns(self) -> dict[str, np.ndarray]: ...
+
+    def import_columns(self, columns: dict[str, np.ndarray]) -> None: ...
 
 
 def store_dir() -> Path | None:
@@ -52,11 +62,10 @@ def history_file(history: History) -> Path | None:
     if directory is None:
         return None
     from feeslab import _eip1559, _eip4844
-    from feeslab.devnet import chain
 
     digest = hashlib.sha256()
     for part in (
-        Path(chain.__file__).read_bytes(),
+        Path(__file__).with_name("chain.py").read_bytes(),  # the simulator
         Path(_eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
         Path(_eip4844.__file__).read_bytes(),  # and the blob-fee rule
         chains_json_bytes(),

@@ -61,7 +61,7 @@ from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
 from feeslab.devnet.wallet import wallet_ws
 
 if TYPE_CHECKING:
-    from feeslab.devnet.server import Devnet
+    from feeslab.devnet.service import Devnet
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,3 @@ class RpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
-
-
-def invalid_params(message: str) -> RpcError:
-    return RpcError(INVALID_PARAMS, message)

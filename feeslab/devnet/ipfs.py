@@ -66,7 +66,7 @@ from feeslab.devnet._trailers import TRAILERS
 from feeslab.unixfs import CID, CidError, DagError
 
 if TYPE_CHECKING:
-    from feeslab.devnet.server import Devnet
+    from feeslab.devnet.service import Devnet
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def log_disconnect(scope: Any) -> None:
     client = scope.get("client")
     where = f"{client[0]}:{client[1]}" if client else "a client"
     log.info("%s disconnected before its upload ended (%s %s)", where, scope.get("method"),
-             str(scope.get("path", ""))[:80])  # fmt: skip
+             str(scope.get("path", ""))[:80])
 
 
 def _error_response(error: CommandError) -> Response:
@@ -558,7 +558,7 @@ class AddOptions:
         if hash_name != "sha2-256":
             raise _client_error(f'hash "{hash_name}" is not supported here (only sha2-256)')
         for name, alias in (("trickle", "t"), ("inline", ""), ("nocopy", ""), ("fscache", ""),
-                            ("preserve-mode", ""), ("preserve-mtime", "")):  # fmt: skip
+                            ("preserve-mode", ""), ("preserve-mtime", "")):
             if flags.bool(name, False, *filter(None, [alias])):
                 raise _client_error(f"{name}=true is not supported here: it would change CIDs")
         for name in ("to-files", "mode", "mtime"):
@@ -769,11 +769,11 @@ class StreamAnswer(Response):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         trailers = TRAILERS in scope.get("extensions", {})
         await send({"type": "http.response.start", "status": 200,
-                    "headers": self.raw_headers, "trailers": trailers})  # fmt: skip
+                    "headers": self.raw_headers, "trailers": trailers})
         error = None
         try:
             await send({"type": "http.response.body", "body": b"".join(self._first),
-                        "more_body": True})  # fmt: skip
+                        "more_body": True})
             if self._rest is not None:
                 async for pieces in self._rest:
                     for piece in pieces:

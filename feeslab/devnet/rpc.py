@@ -368,7 +368,6 @@ def decode_params(params: Any, decoders: Sequence[Callable[[Any], Any]], require
 
 _ARGS_STRUCT = "TransactionArgs"
 _ARGS_TYPE = "ethapi.TransactionArgs"
-MAX_UINT256 = 2**256 - 1
 
 
 def _value_error(message: str, type_name: str, field: str | None) -> _ArgError:

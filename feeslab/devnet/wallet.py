@@ -307,10 +307,6 @@ class DevnetWallet:
 
     # -- what it supports ------------------------------------------------------------------
 
-    @property
-    def supported_chains(self) -> list[ChainId]:
-        return list(self.accounts)
-
     def methods(self, chain: ChainId) -> tuple[str, ...]:
         """The methods the wallet serves on ``chain``."""
         if chain in self._chains:

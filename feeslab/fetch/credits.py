@@ -96,15 +96,22 @@ class CreditLedger:
     by_method : dict of str to int
         Credits per method [credits]; fees of rejected requests under ``"http_4xx"``.
 
+    Parameters
+    ----------
+    priced : bool
+        Price calls with the service's table (default). ``False`` for a node that is not the
+        service (``connect(rpc_url=...)``): calls are counted, credits stay 0.
+
     Notes
     -----
     Feed it with `record` per call, or pass `on_response` as the transport's ``on_response=``
     callback, which books a whole HTTP request at once (the 4xx fee is per request).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, priced: bool = True) -> None:
         self._lock = threading.Lock()
         self._rows: dict[str, _Row] = {}
+        self.priced = priced
 
     def _row(self, name: str) -> _Row:
         row = self._rows.get(name)
@@ -134,6 +141,8 @@ class CreditLedger:
             Credits charged for it [credits].
         """
         price = unit_cost(method, kind=kind)  # validates kind before touching the ledger
+        if not self.priced:
+            price = 0
         with self._lock:
             row = self._row(method)
             if cached:
@@ -144,7 +153,7 @@ class CreditLedger:
                 row.credits += price
                 return price
             row.refused += 1
-            fee = http_status_cost(http_status)
+            fee = http_status_cost(http_status) if self.priced else 0
             if fee:
                 self._row(FEE_ROW).credits += fee
             return fee
@@ -169,7 +178,7 @@ class CreditLedger:
         """
         # a batch repeats a few methods many times: book each method once
         counts = Counter(c if isinstance(c, str) else c.method for c in calls)
-        prices = {name: unit_cost(name, kind=kind) for name in counts}
+        prices = {name: unit_cost(name, kind=kind) * self.priced for name in counts}
         served = 200 <= http_status < 300
         with self._lock:
             for name, n in counts.items():
@@ -181,7 +190,7 @@ class CreditLedger:
                     row.refused += n
             if served:
                 return sum(prices[name] * n for name, n in counts.items())
-            fee = http_status_cost(http_status) if counts else 0
+            fee = http_status_cost(http_status) if counts and self.priced else 0
             if fee:
                 self._row(FEE_ROW).credits += fee
             return fee
@@ -228,6 +237,9 @@ class CreditLedger:
         return frame.sort_values(["credits", "method"], ascending=[False, True], ignore_index=True)
 
     def __repr__(self) -> str:
+        if not self.priced:
+            return (f"CreditLedger(calls={self.calls:,}, cached={self.cached:,}, not priced: "
+                    "a node that is not the service)")  # fmt: skip
         return f"CreditLedger(spent={self.spent:,}, calls={self.calls:,}, cached={self.cached:,})"
 
 

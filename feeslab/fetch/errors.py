@@ -10,12 +10,18 @@
      │                          timeouts, 5xx); the httpx/websockets error is the __cause__
      │    └── NotificationTimeout  (also a TimeoutError) no wallet notification in time
      ├── ProtocolError          an answer that is not JSON-RPC: malformed JSON, missing ids,
-     │                          an unexpected HTTP status
+     │    │                     an unexpected HTTP status
+     │    └── MalformedWord      (also a ValueError) a storage word that is not 0x and at most
+     │                          64 hex digits (eth_getStorageAt's answer, or one passed in)
      ├── AuthError              401/403: what the service said, never the key
      ├── RateLimited            429 after the retries ran out; .retry_after [s] or None
      ├── CreditsExhausted       402: .credits_spent (this client's ledger); cached answers are
      │                          kept and a rerun resumes
      ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
+     ├── ChainSpecError         (also a ValueError) which chain's rules a frame follows
+     │    ├── MissingChainSpec   the frame's attrs do not say, nor do the arguments: .argument
+     │    │                      names what to pass (spec=, chain_id=)
+     │    └── ChainSpecConflict  the arguments contradict each other or the frame's attrs
      ├── IpfsError              a storage (IPFS) API command failed: .status, .code (kubo's
      │    │                     Code: 1 the caller's mistake), .command, kubo's Message
      │    ├── IpfsStreamError    the failure came after the answer began (X-Stream-Error
@@ -52,12 +58,16 @@ __all__ = [
     "AuthError",
     "BudgetExceeded",
     "CaipError",
+    "ChainSpecConflict",
+    "ChainSpecError",
     "CidMismatchError",
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
     "IpfsError",
     "IpfsStreamError",
+    "MalformedWord",
+    "MissingChainSpec",
     "NotificationTimeout",
     "ProtocolError",
     "RateLimited",
@@ -138,6 +148,28 @@ def _short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+class ChainSpecError(FeeslabError, ValueError):
+    """Which chain's rules (a ``feeslab.chainspec.ChainSpec``) a frame follows is unclear."""
+
+
+class MissingChainSpec(ChainSpecError):
+    """Neither the arguments nor the frame's ``attrs`` say which chain the frame is of.
+
+    Attributes
+    ----------
+    argument : str
+        The argument to pass (``"spec"``, ``"chain_id"``).
+    """
+
+    def __init__(self, message: str, *, argument: str = "spec") -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class ChainSpecConflict(ChainSpecError):
+    """The arguments name another chain or other heights than each other or the frame's attrs."""
+
+
 class ProtocolError(FeeslabError):
     """An answer that is not JSON-RPC: malformed JSON, missing ids, an unexpected HTTP status.
 
@@ -150,6 +182,24 @@ class ProtocolError(FeeslabError):
     def __init__(self, message: str, *, status: int | None = None, secrets=()) -> None:
         super().__init__(message, secrets=secrets)
         self.status = status
+
+
+class MalformedWord(ProtocolError, ValueError):
+    """A storage word that is not ``0x`` followed by at most 64 hex digits.
+
+    Nodes answer ``eth_getStorageAt`` with 32-byte words (geth), or shortened ones (``0x0``,
+    ``0x1``) and ``0x`` for an empty slot (ganache); all of those are words. Anything else
+    (not hex, longer than 32 bytes, not a string) is this error.
+
+    Attributes
+    ----------
+    value : Any
+        What was refused.
+    """
+
+    def __init__(self, message: str, *, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
 
 
 class AuthError(FeeslabError):

@@ -102,7 +102,7 @@ class GasClient:
                     raise ProtocolError(f"Gas API {endpoint} answered non-JSON") from None
             if status in (401, 403):
                 raise AuthError(redact(f"Gas API refused the credentials: {answer.text}",
-                                       self._secrets))  # fmt: skip
+                                       self._secrets))
             if status == 402:
                 raise CreditsExhausted(credits_spent=self.ledger.spent)
             if status == 429 or status >= 500:
@@ -116,7 +116,7 @@ class GasClient:
             raise ProtocolError(
                 redact(f"Gas API {endpoint} for chain {chain_id}: HTTP {status}: "
                        f"{answer.text[:200]}", self._secrets)
-            )  # fmt: skip
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def base_fee_history(self, chain_id: int) -> list[str]:

@@ -222,7 +222,7 @@ def _answer(answer: httpcore.Response, body_type: type) -> httpx.Response:
     )
     body = body_type(answer.stream, network if chunked else None, slot)
     return httpx.Response(answer.status, headers=answer.headers, stream=body,
-                          extensions=extensions)  # fmt: skip
+                          extensions=extensions)
 
 
 class _Body(httpx.SyncByteStream):
@@ -454,12 +454,12 @@ class _Lines:
             raise IpfsStreamError(
                 f"{self._command}: a line of the answer is not JSON: {line[:120]!r}",
                 command=self._command, secrets=self._secrets,
-            ) from None  # fmt: skip
+            ) from None
         if isinstance(obj, dict) and obj.get("Type") == "error" and "Message" in obj:
             raise IpfsStreamError(
                 f"{self._command} failed: {obj['Message']}",
                 code=obj.get("Code"), command=self._command, secrets=self._secrets,
-            )  # fmt: skip
+            )
         return obj
 
 
@@ -498,13 +498,13 @@ def _check_end(command: str, response: httpx.Response, received: int | None, sec
         raise IpfsStreamError(
             f"{command} failed after the answer began: {trailers[STREAM_ERROR]}",
             command=command, secrets=secrets,
-        )  # fmt: skip
+        )
     expected = response.headers.get("x-content-length")
     if received is not None and expected and expected.isdigit() and received != int(expected):
         raise IpfsStreamError(
             f"{command} was cut short: {received:,} of {int(expected):,} bytes arrived",
             command=command, secrets=secrets,
-        )  # fmt: skip
+        )
 
 
 def _check_block(cid: str, data: bytes) -> bytes:
@@ -740,7 +740,7 @@ class IpfsClient(_Base):
             return json.loads(body)
         except ValueError:
             raise IpfsError(f"{command}: the answer is not JSON: {body[:120]!r}",
-                            status=200, command=command) from None  # fmt: skip
+                            status=200, command=command) from None
 
     def _objects(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
@@ -790,7 +790,7 @@ class IpfsClient(_Base):
         params = _add_params(
             cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
             wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
-        )  # fmt: skip
+        )
         entries = _entries(files, name)
         with contextlib.ExitStack() as stack:
             parts = _multipart(entries, stack)
@@ -972,7 +972,7 @@ class AsyncIpfsClient(_Base):
             return json.loads(body)
         except ValueError:
             raise IpfsError(f"{command}: the answer is not JSON: {body[:120]!r}",
-                            status=200, command=command) from None  # fmt: skip
+                            status=200, command=command) from None
 
     async def _objects(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
@@ -1011,7 +1011,7 @@ class AsyncIpfsClient(_Base):
         params = _add_params(
             cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
             wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
-        )  # fmt: skip
+        )
         entries = _entries(files, name)
         with contextlib.ExitStack() as stack:
             parts = _multipart(entries, stack)

@@ -154,7 +154,7 @@ class _NodeBase:
         cacheable = [
             i for i, c in enumerate(calls)
             if use_cache and block_of(c) is not None and moving_tag(c.params) is None
-        ]  # fmt: skip
+        ]
         cache = self._open_cache() if cacheable else None
         if cache is not None:
             found = cache.get_many([(calls[i].method, calls[i].params) for i in cacheable])
@@ -239,7 +239,10 @@ def _results(answers: Sequence[RpcResult]) -> list[Any]:
 
 
 def _words(answers: Sequence[RpcResult]) -> list[int]:
-    return [int(r.unwrap(), 16) for r in answers]
+    from feeslab.slots import storage_word  # accepts "0x" and short words (ganache)
+
+    return [storage_word(r.unwrap(), f"eth_getStorageAt's answer at {r.call.params[2]}")
+            for r in answers]  # fmt: skip
 
 
 class NodeClient(_NodeBase):

@@ -9,7 +9,11 @@ Conventions, shared by every frame:
 * amounts are exact: base fees and tips as int64 (a value beyond 2**63 - 1 wei raises), and
   values that may exceed int64 (difficulty, total difficulty, storage words) as Python ints
   in ``object`` columns;
-* an empty input gives an empty frame with the documented dtypes (the ``*_DTYPES`` dicts).
+* an empty input gives an empty frame with the documented dtypes (the ``*_DTYPES`` dicts);
+* ``attrs`` say what a frame came from: ``chain_id``, ``chain_spec`` (the label of a
+  :class:`feeslab.chainspec.ChainSpec`) and ``source``. The parse functions here are pure
+  and leave them empty; whoever fetched the answers sets them
+  (:func:`feeslab.chainspec.with_chain`, as every ``Lab`` method does).
 
 References
 ----------

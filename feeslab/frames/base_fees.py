@@ -271,7 +271,7 @@ def parse_fee_history(
     """
     if not isinstance(result, Mapping):
         raise TypeError(f"result must be eth_feeHistory's result (a dict), not "
-                        f"{type(result).__name__}")  # fmt: skip
+                        f"{type(result).__name__}")
     names = [reward_column(p) for p in percentiles] if percentiles is not None else []
     if len(set(names)) != len(names):
         raise ValueError(f"percentiles must be distinct, got {list(percentiles or [])}")
@@ -305,7 +305,7 @@ def parse_fee_history(
         blob = _int64(_hex_list(blob_fees, "baseFeePerBlobGas"), "baseFeePerBlobGas", "result")
         if len(blob) != count + 1:
             raise ValueError(f"result has {len(blob)} baseFeePerBlobGas values, expected "
-                             f"{count + 1}")  # fmt: skip
+                             f"{count + 1}")
         frame["base_fee_per_blob_gas_wei"] = pd.array(blob, dtype="Int64")
     blob_ratio = result.get("blobGasUsedRatio")
     if blob_ratio is None:
@@ -319,7 +319,7 @@ def parse_fee_history(
     if rewards is None:
         if names:
             raise ValueError(f"percentiles {list(percentiles or [])} given but result has no "
-                             "'reward'")  # fmt: skip
+                             "'reward'")
         return frame
     if percentiles is None:
         raise ValueError("result has 'reward': pass the request's percentiles to name them")
@@ -386,6 +386,13 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         if frame["block_number"].duplicated().any():
             block = frame["block_number"][frame["block_number"].duplicated()].iloc[0]
             raise ValueError(f"frames[{k}] has block {block} more than once")
+    said = {
+        (f.attrs.get("chain_id"), f.attrs.get("chain_spec")): f.attrs for f in items if f.attrs
+    }
+    if len(said) > 1:  # snapshots of two chains (or heights) would stitch into nonsense
+        from feeslab.fetch.errors import ChainSpecConflict
+
+        raise ChainSpecConflict(f"the snapshots are of different chains: {sorted(said, key=str)}")
     combined = pd.concat(
         [f.assign(_snapshot=k) for k, f in enumerate(items)], ignore_index=True, sort=False
     )
@@ -406,4 +413,6 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         .last()
         .drop(columns="_snapshot")
     )
-    return stitched.reset_index(drop=True)
+    stitched = stitched.reset_index(drop=True)
+    stitched.attrs = dict(next(iter(said.values()), {}))  # the chain they all say
+    return stitched

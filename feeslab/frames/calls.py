@@ -201,7 +201,7 @@ def function_spec(
         spec = _signature_spec(function.strip(), abi)
     else:
         raise TypeError(f"function must be an ABI entry or a signature, not "
-                        f"{type(function).__name__}")  # fmt: skip
+                        f"{type(function).__name__}")
     if returns is not None:
         if isinstance(returns, str):
             raise TypeError('returns must be a list of types, e.g. ["uint256"], not a str')
@@ -270,7 +270,7 @@ def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
     args = list(args)
     if len(args) != len(spec.inputs):
         raise ValueError(f"{spec.signature} takes {len(spec.inputs)} argument(s), "
-                         f"got {len(args)}")  # fmt: skip
+                         f"got {len(args)}")
     try:
         encoded = encode(list(spec.inputs), args)
     except Exception as exc:  # eth_abi's EncodingError and friends
@@ -444,7 +444,7 @@ def parse_call_series(
     """
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers must be a dict {{block_number: answer}}, not "
-                        f"{type(answers).__name__}")  # fmt: skip
+                        f"{type(answers).__name__}")
     rows = sorted(
         ((_quantity(block, f"answers key {block!r}"), answer) for block, answer in answers.items()),
         key=lambda row: row[0],
@@ -467,7 +467,7 @@ def parse_call_series(
             errors.append(error_text(answer, abi))
         else:
             raise TypeError(f"answers[{block}] must be a 0x hex result or an error, not "
-                            f"{type(answer).__name__}")  # fmt: skip
+                            f"{type(answer).__name__}")
         for i, kind in enumerate(spec.outputs):
             values[i].append(None if decoded is None else _output_value(kind, decoded[i]))
     columns: dict[str, Any] = {"block_number": _int64(numbers, "block_number", "answers")}
@@ -478,7 +478,7 @@ def parse_call_series(
         return _empty({"block_number": "int64",
                        **{n: _output_dtype(k) for n, k in zip(spec.output_names, spec.outputs,
                                                               strict=True)},
-                       "error": "str"})  # fmt: skip
+                       "error": "str"})
     return pd.DataFrame(columns)
 
 
@@ -535,7 +535,7 @@ def transaction_cost(gas: int, base_fee_wei: int, priority_fee_wei: int = 0) -> 
         ``gas * (base_fee_wei + priority_fee_wei)``, exact [wei].
     """
     for name, value in (("gas", gas), ("base_fee_wei", base_fee_wei),
-                        ("priority_fee_wei", priority_fee_wei)):  # fmt: skip
+                        ("priority_fee_wei", priority_fee_wei)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, not {value!r}")
     return int(gas) * (int(base_fee_wei) + int(priority_fee_wei))
@@ -597,14 +597,14 @@ def parse_cost_estimates(
             gas.append(estimate)
             errors.append(None)
             costs.append(None if base_fee_wei is None
-                         else transaction_cost(estimate, base_fee_wei, tip))  # fmt: skip
+                         else transaction_cost(estimate, base_fee_wei, tip))
         elif isinstance(answer, RpcError | Mapping):
             gas.append(None)
             costs.append(None)
             errors.append(error_text(answer, abi))
         else:
             raise TypeError(f"answers[{i}] must be a 0x quantity or an error, not "
-                            f"{type(answer).__name__}")  # fmt: skip
+                            f"{type(answer).__name__}")
     n = len(gas)
     if not n:
         return _empty(COST_DTYPES)

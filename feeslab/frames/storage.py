@@ -47,7 +47,8 @@ def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) ->
         The slot asked for (see :mod:`feeslab.slots` to compute it).
     answers : dict
         ``{block_number: word}``: block numbers as ints (or 0x quantities) and the words
-        ``eth_getStorageAt`` answered at them (0x hex, at most 32 bytes).
+        ``eth_getStorageAt`` answered at them (0x hex, at most 32 bytes; ``0x`` and short
+        words like ``0x1`` as some nodes answer).
 
     Returns
     -------
@@ -75,7 +76,7 @@ def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) ->
     slot_text = slots.slot_hex(slot)
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers must be a dict {{block_number: word}}, not "
-                        f"{type(answers).__name__}")  # fmt: skip
+                        f"{type(answers).__name__}")
     if not answers:
         return _empty(STORAGE_DTYPES)
     rows = sorted(
@@ -88,7 +89,7 @@ def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) ->
     for block, word in rows:
         if not isinstance(word, str):
             raise TypeError(f"answers[{block}] must be a 0x hex word, not {type(word).__name__}")
-        words.append(slots._as_uint256(word, f"answers[{block}]"))
+        words.append(slots.storage_word(word, f"answers[{block}]"))
     n = len(rows)
     return pd.DataFrame(
         {
@@ -177,4 +178,4 @@ def decode_series(
         series.name = name
         return series
     return pd.Series(np.array(values, dtype=dtype) if dtype != "str" else values,
-                     index=frame.index, dtype=dtype, name=name)  # fmt: skip
+                     index=frame.index, dtype=dtype, name=name)

@@ -42,7 +42,7 @@ def plot_estimate_accuracy(
         error.
     """
     accuracy = _require(accuracy, {"transaction", "gas_estimate", "gas_needed",
-                                   "overshoot_ratio"}, "estimate_accuracy's frame")  # fmt: skip
+                                   "overshoot_ratio"}, "estimate_accuracy's frame")
     ax = _axes(ax)
     y = np.arange(len(accuracy))
     needed = accuracy["gas_needed"].astype("float64").fillna(0).to_numpy()
@@ -51,7 +51,7 @@ def plot_estimate_accuracy(
     bars = ax.barh(y + 0.2, estimate, height=0.4, label="eth_estimateGas", **kwargs)
     ratios = accuracy["overshoot_ratio"].to_numpy(np.float64)
     ax.bar_label(bars, ["" if np.isnan(r) else f"+{r * 100:.2g} %" for r in ratios],
-                 padding=2, fontsize="small")  # fmt: skip
+                 padding=2, fontsize="small")
     names = []
     errors = accuracy["error"] if "error" in accuracy.columns else [None] * len(accuracy)
     for name, error in zip(accuracy["transaction"], errors, strict=True):
@@ -88,7 +88,7 @@ def plot_cost_history(
         raise ValueError(f"unit must be 'ETH' or 'gwei', not {unit!r}")
     column = _COST_UNITS[unit]
     costs = _require(costs, {"block_number", "transaction", "gas", column},
-                     "cost_over_history's frame")  # fmt: skip
+                     "cost_over_history's frame")
     ax = _axes(ax)
     options = {"linewidth": 0.8, **kwargs}
     for name, rows in costs.groupby("transaction", sort=False):

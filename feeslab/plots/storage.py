@@ -50,12 +50,12 @@ def plot_storage_layout(table: pd.DataFrame, *, ax: Axes | None = None, **kwargs
         One bar per variable (``ax.patches``), labelled with its name and type.
     """
     table = _require(table, {"label", "slot", "offset_bytes", "size_bytes", "type_label",
-                             "encoding"}, "layout_table's frame")  # fmt: skip
+                             "encoding"}, "layout_table's frame")
     ax = _axes(ax)
     slot_rows = {s: i for i, s in enumerate(sorted({int(s) for s in table["slot"]}))}
     y = [slot_rows[int(s)] for s in table["slot"]]
     widths = [min(int(n), _WORD_BYTES - int(o)) for n, o in
-              zip(table["size_bytes"], table["offset_bytes"], strict=True)]  # fmt: skip
+              zip(table["size_bytes"], table["offset_bytes"], strict=True)]
     options = {"height": 0.8, "edgecolor": "black", "linewidth": 1.0, "alpha": 0.85, **kwargs}
     bars = ax.barh(y, widths, left=table["offset_bytes"].tolist(), **options)
     for bar, encoding in zip(bars, table["encoding"], strict=True):
@@ -112,7 +112,7 @@ def plot_token_balances(
     ax = _axes(ax)
     for holder, rows in balances.groupby("holder", sort=False):
         ax.step(rows["block_number"], rows[column], where="post", label=_short(str(holder)),
-                **kwargs)  # fmt: skip
+                **kwargs)
     ax.set_xlabel("block number")
     ax.set_ylabel(labels[column])
     ax.legend(title="holder", fontsize="small")
@@ -141,7 +141,7 @@ def plot_implementation_periods(
         ``(changed_after, first_block]``.
     """
     periods = _require(periods, {"implementation", "first_block", "last_block",
-                                 "changed_after"}, "implementation_periods' frame")  # fmt: skip
+                                 "changed_after"}, "implementation_periods' frame")
     ax = _axes(ax)
     rows = {a: i for i, a in enumerate(dict.fromkeys(periods["implementation"]))}
     options = {"linewidth": 6, "marker": "o", "solid_capstyle": "butt", **kwargs}
@@ -151,7 +151,7 @@ def plot_implementation_periods(
     changes = periods[periods["changed_after"].notna()]
     for i, change in enumerate(changes.itertuples()):
         ax.axvspan(int(change.changed_after), change.first_block, color="0.6", alpha=0.5,
-                   label="changed in here" if i == 0 else None)  # fmt: skip
+                   label="changed in here" if i == 0 else None)
     ax.set_yticks(range(len(rows)), [_short(a) for a in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("block number")

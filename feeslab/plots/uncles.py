@@ -89,7 +89,7 @@ def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
         ax.set_xlabel(str(frame.index.name or "group"))
     options = {"fmt": "o", "capsize": 3, "ms": 4} | kwargs
     ax.errorbar(x, frame["rate"].to_numpy(dtype=float),
-                yerr=_error(frame, "rate", "lower", "upper"), **options)  # fmt: skip
+                yerr=_error(frame, "rate", "lower", "upper"), **options)
     ax.set_ylabel(_RATE_LABEL)
     ax.set_ylim(bottom=0)
     return ax
@@ -121,7 +121,7 @@ def plot_depth_distribution(
     depth = frame.index.to_numpy()
     options = {"color": "#4c72b0", "capsize": 3} | kwargs
     ax.bar(depth, frame["share"].to_numpy(dtype=float),
-           yerr=_error(frame, "share", "lower", "upper"), **options)  # fmt: skip
+           yerr=_error(frame, "share", "lower", "upper"), **options)
     ax.set_xticks(depth)
     ax.set_xlabel("depth: including block - uncle [blocks]")
     ax.set_ylabel("share of uncles [fraction]")
@@ -188,7 +188,7 @@ def plot_miner_shares(
     y = np.arange(len(shown))[::-1]
     options = {"color": "#4c72b0", "capsize": 3} | kwargs
     ax.barh(y, shown["share"].to_numpy(dtype=float),
-            xerr=_error(shown, "share", "lower", "upper"), **options)  # fmt: skip
+            xerr=_error(shown, "share", "lower", "upper"), **options)
     ax.set_yticks(y, [_short(v) for v in shown.index])
     ax.set_xlabel("share of blocks [fraction]")
     ax.set_ylabel(str(frame.index.name or "miner"))
@@ -213,12 +213,12 @@ def plot_miner_uncles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     matplotlib.axes.Axes
     """
     _require(frame, ["share", "stale_rate", "stale_lower", "stale_upper"],
-             "a miner uncle table")  # fmt: skip
+             "a miner uncle table")
     ax = _axes(ax)
     options = {"fmt": "o", "capsize": 3, "ms": 4} | kwargs
     ax.errorbar(frame["share"].to_numpy(dtype=float), frame["stale_rate"].to_numpy(dtype=float),
                 yerr=_error(frame, "stale_rate", "stale_lower", "stale_upper"),
-                **options)  # fmt: skip
+                **options)
     ax.set_xlabel("share of canonical blocks [fraction]")
     ax.set_ylabel("stale rate: stale / (canonical + stale) [fraction]")
     ax.set_ylim(bottom=0)
@@ -251,7 +251,7 @@ def plot_concentration(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
         x = _categories(ax, frame.index)
     ax.plot(x, frame["hhi"].to_numpy(dtype=float), marker="o", label="HHI (sample)", **kwargs)
     ax.plot(x, frame["hhi_unbiased"].to_numpy(dtype=float), marker="s", ls="--",
-            label="HHI (unbiased)", **kwargs)  # fmt: skip
+            label="HHI (unbiased)", **kwargs)
     ax.set_xlabel(str(frame.index.name or "group"))
     ax.set_ylabel("Herfindahl-Hirschman index [1]")
     ax.set_ylim(bottom=0)
@@ -282,9 +282,9 @@ def plot_model_vs_data(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
     x = frame["x"].to_numpy(dtype=float)
     options = {"fmt": "o", "capsize": 3, "ms": 4, "label": "observed"} | kwargs
     ax.errorbar(x, frame["rate"].to_numpy(dtype=float),
-                yerr=_error(frame, "rate", "lower", "upper"), **options)  # fmt: skip
+                yerr=_error(frame, "rate", "lower", "upper"), **options)
     ax.plot(x, frame["predicted"].to_numpy(dtype=float), color="k", lw=1.5,
-            label="model: 1 - exp(-delay / block time)")  # fmt: skip
+            label="model: 1 - exp(-delay / block time)")
     ax.set_xlabel(frame.attrs.get("x_label", "covariate"))
     ax.set_ylabel("fork rate [forks/height]")
     ax.set_ylim(bottom=0)

@@ -906,7 +906,11 @@ class Era1Source:
 
     @staticmethod
     def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
-        frame.attrs.update({"chain_id": 1, "source": "era1", "network": network})
+        from feeslab.chainspec import ChainSpec  # the analysis reads the spec from attrs
+
+        spec = ChainSpec.from_chain(1, heights="devnet" if network == "devnet" else "protocol")
+        frame.attrs.update({"chain_id": 1, "chain_spec": spec.label, "source": "era1",
+                            "network": network})  # fmt: skip
         return frame
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
@@ -946,6 +950,9 @@ class Era1Source:
                 "transaction_count": np.array(tx_counts, dtype=np.int64),
                 "uncle_count": np.array([len(u) for u in uncle_hashes], dtype=np.int64),
                 "uncle_hashes": _object_series(uncle_hashes),
+                # era1 files end at the merge: no block has Cancun's blob fields
+                "blob_gas_used": pd.Series([pd.NA] * len(number), dtype="Int64"),
+                "excess_blob_gas": pd.Series([pd.NA] * len(number), dtype="Int64"),
             }))  # fmt: skip
         frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(BLOCK_DTYPES)
         return self._attrs(frame, self.network)

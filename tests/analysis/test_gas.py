@@ -67,7 +67,7 @@ def test_estimate_accuracy_gives_the_overshoot_and_keeps_failures_as_missing():
         {"gas_estimate": pd.array([50_750, None, 21_000], dtype="Int64"),
          "gas_needed": pd.array([50_000, None, 21_000], dtype="Int64"),
          "error": pd.Series([None, "execution reverted", None], dtype="str")}
-    )  # fmt: skip
+    )
     out = estimate_accuracy(frame, labels=["burn", "revert", "send"])
     assert out["transaction"].tolist() == ["burn", "revert", "send"]
     assert out["overshoot_gas"].tolist() == [750, pd.NA, 0]
@@ -89,7 +89,7 @@ def fees() -> pd.DataFrame:
     return pd.DataFrame(
         {"block_number": [100, 101, 102], "base_fee_wei": [10**9, 3 * 10**9, 2 * 10**9],
          "reward_p50_wei": pd.array([10**8, None, 5 * 10**8], dtype="Int64")}
-    )  # fmt: skip
+    )
 
 
 def test_cost_over_history_prices_each_block_exactly(fees):
@@ -97,7 +97,7 @@ def test_cost_over_history_prices_each_block_exactly(fees):
     assert list(costs.columns) == list(COST_HISTORY_DTYPES)
     assert costs["transaction"].tolist() == ["a"] * 3 + ["b"] * 3
     assert costs["cost_wei"].tolist()[:3] == [21_000 * 11 * 10**8, 21_000 * 31 * 10**8,
-                                               21_000 * 21 * 10**8]  # fmt: skip
+                                               21_000 * 21 * 10**8]
     assert costs["cost_eth"].iloc[3] == 100_000 * 11 * 10**8 / 10**18
     assert costs["cost_gwei"].iloc[0] == 23_100.0  # 21,000 gas at 1.1 gwei
     assert costs.dtypes.astype(str).to_dict() == COST_HISTORY_DTYPES

@@ -51,7 +51,7 @@ def test_layout_table_of_the_token_matches_its_documented_slots(layouts):
     assert [(r.label, r.slot) for r in table.itertuples()] == [
         ("_balances", 0), ("_allowances", 1), ("_totalSupply", 2), ("_name", 3), ("_symbol", 4),
         ("owner", 5), ("decimals", 5),
-    ]  # fmt: skip
+    ]
     assert (rows["owner"].offset_bytes, rows["owner"].size_bytes) == (0, 20)
     assert (rows["decimals"].offset_bytes, rows["decimals"].size_bytes) == (20, 1)
     assert rows["_balances"].encoding == "mapping"
@@ -96,7 +96,7 @@ def test_layout_table_places_multi_slot_structs_and_far_slots_exactly():
             "t_array(t_uint256)3": {"encoding": "inplace", "label": "uint256[3]",
                                     "numberOfBytes": "96"},
         },
-    }  # fmt: skip
+    }
     table = layout_table(layout)
     assert table["label"].tolist() == ["pair.a", "pair.b", "items"]
     assert table["slot"].tolist() == [far, far + 1, far + 2]
@@ -181,7 +181,7 @@ def test_implementation_periods_bracket_each_change_between_samples():
     periods = implementation_periods(series(words, slot=IMPLEMENTATION_SLOT))
     assert periods["implementation"].tolist() == [
         "0x" + "00" * 20, "0x" + "aa" * 20, "0x" + "bb" * 20, "0x" + "aa" * 20,
-    ]  # fmt: skip
+    ]
     assert periods["first_block"].tolist() == [100, 200, 400, 600]
     assert periods["last_block"].tolist() == [100, 300, 500, 600]
     assert periods["samples"].tolist() == [1, 2, 2, 1]
@@ -202,7 +202,7 @@ def test_implementation_periods_refuse_a_word_that_is_not_an_address():
 def test_oracle_rounds_decode_the_packed_round_and_leave_out_samples_before_any():
     t0 = 1_700_000_000
     words = {10: 0, 11: packed_round(1, 200_012_345_678, t0),
-             12: packed_round(2, -150_000_000, t0 + 12)}  # fmt: skip
+             12: packed_round(2, -150_000_000, t0 + 12)}
     rounds = oracle_rounds(series(words, slot=1))
     assert rounds["block_number"].tolist() == [11, 12]
     assert rounds["round_id"].tolist() == [1, 2]
@@ -210,7 +210,7 @@ def test_oracle_rounds_decode_the_packed_round_and_leave_out_samples_before_any(
     assert rounds["answer"].tolist() == [2000.12345678, -1.5]
     assert rounds["updated_at"].tolist() == [
         pd.Timestamp(t0, unit="s", tz="UTC"), pd.Timestamp(t0 + 12, unit="s", tz="UTC"),
-    ]  # fmt: skip
+    ]
     assert str(rounds["updated_at"].dtype) == "datetime64[ns, UTC]"
 
 
@@ -218,7 +218,7 @@ def test_oracle_rounds_read_a_call_series_by_its_output_names_and_drop_errors():
     calls = pd.DataFrame(
         {"block_number": [1, 2, 3], "roundId": [5, None, 6], "answer": [10**8, None, 2 * 10**8],
          "updatedAt": [100, None, 112], "error": [None, "execution reverted", None]}
-    )  # fmt: skip
+    )
     rounds = oracle_rounds(calls, decimals=8)
     assert rounds["block_number"].tolist() == [1, 3]
     assert rounds["answer"].tolist() == [1.0, 2.0]
@@ -232,7 +232,7 @@ def test_round_updates_count_the_rounds_a_sampling_missed():
     t0 = 1_700_000_000
     phase = 2 << 64  # a Chainlink proxy's round id carries its phase above bit 64
     words = {1: packed_round(1, 1, t0), 2: packed_round(1, 1, t0), 3: packed_round(4, 2, t0 + 36),
-             4: packed_round(phase | 1, 3, t0 + 48)}  # fmt: skip
+             4: packed_round(phase | 1, 3, t0 + 48)}
     updates = round_updates(oracle_rounds(series(words)))
     assert updates["block_number"].tolist() == [1, 3, 4]
     assert updates["round_id"].tolist() == [1, 4, phase | 1]
@@ -258,7 +258,7 @@ def test_storage_reads_agree_with_the_contracts_own_getters(lab, deployed):
     blocks = range(chain["contracts_block"], chain["contracts_block"] + 60, 3)
     from_storage = oracle_rounds(lab.storage_series(oracle["address"], 1, blocks))
     from_calls = oracle_rounds(lab.call_series(oracle["address"], "latest", [], blocks,
-                                               abi=oracle["abi"]))  # fmt: skip
+                                               abi=oracle["abi"]))
     assert len(from_storage) > 5 and from_storage.equals(from_calls)
     assert round_updates(from_storage)["rounds_skipped"].sum() == 0  # a round every 5 blocks
     holders = accounts["holders"][:3]
@@ -266,7 +266,7 @@ def test_storage_reads_agree_with_the_contracts_own_getters(lab, deployed):
     balances = token_balances(frames)
     for holder in holders:
         expected = lab.call_series(token["address"], "balanceOf", [holder], blocks,
-                                   abi=token["abi"])["output"].tolist()  # fmt: skip
+                                   abi=token["abi"])["output"].tolist()
         assert balances[balances["holder"] == holder]["balance_raw"].tolist() == expected
 
 
@@ -277,7 +277,7 @@ def test_sampled_then_dense_reads_find_the_proxy_upgrade_block(lab, deployed):
     periods = implementation_periods(lab.storage_series(proxy, IMPLEMENTATION_SLOT, coarse))
     assert periods["implementation"].tolist() == [
         "0x" + "00" * 20, contracts["CounterV1"]["address"], contracts["CounterV2"]["address"],
-    ]  # fmt: skip
+    ]
     start, stop = int(periods["changed_after"].iloc[2]), int(periods["first_block"].iloc[2])
     assert start < chain["upgrade_block"] <= stop
     dense = implementation_periods(

@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 
 from feeslab.analysis import uncles as U
+from feeslab.chainspec import ChainSpec
+from feeslab.fetch.errors import ConfigError
 
 # -- protocol rules, written from the specifications --------------------------------------------
 
@@ -91,7 +93,7 @@ def chain1(truth):
     fork_p = -np.expm1(-delay / block_time)
     fork_p[0] = 0.0
     return {"blocks": blocks, "uncles": uncles, "fork_p": fork_p, "merge": merge,
-            "history": history, "block_time": block_time}  # fmt: skip
+            "history": history, "block_time": block_time}
 
 
 def scan_frame(counts, start=0):
@@ -212,7 +214,7 @@ def test_binomial_methods_refuse_more_uncles_than_blocks_and_garwood_does_not():
         (lambda: U.uncle_rate_by_window(scan_frame([0]), 0), ValueError, "positive"),
         (lambda: U.uncle_rate_by_day(scan_frame([0])), ValueError, "timestamp"),
     ],
-)  # fmt: skip
+)
 def test_bad_rate_input_is_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -230,7 +232,7 @@ def test_rate_by_window_aligns_windows_and_leaves_out_unscanned_ones():
 
 def test_rate_by_day_groups_utc_days_with_count_intervals():
     stamps = pd.to_datetime(["2024-01-01 23:59:50", "2024-01-02 00:00:03",
-                             "2024-01-02 00:00:20", "2024-01-02 13:00:00"], utc=True)  # fmt: skip
+                             "2024-01-02 00:00:20", "2024-01-02 13:00:00"], utc=True)
     blocks = scan_frame([1, 0, 2, 1])
     blocks["timestamp"] = stamps
     table = U.uncle_rate_by_day(blocks)
@@ -307,11 +309,11 @@ def test_mainnet_reward_schedule_follows_the_eips():
     schedule = U.reward_schedule(1)
     assert schedule["era"].tolist() == ["genesis", "byzantium", "constantinople", "merge"]
     assert schedule["from_block"].tolist() == [0, MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE,
-                                               MAINNET_MERGE]  # fmt: skip
+                                               MAINNET_MERGE]
     assert schedule["uncles_allowed"].tolist() == [True, True, True, False]
     for n in (0, 1_150_000, MAINNET_BYZANTIUM - 1, MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE - 1,
               MAINNET_CONSTANTINOPLE, MAINNET_MERGE - 1, MAINNET_MERGE, 20_000_000):  # fmt: skip
-        got = U.block_reward([n]).iloc[0]
+        got = U.block_reward([n], chain_id=1).iloc[0]
         assert got == reference_block_reward(
             n, MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE, MAINNET_MERGE
         ), n
@@ -325,28 +327,28 @@ def test_devnet_heights_follow_the_devnets_own_forks():
     byzantium, constantinople = params.forks["byzantium"], params.forks["constantinople"]
     merge = params.merge_block
     assert (byzantium, constantinople, merge) != (MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE,
-                                                  MAINNET_MERGE)  # fmt: skip
+                                                  MAINNET_MERGE)
     numbers = [0, byzantium - 1, byzantium, constantinople - 1, constantinople, merge - 1, merge]
-    got = U.block_reward(numbers, heights="devnet").tolist()
+    got = U.block_reward(numbers, spec=ChainSpec.devnet(1)).tolist()
     assert got == [reference_block_reward(n, byzantium, constantinople, merge) for n in numbers]
     # the devnet's simulator pays the same
     assert got == [params.block_reward(n) for n in numbers]
-    eras = U.reward_era(pd.Series(numbers, index=list("abcdefg")), heights="devnet")
+    eras = U.reward_era(pd.Series(numbers, index=list("abcdefg")), spec="mainnet@devnet")
     assert eras.index.tolist() == list("abcdefg")
     assert eras.tolist() == ["genesis", "genesis", "byzantium", "byzantium", "constantinople",
-                             "constantinople", "merge"]  # fmt: skip
+                             "constantinople", "merge"]
 
 
 def test_other_chains_come_from_chains_json():
     sepolia = U.reward_schedule(11155111)
     assert sepolia["block_reward_wei"].tolist() == [2 * ETHER, 0]
     assert sepolia["uncles_allowed"].tolist() == [True, False]
-    polygon = U.reward_schedule(137, heights="devnet")
+    polygon = U.reward_schedule(ChainSpec.devnet(137))
     assert polygon["uncles_allowed"].tolist() == [False]
     assert polygon["max_depth"].isna().all()
-    with pytest.raises(KeyError, match=r"chain id 5 is not in data/chains\.json"):
+    with pytest.raises(ConfigError, match=r"chain id 5 is not in data/chains\.json"):
         U.reward_schedule(5)
-    with pytest.raises(ValueError, match=r"'protocol'.*'devnet'"):
+    with pytest.raises(ConfigError, match=r"'protocol'.*'devnet'"):
         U.reward_schedule(1, heights="mainnet")
 
 
@@ -354,15 +356,15 @@ def test_other_chains_come_from_chains_json():
     ("heights", "including"),
     [("protocol", 1_000_000), ("protocol", 5_000_000), ("protocol", 15_000_000),
      ("devnet", 10_000), ("devnet", 45_000), ("devnet", 150_000)],
-)  # fmt: skip
+)
 def test_uncle_and_nephew_rewards_at_every_depth(heights, including):
     forks = {"protocol": (MAINNET_BYZANTIUM, MAINNET_CONSTANTINOPLE, MAINNET_MERGE),
-             "devnet": (30_000, 60_000, 165_000)}[heights]  # fmt: skip
+             "devnet": (30_000, 60_000, 165_000)}[heights]
     R = reference_block_reward(including, *forks)
     depths = np.arange(1, 7)
     uncles = pd.DataFrame({"block_number": including, "uncle_number": including - depths,
                            "depth": depths})  # fmt: skip
-    paid = U.uncle_rewards(uncles, heights=heights)
+    paid = U.uncle_rewards(uncles, spec=ChainSpec.from_chain(1, heights=heights))
     assert paid["uncle_reward_wei"].tolist() == [
         reference_uncle_reward(including, including - int(d), R) for d in depths
     ]
@@ -374,17 +376,17 @@ def test_uncle_and_nephew_rewards_at_every_depth(heights, including):
 def test_uncles_where_the_rules_allow_none_are_refused():
     after_merge = pd.DataFrame({"block_number": [MAINNET_MERGE], "depth": [1]})
     with pytest.raises(ValueError, match=r"block 15,537,394 includes an uncle.*merge era"):
-        U.uncle_rewards(after_merge)
+        U.uncle_rewards(after_merge, chain_id=1)
     too_deep = pd.DataFrame({"block_number": [100], "depth": [7]})
     with pytest.raises(ValueError, match=r"depth 7; chain 1 allows 1\.\.6"):
-        U.uncle_rewards(too_deep)
+        U.uncle_rewards(too_deep, chain_id=1)
     with pytest.raises(ValueError, match="allows none"):
         U.uncle_rewards(pd.DataFrame({"block_number": [5], "depth": [1]}), chain_id=8453)
 
 
 def test_rewards_by_era_adds_up_exactly(chain1):
     blocks, uncles = chain1["blocks"], chain1["uncles"]
-    table = U.rewards_by_era(blocks, uncles, heights="devnet")
+    table = U.rewards_by_era(blocks, uncles, spec=ChainSpec.devnet(1))
     assert table.index.tolist() == ["genesis", "byzantium", "constantinople"]
     forks = (30_000, 60_000, 165_000)
     expected_block = sum(reference_block_reward(int(n), *forks) for n in blocks["block_number"])
@@ -413,9 +415,9 @@ def test_rewards_by_era_refuses_inconsistent_frames():
     blocks = scan_frame([1, 0], start=100)
     uncles = pd.DataFrame({"block_number": [101], "uncle_number": [100], "depth": [1]})
     with pytest.raises(ValueError, match="block 101: uncle_count is 0 but uncles lists 1"):
-        U.rewards_by_era(blocks, uncles)
+        U.rewards_by_era(blocks, uncles, chain_id=1)
     with pytest.raises(ValueError, match="block 500, which is not in blocks"):
-        U.rewards_by_era(blocks, uncles.assign(block_number=500))
+        U.rewards_by_era(blocks, uncles.assign(block_number=500), chain_id=1)
 
 
 # -- miners --------------------------------------------------------------------------------------
@@ -573,7 +575,7 @@ def test_fit_recovers_the_devnets_configured_propagation_delay(chain1):
         0.5 * per_mgas
     )
     assert fit.units == {"base": "s", "parent_gas_used": "s per Mgas",
-                         "progress": "s per progress"}  # fmt: skip
+                         "progress": "s per progress"}
     # the block-time estimate the fit used tracks the simulator's expected interval
     simulated = chain1["block_time"][heights["block_number"].to_numpy()]
     assert np.nanmedian(np.abs(heights["block_time_s"] / simulated - 1)) < 0.03
@@ -601,7 +603,7 @@ def test_model_vs_data_bins_observed_and_predicted_rates():
 
 def test_fit_refuses_what_it_cannot_identify():
     heights = pd.DataFrame({"gas_used": [1e6] * 50, "block_time_s": 13.0,
-                            "forked": [True] * 5 + [False] * 45})  # fmt: skip
+                            "forked": [True] * 5 + [False] * 45})
     with pytest.raises(ValueError, match="constant or collinear"):
         U.fit_propagation_delay(heights)
     with pytest.raises(ValueError, match="50 heights with 0 forks cannot identify 2"):
@@ -623,10 +625,10 @@ def test_empty_scans_give_empty_tables_with_their_columns():
     assert U.uncle_rate_by_window(blocks).empty
     assert U.uncle_rate_by_day(blocks).empty
     assert U.depth_distribution(uncles)["uncles"].sum() == 0
-    assert list(U.rewards_by_era(blocks, uncles).columns)[:3] == ["blocks", "uncles",
-                                                                  "block_rewards_wei"]  # fmt: skip
+    assert list(U.rewards_by_era(blocks, uncles, chain_id=1).columns)[:3] == [
+        "blocks", "uncles", "block_rewards_wei"]  # fmt: skip
     assert list(U.miner_concentration(blocks).columns) == [
-        "blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]  # fmt: skip
+        "blocks", "miners", "hhi", "hhi_unbiased", "top_share", "nakamoto"]
     heights = U.fork_heights(blocks, uncles)
     assert heights.empty
     assert {"forks", "forked", "block_time_s"} <= set(heights.columns)

@@ -60,7 +60,7 @@ def test_kubo_rpc_client(node_script, devnet):
     seen = node_script(
         "kubo", url=devnet.url, key=devnet.api_key, secret=devnet.api_key_secret,
         text="hello world\n",
-    )  # fmt: skip
+    )
     assert seen["cid"] == HELLO_CID
     assert seen["text"] == "hello world\n"
     assert seen["pinned"] == [HELLO_CID]

@@ -17,7 +17,7 @@ from websockets.asyncio.server import serve
 from feeslab.fetch.wallet import WalletClient
 
 SESSION = {"sessionScopes": {"eip155:1": {"methods": ["eth_chainId"], "notifications": [],
-                                          "accounts": []}}}  # fmt: skip
+                                          "accounts": []}}}
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ def w3(devnet) -> Web3:
 
 def test_http_contract_view_without_from(w3, token, stored_balance):
     contract = w3.eth.contract(address=Web3.to_checksum_address(token["address"]),
-                               abi=token["abi"])  # fmt: skip
+                               abi=token["abi"])
     holder = Web3.to_checksum_address(token["holder"])
     assert stored_balance > 0
     assert contract.functions.balanceOf(holder).call() == stored_balance
@@ -37,10 +37,10 @@ def test_http_pending_block(w3):
 
 def test_http_empty_revert_same_for_call_and_estimate(w3, token):
     reverter = w3.eth.contract(address=Web3.to_checksum_address(token["reverter"]),
-                               abi=token["reverter_abi"])  # fmt: skip
+                               abi=token["reverter_abi"])
     errors = []
     for run in (reverter.functions.emptyRevert().call,
-                reverter.functions.emptyRevert().estimate_gas):  # fmt: skip
+                reverter.functions.emptyRevert().estimate_gas):
         with pytest.raises(ContractLogicError) as caught:
             run()
         errors.append((caught.value.message, caught.value.data))
@@ -52,7 +52,7 @@ def test_async_http(devnet, token, stored_balance):
     async def run() -> None:
         w3 = AsyncWeb3(AsyncHTTPProvider(f"{devnet.url}/v3/{devnet.api_key}"))
         contract = w3.eth.contract(address=Web3.to_checksum_address(token["address"]),
-                                   abi=token["abi"])  # fmt: skip
+                                   abi=token["abi"])
         holder = Web3.to_checksum_address(token["holder"])
         assert await contract.functions.balanceOf(holder).call() == stored_balance
         pending = await w3.eth.get_block("pending")
@@ -68,7 +68,7 @@ def test_websocket(devnet, token, stored_balance):
         url = f"{devnet.ws_url}/ws/v3/{devnet.api_key}"
         async with AsyncWeb3(WebSocketProvider(url)) as w3:
             contract = w3.eth.contract(address=Web3.to_checksum_address(token["address"]),
-                                       abi=token["abi"])  # fmt: skip
+                                       abi=token["abi"])
             holder = Web3.to_checksum_address(token["holder"])
             assert await contract.functions.balanceOf(holder).call() == stored_balance
             pending = await w3.eth.get_block("pending")

@@ -39,7 +39,7 @@ def header_fields(h: Header) -> list:
         h.parent_hash, h.uncles_hash, h.coinbase, h.state_root, h.transactions_root,
         h.receipts_root, h.logs_bloom, h.difficulty, h.number, h.gas_limit, h.gas_used,
         h.timestamp, h.extra_data, h.mix_hash, h.nonce,
-    ]  # fmt: skip
+    ]
     if h.base_fee_per_gas is not None:
         items.append(h.base_fee_per_gas)
     # go-ethereum core/types/block.go Header: WithdrawalsHash, BlobGasUsed, ExcessBlobGas,
@@ -79,7 +79,7 @@ def test_header_encoding_matches_the_rlp_package():
             timestamp=rng.randrange(0, 2**33), extra_data=rng.randbytes(rng.choice([0, 1, 32, 97])),
             mix_hash=rng.randbytes(32), nonce=rng.randbytes(8),
             base_fee_per_gas=rng.choice([None, 0, 7, 10**9, 2**64]),
-        )  # fmt: skip
+        )
         header = Header(**fields)
         assert header.encode() == rlp.encode(header_fields(header))
         assert header.hash == keccak(rlp.encode(header_fields(header)))

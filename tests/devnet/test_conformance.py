@@ -84,7 +84,7 @@ def test_two_processes_with_the_same_seed_answer_with_identical_bytes(served):
         {"jsonrpc": "2.0", "id": 3, "method": "eth_feeHistory",
          "params": ["0x40", "0x249f0", [10, 50, 90]]},
         {"jsonrpc": "2.0", "id": 4, "method": "eth_getBlockByNumber", "params": ["latest", False]},
-    ]  # fmt: skip
+    ]
     with spawn(seed=3) as twin, spawn(seed=4) as other:
         ours = httpx.post(rpc_url(served), json=batch, timeout=60)
         theirs = httpx.post(rpc_url(twin), json=batch, timeout=60)

@@ -55,18 +55,18 @@ INVALID = bytes.fromhex("fe")
 
 ADDR = {name: bytes([0xC0 + i]) * 20 for i, name in enumerate(
     ["ret42", "refund", "needs", "loop", "read", "write", "revert", "invalid"]
-)}  # fmt: skip
+)}
 CODES = {
     "ret42": RETURN_42, "refund": STORE_AND_CLEAR, "needs": NEEDS_100K, "loop": LOOP,
     "read": READ_SLOT0, "write": WRITE_SLOT0, "revert": REVERT_CALLDATA, "invalid": INVALID,
-}  # fmt: skip
+}
 
 
 def block(base_fee: int | None = BASE_FEE) -> BlockContext:
     return BlockContext(
         number=100, timestamp=1_700_000_000, gas_limit=GAS_LIMIT, base_fee=base_fee,
         coinbase=bytes(20), prevrandao=bytes(32), difficulty=0, chain_id=1337,
-    )  # fmt: skip
+    )
 
 
 def accounts() -> dict[bytes, Account]:
@@ -165,7 +165,7 @@ def test_parse_revert_text() -> None:
     assert outcome is not None
     assert (outcome.reverted, outcome.output, outcome.gas_used, outcome.halt) == (
         True, b"\x2a\x00", 21018, None,
-    )  # fmt: skip
+    )
 
 
 def test_parse_empty_revert_text() -> None:
@@ -179,7 +179,7 @@ def test_parse_halt_text(reason: str) -> None:
     assert outcome is not None
     assert (outcome.halt, outcome.gas_used, outcome.success, outcome.reverted) == (
         reason, 100000, False, False,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
@@ -216,7 +216,7 @@ def test_call_reverts_with_data(executor: Executor) -> None:
         call(executor, req("revert", abi_error(b"nope")), gas_cap=CAP)
     assert info.value.to_json() == {
         "code": 3, "message": "execution reverted: nope", "data": "0x" + abi_error(b"nope").hex(),
-    }  # fmt: skip
+    }
 
 
 def test_call_vm_errors_are_gethic(executor: Executor) -> None:
@@ -401,7 +401,7 @@ def test_estimate_without_gas_searches_up_to_the_block_gas_limit(executor: Execu
         estimate_gas(executor, req("loop"), gas_cap=CAP)
     assert info.value.to_json() == {
         "code": -32000, "message": f"gas required exceeds allowance ({GAS_LIMIT})",
-    }  # fmt: skip
+    }
 
 
 def test_estimate_with_gas_uses_it_capped(executor: Executor) -> None:
@@ -505,7 +505,7 @@ def test_rpc_call_without_from_runs_from_the_zero_address(ctx: CallContext) -> N
     assert rpc(ctx, "eth_call", [{"to": hex_addr("ret42"), "from": None}, "latest"]) == expected
     assert rpc(ctx, "eth_call", [{"from": RICH_HEX}]) == {
         "code": -32602, "message": "missing value for required argument 1",
-    }  # fmt: skip
+    }
 
 
 def test_rpc_data_and_input(ctx: CallContext) -> None:
@@ -532,12 +532,12 @@ def test_rpc_data_and_input(ctx: CallContext) -> None:
         ("to", "0xzz" + "00" * 19, "invalid hex string into Go struct field "
          "TransactionArgs.to of type common.Address"),
     ],
-)  # fmt: skip
+)
 def test_rpc_bad_call_fields(ctx: CallContext, field: str, value: Any, message: str) -> None:
     obj = {"from": RICH_HEX, "to": hex_addr("ret42"), field: value}
     assert rpc(ctx, "eth_estimateGas", [obj]) == {
         "code": -32602, "message": f"invalid argument 0: json: cannot unmarshal {message}",
-    }  # fmt: skip
+    }
 
 
 def test_rpc_short_address_and_bad_object(ctx: CallContext) -> None:
@@ -561,10 +561,10 @@ def test_rpc_blocks(ctx: CallContext) -> None:
     assert rpc(ctx, "eth_call", [obj, "0x" + "42" * 32]).endswith("2a")
     assert rpc(ctx, "eth_call", [obj, "0x" + "43" * 32]) == {
         "code": -32000, "message": "header for hash not found",
-    }  # fmt: skip
+    }
     assert rpc(ctx, "eth_call", [obj, "safe"]) == {
         "code": -32000, "message": "safe block not found",
-    }  # fmt: skip
+    }
     assert rpc(ctx, "eth_call", [obj, {"blockNumber": "0x5"}]).endswith("2a")
 
 
@@ -572,7 +572,7 @@ def test_rpc_chain_id(ctx: CallContext) -> None:
     obj = {"from": RICH_HEX, "to": hex_addr("ret42"), "chainId": "0x1"}
     assert rpc(ctx, "eth_call", [obj, "latest"]) == {
         "code": -32000, "message": "chainId does not match node's (have=1, want=1337)",
-    }  # fmt: skip
+    }
 
 
 def test_rpc_get_storage_at(ctx: CallContext) -> None:
@@ -583,14 +583,14 @@ def test_rpc_get_storage_at(ctx: CallContext) -> None:
     assert rpc(ctx, "eth_getStorageAt", [read, "0x1", "latest"]) == "0x" + "00" * 32
     assert rpc(ctx, "eth_getStorageAt", [read, "0xg"]) == {
         "code": -32602, "message": 'invalid hex in storage key: "0xg"',
-    }  # fmt: skip
+    }
     assert rpc(ctx, "eth_getStorageAt", [read, "0x1" + "0" * 64]) == {
         "code": -32602,
         "message": f'storage key too long (want at most 32 bytes): "0x1{"0" * 64}"',
     }
     assert rpc(ctx, "eth_getStorageAt", [read, "0x0", "0x65"]) == {
         "code": -32000, "message": "header not found",
-    }  # fmt: skip
+    }
     assert rpc(ctx, "eth_getStorageAt", ["0x12", "0x0"])["message"] == (
         "invalid argument 0: hex string has length 2, want 40 for common.Address"
     )

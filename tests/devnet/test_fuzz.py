@@ -52,7 +52,7 @@ def served():
          "--daily-credits", str(10**15), "--credits-per-second", str(10**12)],
         stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    )
     banner: dict[str, str] = {}
     deadline = time.monotonic() + 90
     while not {"URL", "WS URL", "API key", "API secret"} <= banner.keys():
@@ -113,7 +113,7 @@ scalars = st.one_of(
     st.sampled_from(["latest", "pending", "earliest", "safe", "finalized", "0x", "0x0", "0x1",
                      "0x" + "00" * 20, "0x" + "ff" * 32, "0xzz", "-0x1", "0x" + "1" * 70,
                      "newHeads", "eip155:1", "eip155:137", "solana:x", "/ipfs/", ""]),
-)  # fmt: skip
+)
 json_values = st.recursive(
     scalars,
     lambda inner: st.one_of(
@@ -122,12 +122,12 @@ json_values = st.recursive(
     max_leaves=12,
 )
 CALL_KEYS = ("from", "to", "gas", "gasPrice", "maxFeePerGas", "value", "data", "input",
-             "nonce", "chainId")  # fmt: skip
+             "nonce", "chainId")
 call_objects = st.fixed_dictionaries({}, optional=dict.fromkeys(CALL_KEYS, json_values))
 methods = st.one_of(
     st.sampled_from(sorted(METHODS)), st.sampled_from(["eth_subscribe", "eth_unsubscribe"]),
     st.text(max_size=30),
-)  # fmt: skip
+)
 params = st.one_of(
     st.lists(st.one_of(json_values, call_objects), max_size=4), json_values, st.just([])
 )
@@ -164,12 +164,12 @@ http_methods = st.sampled_from(["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS
 @MANY
 @given(body=rpc_bodies, network=st.sampled_from(["", "/sepolia", "/polygon-mainnet", "/nope"]),
        content_type=st.sampled_from(["application/json", "text/plain", ""]),
-       method=http_methods)  # fmt: skip
+       method=http_methods)
 def test_json_rpc_over_http(served, body, network, content_type, method):
     url = f"{served['URL']}{network}/v3/{served['API key']}"
     headers = {"content-type": content_type} if content_type else {}
     response = served["client"].request(method, url, content=body.encode("utf-8", "replace"),
-                                        headers=headers)  # fmt: skip
+                                        headers=headers)
     no_5xx(response)
 
 
@@ -197,7 +197,7 @@ async def exchange(url: str, messages: list[str], *, origin: str | None = None) 
         await ws.send(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "eth_chainId"}
                                  if "/ws/" in url else
                                  {"jsonrpc": "2.0", "id": "last", "method": "wallet_getSession",
-                                  "params": {}}))  # fmt: skip
+                                  "params": {}}))
         while True:
             final = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
             if isinstance(final, dict) and final.get("id") == "last":
@@ -258,7 +258,7 @@ wallet_params = st.one_of(create_params, invoke_params, json_values)
 @st.composite
 def wallet_messages(draw) -> str:
     body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 10**6)), "method": draw(wallet_methods),
-            "params": draw(wallet_params)}  # fmt: skip
+            "params": draw(wallet_params)}
     return json.dumps(body)
 
 
@@ -268,12 +268,12 @@ GRANT_ALL = json.dumps({
         "eip155:1": {"methods": [*METHODS, "eth_subscribe", "eth_unsubscribe", "personal_sign"],
                      "notifications": ["eth_subscription"]},
         "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": {"methods": ["signMessage"]}}},
-})  # fmt: skip
+})
 
 
 @FUZZ
 @given(messages=st.lists(st.one_of(wallet_messages(), rpc_bodies), min_size=1, max_size=4),
-       granted=st.booleans())  # fmt: skip
+       granted=st.booleans())
 def test_wallet(served, messages, granted):
     # half the cases start with a session granting everything, so invocations reach the chain
     # and the wallet's own signing
@@ -289,7 +289,7 @@ def test_wallet(served, messages, granted):
 @FUZZ
 @given(chain=segments, endpoint=st.one_of(segments, st.sampled_from(
     ["baseFeeHistory", "suggestedGasFees", "baseFeePercentile", "busyThreshold"])),
-       method=http_methods, keyed=st.booleans(), query=st.text(max_size=20))  # fmt: skip
+       method=http_methods, keyed=st.booleans(), query=st.text(max_size=20))
 def test_gas_api(served, chain, endpoint, method, keyed, query):
     client, base = served["client"], served["URL"]
     auth = (served["API key"], served["API secret"])
@@ -307,26 +307,26 @@ def test_gas_api(served, chain, endpoint, method, keyed, query):
 ipfs_commands = st.sampled_from(
     ["add", "cat", "block/get", "block/put", "block/stat", "pin/add", "pin/rm", "pin/ls",
      "object/get", "version", "id", "dag/get", "name/publish", "nope"]
-)  # fmt: skip
+)
 HELLO = "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o"
 ipfs_args = st.one_of(
     st.sampled_from(["", "/ipfs/", "/ipfs//", "/ipfs/%2F", "/", HELLO, f"/ipfs/{HELLO}/a",
                      "bafkqaaa", "/ipns/x", f"/ipfs/{HELLO}"]),
     st.text(max_size=30),
-)  # fmt: skip
+)
 ipfs_flags = st.lists(
     st.tuples(st.sampled_from(["offset", "length", "cid-version", "pin", "encoding",
                                "data-encoding", "type", "stream", "chunker", "raw-leaves",
                                "hash", "quiet", "wrap-with-directory"]) | st.text(max_size=6),
               st.text(max_size=10) | st.sampled_from(["true", "false", "1", "-1", "json"])),
     max_size=3,
-)  # fmt: skip
+)
 
 
 @MANY
 @given(command=ipfs_commands, args=st.lists(ipfs_args, max_size=2), flags=ipfs_flags,
        body=st.one_of(st.just(b""), st.binary(max_size=300)),
-       multipart=st.booleans(), method=st.sampled_from(["POST", "POST", "GET"]))  # fmt: skip
+       multipart=st.booleans(), method=st.sampled_from(["POST", "POST", "GET"]))
 def test_ipfs(served, command, args, flags, body, multipart, method):
     query = [("arg", a) for a in args] + flags
     auth = (served["API key"], served["API secret"])
@@ -334,7 +334,7 @@ def test_ipfs(served, command, args, flags, body, multipart, method):
     client = served["client"]
     if multipart:
         response = client.request(method, url, params=query, auth=auth,
-                                  files={"file": ("f.txt", body)})  # fmt: skip
+                                  files={"file": ("f.txt", body)})
     else:
         response = client.request(method, url, params=query, auth=auth, content=body)
     no_5xx(response, kubo=True)
@@ -346,19 +346,19 @@ def test_ipfs(served, command, args, flags, body, multipart, method):
 @MANY
 @given(path=st.sampled_from(["wallet", "info", "credits", "contracts", "nope"]),
        method=http_methods, body=st.one_of(json_values.map(json.dumps), st.binary(max_size=100)),
-       authorized=st.booleans())  # fmt: skip
+       authorized=st.booleans())
 def test_devnet_endpoints(served, path, method, body, authorized):
     auth = (served["API key"], served["API secret"]) if authorized else None
     content = body.encode() if isinstance(body, str) else body
     response = served["client"].request(method, f"{served['URL']}/devnet/{path}", auth=auth,
-                                        content=content)  # fmt: skip
+                                        content=content)
     no_5xx(response)
 
 
 @MANY
 @given(edits=st.dictionaries(st.sampled_from(
     ["revoke", "remove_chains", "remove_methods", "remove_accounts", "add_accounts", "x"]),
-    json_values, max_size=3))  # fmt: skip
+    json_values, max_size=3))
 def test_devnet_wallet_edits(served, edits):
     auth = (served["API key"], served["API secret"])
     response = served["client"].post(f"{served['URL']}/devnet/wallet", json=edits, auth=auth)

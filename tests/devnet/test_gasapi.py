@@ -94,7 +94,7 @@ def test_suggested_gas_fees(mainnet, window_fees):
         "low", "medium", "high", "estimatedBaseFee", "networkCongestion",
         "latestPriorityFeeRange", "historicalPriorityFeeRange", "historicalBaseFeeRange",
         "priorityFeeTrend", "baseFeeTrend",
-    }  # fmt: skip
+    }
     head = mainnet.block(mainnet.head()).header
     next_fee = eip1559(head.base_fee_per_gas, head.gas_used, head.gas_limit)
     assert to_wei(fees["estimatedBaseFee"]) == next_fee
@@ -108,7 +108,7 @@ def test_suggested_gas_fees(mainnet, window_fees):
         assert set(entry) == {
             "suggestedMaxPriorityFeePerGas", "suggestedMaxFeePerGas",
             "minWaitTimeEstimate", "maxWaitTimeEstimate",
-        }  # fmt: skip
+        }
         median = sorted(row[column] for row in recent)[2]
         tip = max(median * tip_pct // 100, int(floor_gwei * 10**9))
         assert to_wei(entry["suggestedMaxPriorityFeePerGas"]) == tip

@@ -176,7 +176,7 @@ def test_subscriptions_per_connection_are_capped(devnet):
                 answers.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
             first = answers[0]["result"]
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": "u", "method": "eth_unsubscribe",
-                                      "params": [first]}))  # fmt: skip
+                                      "params": [first]}))
             freed = json.loads(await asyncio.wait_for(ws.recv(), 30))
             await ws.send(subscribe(-1))
             again = json.loads(await asyncio.wait_for(ws.recv(), 30))
@@ -197,13 +197,13 @@ def test_wallet_subscriptions_per_connection_are_capped(devnet):
         request = {"method": "eth_subscribe", "params": ["newHeads"]}
         params = {"scope": chain, "request": request}
         return json.dumps({"jsonrpc": "2.0", "id": i, "method": "wallet_invokeMethod",
-                           "params": params})  # fmt: skip
+                           "params": params})
 
     async def run() -> list:
         async with websockets.connect(f"{devnet.ws_url}/wallet") as ws:
             create = {"optionalScopes": {"eip155:1": scope, "eip155:137": scope}}
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "wallet_createSession",
-                                      "params": create}))  # fmt: skip
+                                      "params": create}))
             await asyncio.wait_for(ws.recv(), 30)
             answers = []
             for i in range(limit + 1):  # across both chains: one connection, one cap

@@ -65,7 +65,7 @@ class Node:
         self.auth = "Basic " + base64.b64encode(pair).decode()
 
     def request(self, command, params=(), body=b"", *, method="POST", auth=True,
-                content_type=None, chunks=None) -> Answer:  # fmt: skip
+                content_type=None, chunks=None) -> Answer:
         target = f"/api/v0/{command}" + (f"?{urlencode(list(params))}" if params else "")
         headers = [("Host", f"{self.host}:{self.port}")]
         if auth is True:
@@ -153,7 +153,7 @@ def test_credentials_are_required(node):
     for auth in (False, "Basic " + base64.b64encode(b"nokey:nosecret").decode(),
                  "Basic " + base64.b64encode(f"{node.handle.api_key}:wrong".encode()).decode(),
                  "Basic " + base64.b64encode(node.handle.api_key.encode()).decode(),
-                 "Bearer abc"):  # fmt: skip
+                 "Bearer abc"):
         answer = node.request("version", auth=auth)
         assert answer.status == 401
         assert answer.headers["www-authenticate"].startswith("Basic")
@@ -243,7 +243,7 @@ def test_add_without_files_is_400(node):
     ("command", "name"),
     [("cat", "ipfs-path"), ("object/get", "key"), ("pin/add", "ipfs-path"),
      ("pin/rm", "ipfs-path"), ("block/get", "cid"), ("block/stat", "cid")],
-)  # fmt: skip
+)
 def test_a_missing_argument_is_500(node, command, name):
     answer = node.request(command)
     assert answer.status == 500
@@ -343,7 +343,7 @@ def test_nested_paths_make_directories(node):
     answer = node.add(
         [("docs", b"", "application/x-directory"), ("docs%2Fa.txt", b"A"),
          ("docs%2Fsub%2Fb.txt", b"B"), ("top.txt", b"T")]
-    )  # fmt: skip
+    )
     lines = answer.lines()
     assert [x["Name"] for x in lines] == [
         "docs/a.txt",
@@ -383,7 +383,7 @@ def test_cat_offset_length_and_several_paths(node):
     b = node.add([("b", second)]).lines()[0]["Hash"]
     both = first + second
     for offset, length in [(0, None), (5, 10), (C - 3, 7), (C, C), (len(first) - 1, 3),
-                           (len(both) - 2, 100), (len(both) + 5, None), (3, 0)]:  # fmt: skip
+                           (len(both) - 2, 100), (len(both) + 5, None), (3, 0)]:
         params = [("arg", a), ("arg", b), ("offset", str(offset))]
         if length is not None:
             params.append(("length", str(length)))
@@ -453,7 +453,7 @@ def test_pins_add_list_and_remove(tmp_path):
         assert keys == dict(sorted(
             {big: {"Type": "recursive"}, small: {"Type": "direct"},
              **{leaf: {"Type": "indirect"} for leaf in leaves}}.items()
-        ))  # fmt: skip
+        ))
         assert list(node.request("pin/ls", [("type", "direct")]).json()["Keys"]) == [small]
         assert set(node.request("pin/ls", [("type", "indirect")]).json()["Keys"]) == set(leaves)
         one = node.request("pin/ls", [("arg", leaves[1])]).json()
@@ -619,6 +619,31 @@ def test_multipart_parser_any_split():
             ["empty", b""],
             ["crlf", b"\r\n--not-the-boundary\r\n"],
         ]
+
+
+def test_multipart_parser_skips_a_preamble_and_ignores_the_epilogue():
+    body, content_type = multipart([("a.txt", b"hello")])
+    parser = MultipartParser(boundary_of(content_type))
+    events = []
+    for piece in (b"a preamble (RFC 2046)\r\n", body[:9], body[9:], b"an epilogue"):
+        events += parser.feed(piece)
+    parser.close()
+    assert [kind for kind, _ in events if kind != "data"] == ["part", "end"]
+    assert b"".join(value for kind, value in events if kind == "data") == b"hello"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"--b\r\nno colon here\r\n\r\nabc\r\n--b--\r\n", "malformed multipart body"),
+        (b"--b\r\nX: " + b"a" * 20_000 + b"\r\n\r\nabc\r\n--b--\r\n", "header size"),
+    ],
+)
+def test_multipart_parser_refuses_bad_part_headers(body, problem):
+    parser = MultipartParser("b")
+    with pytest.raises(MultipartError, match=problem):
+        for start in range(0, len(body), 1000):
+            parser.feed(body[start : start + 1000])
 
 
 def test_multipart_parser_refuses_a_cut_body():

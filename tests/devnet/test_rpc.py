@@ -37,11 +37,11 @@ QUANTITY = re.compile(r"^0x(0|[1-9a-f][0-9a-f]*)$")
 DATA_BYTES = {
     "hash": 32, "parentHash": 32, "sha3Uncles": 32, "stateRoot": 32, "transactionsRoot": 32,
     "receiptsRoot": 32, "mixHash": 32, "logsBloom": 256, "miner": 20, "nonce": 8,
-}  # fmt: skip
+}
 QUANTITIES = {
     "baseFeePerGas", "difficulty", "gasLimit", "gasUsed", "number", "size", "timestamp",
     "totalDifficulty",
-}  # fmt: skip
+}
 
 
 # -- reference data and independent recomputation ------------------------------------------
@@ -184,7 +184,7 @@ def test_block_by_hash_equals_block_by_number(mainnet, uncle_block):
     by_number = call(mainnet, "eth_getBlockByNumber", [hex(uncle_block), True])
     assert call(mainnet, "eth_getBlockByHash", [by_number["hash"], False]) == by_number
     assert call(mainnet, "eth_getBlockByHash", [by_number["hash"].upper().replace("0X", "0x"),
-                                                 True]) == by_number  # fmt: skip
+                                                 True]) == by_number
 
 
 def test_unknown_hash_and_beyond_head_are_null(mainnet):
@@ -477,7 +477,7 @@ ERRORS = [
     ("eth_feeHistory", [4, "latest", list(range(101))], -32000,
      "invalid reward percentile: over the query limit 100"),
     ("eth_feeHistory", [4, "latest", [], 1], -32602, "too many arguments, want at most 3"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("method", "params", "code", "message"), ERRORS)
@@ -543,7 +543,7 @@ def test_http_uncle_and_fee_history(devnet, mainnet, london_uncle_block, rpc):
 
 def test_http_errors(devnet):
     answer = post(devnet, {"jsonrpc": "2.0", "id": 3, "method": "eth_getBlockByNumber",
-                           "params": ["latest", "true"]})  # fmt: skip
+                           "params": ["latest", "true"]})
     assert answer["error"] == {
         "code": -32602,
         "message": "invalid argument 1: json: cannot unmarshal string into Go value of type bool",

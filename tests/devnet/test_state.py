@@ -39,7 +39,7 @@ class Node:
         return int(self("eth_getStorageAt", address, hex(slot), hex(block)), 16)
 
     def view(self, address: str, signature: str, types: list[str], args: list, block: int,
-             returns: list[str]) -> tuple:  # fmt: skip
+             returns: list[str]) -> tuple:
         data = keccak(signature.encode())[:4] + abi_encode(types, args)
         call = {"from": "0x" + "00" * 20, "to": address, "data": "0x" + data.hex()}
         return abi_decode(returns, bytes.fromhex(self("eth_call", call, hex(block))[2:]))
@@ -89,7 +89,7 @@ def mapping_slot(key: int | str, slot: int) -> int:
 def sample_blocks(state, chain) -> list[int]:
     start = state.contracts_block
     return [start, start + 1, start + 777, state.upgrade_block - 1, state.upgrade_block,
-            state.upgrade_block + 2, chain.head() - 3, chain.head()]  # fmt: skip
+            state.upgrade_block + 2, chain.head() - 3, chain.head()]
 
 
 def test_everything_reads_zero_before_deployment(state, node):
@@ -155,7 +155,7 @@ def test_nested_mapping_allowances(state, chain, node):
             (allowed,) = node.view(
                 token, "allowance(address,address)", ["address", "address"], [o, s],
                 chain.head(), ["uint256"],
-            )  # fmt: skip
+            )
             assert word == allowed
             found += word > 0
     assert found > 0
@@ -224,7 +224,7 @@ def test_storage_over_http_matches_in_process(devnet, state, node):
         {"jsonrpc": "2.0", "id": i, "method": "eth_getStorageAt",
          "params": [token, "0x2", hex(block)]}
         for i, block in enumerate((state.contracts_block, state.upgrade_block))
-    ]  # fmt: skip
+    ]
     answers = httpx.post(url, json=body, timeout=60).json()
     for answer, block in zip(answers, (state.contracts_block, state.upgrade_block), strict=True):
         assert int(answer["result"], 16) == node.word(token, 2, block)

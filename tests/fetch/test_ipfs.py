@@ -310,7 +310,7 @@ def frame() -> pd.DataFrame:
             "timestamp": pd.to_datetime([1_700_000_000, 1_700_000_012, 1_700_000_024],
                                         unit="s", utc=True),
         }
-    )  # fmt: skip
+    )
 
 
 def test_frames_round_trip_exactly(frame):
@@ -387,7 +387,7 @@ def test_async_client(dev, frame, store):
 
 def test_lab_wiring(dev, tmp_path, frame):
     with feeslab.connect(url=dev.url, api_key=dev.api_key, api_key_secret=dev.api_key_secret,
-                         cache=tmp_path, progress=False) as lab:  # fmt: skip
+                         cache=tmp_path, progress=False) as lab:
         assert lab.ipfs.base_url == dev.url
         cid = lab.publish_frame(frame)
         pd.testing.assert_frame_equal(lab.load_frame(cid), frame)

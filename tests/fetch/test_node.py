@@ -37,7 +37,7 @@ def test_async_twin_answers_like_the_sync_client_and_caches(devnet, tmp_path, ov
     url = http_url if over == "http" else f"{devnet.ws_url}/ws/v3/{devnet.api_key}"
     ledger = CreditLedger()
     sync = NodeClient(HTTPTransport(url=http_url, on_response=ledger.on_response),
-                      ledger=ledger, cache=False, progress=False)  # fmt: skip
+                      ledger=ledger, cache=False, progress=False)
     numbers = range(100_000, 101_200)
     expected = sync.blocks(numbers)
     word = sync.storage_series("0x" + "00" * 20, 0, [100_000, 150_000])

@@ -680,7 +680,7 @@ def test_answer_matching_fast_and_slow_paths_agree() -> None:
     for items in ([{"id": 9, "result": 1}, {"id": 1, "result": 1}, {"id": 2, "result": 1}],
                   ["x", {"id": 1, "result": 1}, {"id": 2, "result": 1}],
                   [{"id": [1], "result": 1}, {"id": 1, "result": 1}, {"id": 2, "result": 1}],
-                  [{"id": 1}, {"id": 2, "result": 1}, {"id": 3, "result": 1}]):  # fmt: skip
+                  [{"id": 1}, {"id": 2, "result": 1}, {"id": 3, "result": 1}]):
         outcome = read_items(items, calls)
         assert sorted([*outcome.answered, *outcome.retry_ids]) == [1, 2, 3]
         assert outcome.retry_ids  # something was not answered: it goes again

@@ -155,7 +155,7 @@ def test_fee_history_empty_answer_gives_empty_frame():
         ({"oldestBlock": "0x1", "baseFeePerGas": ["0x1", "zz"], "gasUsedRatio": [0.5]}, None,
          r"baseFeePerGas'\]\[1\]"),
     ],
-)  # fmt: skip
+)
 def test_fee_history_inconsistent_answers_are_refused(result, percentiles, match):
     with pytest.raises(ValueError, match=match):
         parse_fee_history(result, percentiles=percentiles)
@@ -225,7 +225,7 @@ def test_stitch_names_the_first_conflicting_block():
     first = parse_base_fee_history(["1", "2", "3", "4"], newest_block=13)
     second = parse_base_fee_history(["2", "3.5", "4.5"], newest_block=13)
     with pytest.raises(ValueError, match=r"block 12 \[wei\]: frames\[0\]: 3000000000, frames\[1\]: "
-                                         r"3500000000"):  # fmt: skip
+                                         r"3500000000"):
         stitch_base_fee_snapshots([first, second])
 
 
@@ -240,3 +240,18 @@ def test_stitch_edge_cases():
     doubled = pd.DataFrame({"block_number": [1, 1], "base_fee_wei": [1, 1]})
     with pytest.raises(ValueError, match="block 1 more than once"):
         stitch_base_fee_snapshots([doubled])
+
+
+def test_stitch_keeps_the_chain_the_snapshots_say_and_refuses_two_chains():
+    from feeslab import ChainSpecConflict
+
+    said = {"chain_id": 8453, "chain_spec": "base-mainnet@devnet", "source": "devnet"}
+    first = parse_base_fee_history(["1", "2"], newest_block=11)
+    second = parse_base_fee_history(["2", "3"], newest_block=12)
+    first.attrs.update(said)
+    second.attrs.update(said)
+    assert stitch_base_fee_snapshots([first, second]).attrs == said
+    other = second.copy()
+    other.attrs.update(chain_id=1, chain_spec="mainnet@devnet")
+    with pytest.raises(ChainSpecConflict, match="snapshots are of different chains"):
+        stitch_base_fee_snapshots([first, other])

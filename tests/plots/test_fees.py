@@ -42,6 +42,8 @@ def history() -> pd.DataFrame:
         }
     )
     frame["base_fee_gwei"] = frame["base_fee_wei"] / 1e9
+    # Sepolia's rules (London from genesis, elasticity 2, denominator 8) are the ones used
+    frame.attrs.update(chain_id=11155111, chain_spec="sepolia")
     return frame
 
 

@@ -17,7 +17,7 @@ def accuracy() -> pd.DataFrame:
          "gas_needed": pd.array([50_000, None], dtype="Int64"),
          "overshoot_ratio": [0.015, float("nan")],
          "error": pd.Series([None, "feeslab: not allowed"], dtype="str")}
-    )  # fmt: skip
+    )
 
 
 def test_plot_estimate_accuracy_draws_needed_and_estimated_bars(accuracy):
@@ -28,11 +28,11 @@ def test_plot_estimate_accuracy_draws_needed_and_estimated_bars(accuracy):
     assert [t.get_text() for t in ax.texts] == ["+1.5 %", ""]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         "burn", "revert\n(feeslab: not allowed)",
-    ]  # fmt: skip
+    ]
     assert ax.get_xlabel() == "gas limit [gas]"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "needed (eth_call search)", "eth_estimateGas",
-    ]  # fmt: skip
+    ]
 
 
 def test_plot_cost_history_draws_a_line_per_transaction_in_the_unit_asked(accuracy):
@@ -40,7 +40,7 @@ def test_plot_cost_history_draws_a_line_per_transaction_in_the_unit_asked(accura
         {"block_number": [1, 2, 1, 2], "transaction": ["a", "a", "b", "b"],
          "gas": [21_000, 21_000, 50_000, 50_000], "cost_eth": [0.1, 0.2, 0.3, 0.4],
          "cost_gwei": [1e8, 2e8, 3e8, 4e8]}
-    )  # fmt: skip
+    )
     _, ax = plt.subplots()
     assert plot_cost_history(costs, ax=ax) is ax
     lines = ax.get_lines()

@@ -57,7 +57,7 @@ def test_plot_token_balances_draws_one_step_line_per_holder():
     balances = pd.DataFrame(
         {"block_number": [1, 2, 3, 1, 2, 3], "holder": ["a", "a", "a", "b", "b", "b"],
          "balance": [1.0, 2.0, 0.5, 3.0, 3.0, 4.0], "share": [0.1, 0.2, 0.05, 0.3, 0.3, 0.4]}
-    )  # fmt: skip
+    )
     ax = plot_token_balances(balances)
     lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["a", "b"]
@@ -77,7 +77,7 @@ def test_plot_implementation_periods_draws_periods_and_the_spans_changes_hide_in
     periods = pd.DataFrame(
         {"implementation": [a, b, a], "first_block": [100, 400, 900], "last_block": [300, 800, 900],
          "samples": [3, 5, 1], "changed_after": pd.array([None, 300, 800], dtype="Int64")}
-    )  # fmt: skip
+    )
     ax = plot_implementation_periods(periods)
     lines = ax.get_lines()
     assert [list(line.get_xdata()) for line in lines] == [[100, 300], [400, 800], [900, 900]]
@@ -94,7 +94,7 @@ def test_plot_oracle_answers_steps_the_answer_over_time_or_blocks():
         {"block_number": [10, 15, 20], "answer": [2000.5, 1990.0, 2010.25],
          "updated_at": pd.to_datetime([1_700_000_000, 1_700_000_060, 1_700_000_120], unit="s",
                                       utc=True)}
-    )  # fmt: skip
+    )
     ax = plot_oracle_answers(rounds, unit="USD per ETH")
     (line,) = ax.get_lines()
     assert list(line.get_ydata()) == [2000.5, 1990.0, 2010.25]

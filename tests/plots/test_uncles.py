@@ -24,7 +24,7 @@ from feeslab.plots import (
 
 def scan(counts, start=0):
     return pd.DataFrame({"block_number": np.arange(start, start + len(counts)),
-                         "uncle_count": np.asarray(counts, dtype=np.int64)})  # fmt: skip
+                         "uncle_count": np.asarray(counts, dtype=np.int64)})
 
 
 def errorbar(ax):
@@ -60,7 +60,7 @@ def test_plot_uncle_rate_by_era_and_by_day():
     blocks["timestamp"] = pd.to_datetime(
         [1_704_067_200 + 40_000 * i for i in range(6)], unit="s", utc=True
     )
-    eras = U.uncle_rate_by_era(blocks, heights="devnet")
+    eras = U.uncle_rate_by_era(blocks, chain_id=1, heights="devnet")  # the deprecated form
     ax = plot_uncle_rate(eras)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["genesis", "byzantium"]
     assert list(errorbar(ax).lines[0].get_ydata()) == eras["rate"].tolist()
@@ -92,7 +92,7 @@ def test_plot_rewards_stacks_the_three_parts_per_era():
     uncles = pd.DataFrame({"block_number": [29_998, 30_000, 30_000],
                            "uncle_number": [29_997, 29_999, 29_998],
                            "depth": [1, 1, 2]})  # fmt: skip
-    table = U.rewards_by_era(blocks, uncles, heights="devnet")
+    table = U.rewards_by_era(blocks, uncles, spec="mainnet@devnet")
     ax = plot_rewards(table)
     containers = [c for c in ax.containers if isinstance(c, BarContainer)]
     assert len(containers) == 3
@@ -113,7 +113,7 @@ def test_plot_rewards_stacks_the_three_parts_per_era():
 def test_plot_miner_shares_draws_the_largest_on_top_with_short_addresses():
     miners = ["0x" + c * 40 for c in "abc"]
     table = U.miner_shares(pd.DataFrame({"miner": [miners[0]] * 5 + [miners[1]] * 3 +
-                                         [miners[2]]}))  # fmt: skip
+                                         [miners[2]]}))
     ax = plot_miner_shares(table, top=2)
     (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
     assert len(bars.patches) == 2
@@ -126,7 +126,7 @@ def test_plot_miner_shares_draws_the_largest_on_top_with_short_addresses():
 
 def test_plot_miner_uncles_places_each_miner_at_its_share_and_stale_rate():
     blocks = pd.DataFrame({"block_number": range(10), "miner": list("aaaaaabbbc"),
-                           "uncle_count": [0, 1, 0, 0, 1, 0, 0, 0, 0, 0]})  # fmt: skip
+                           "uncle_count": [0, 1, 0, 0, 1, 0, 0, 0, 0, 0]})
     uncles = pd.DataFrame({"block_number": [1, 4], "miner": ["b", "c"]})
     table = U.miner_uncles(blocks, uncles)
     ax = plot_miner_uncles(table)
@@ -139,7 +139,7 @@ def test_plot_miner_uncles_places_each_miner_at_its_share_and_stale_rate():
 
 def test_plot_concentration_draws_both_indexes_per_group():
     blocks = pd.DataFrame({"miner": list("aabbbbcd"), "window": [0, 0, 0, 0, 1000, 1000,
-                                                                  1000, 1000]})  # fmt: skip
+                                                                  1000, 1000]})
     table = U.miner_concentration(blocks, by="window")
     ax = plot_concentration(table)
     sample, unbiased = ax.get_lines()
@@ -171,7 +171,7 @@ def test_plot_model_vs_data_draws_observed_bins_and_the_model_line():
     assert ax.get_xlabel() == "gas used [Mgas]"
     assert ax.get_ylabel() == "fork rate [forks/height]"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "model: 1 - exp(-delay / block time)", "observed"]  # fmt: skip
+        "model: 1 - exp(-delay / block time)", "observed"]
 
 
 @pytest.mark.parametrize(

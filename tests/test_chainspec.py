@@ -1,0 +1,152 @@
+"""ChainSpec against data/chains.json read here directly, and resolve_spec's rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import feeslab
+from feeslab.chainspec import ChainSpec, frame_spec, resolve_spec, with_chain
+
+CHAINS = json.loads((Path(__file__).resolve().parents[1] / "data" / "chains.json").read_text())
+ENTRIES = {entry["chain_id"]: entry for entry in CHAINS["chains"]}
+CASES = [(chain_id, heights) for chain_id in ENTRIES for heights in ("protocol", "devnet")]
+
+
+@pytest.mark.parametrize(("chain_id", "heights"), CASES)
+def test_a_spec_holds_what_chains_json_says(chain_id, heights):
+    entry = ENTRIES[chain_id]
+    half = entry[heights]
+    spec = ChainSpec.from_chain(chain_id, heights=heights)
+    assert (spec.chain_id, spec.network, spec.heights) == (chain_id, entry["network"], heights)
+    forks = {
+        name: value["block"] if isinstance(value, dict) else value
+        for name, value in half["forks"].items()
+    }
+    for name, value in half.get("timestamp_forks", {}).items():  # Shanghai and later
+        forks[name] = value.get("block")
+    assert {f.name: f.block for f in spec.forks} == forks
+    known = [f.block for f in spec.forks if f.block is not None]
+    assert known == sorted(b for b in forks.values() if b is not None)  # in activation order
+    rewards = [(r["from_block"], int(r["value"])) for r in half["block_rewards_wei"]]
+    assert list(spec.block_rewards_wei) == rewards
+    assert list(spec.consensus) == [(c["from_block"], c["kind"]) for c in half["consensus"]]
+    rules = half["eip1559"]
+    assert [r.max_change_denominator for r in spec.eip1559] == [
+        r["base_fee_max_change_denominator"] for r in rules
+    ]
+    assert [r.elasticity_multiplier for r in spec.eip1559] == [
+        r.get("elasticity_multiplier") for r in rules
+    ]
+    # Polygon's client keys forks by the parent: a fork's rule computes the block after it
+    shift = 1 if (chain_id, heights) == (137, "protocol") else 0
+    assert [r.from_block for r in spec.eip1559] == [
+        r["from_block"] + (shift if i else 0) for i, r in enumerate(rules)
+    ]
+    initial = half["initial_base_fee_wei"]
+    assert spec.initial_base_fee_wei == (initial["value"] if isinstance(initial, dict) else initial)
+    assert (spec.uncles is None) == (entry["protocol"]["uncles"] is None)
+    # the label names it, survives a deep copy (pandas copies attrs so) and reads back
+    assert ChainSpec.from_label(spec.label) == spec == copy.deepcopy(spec)
+    assert spec.label == entry["network"] + ("@devnet" if heights == "devnet" else "")
+
+
+def test_the_devnet_compresses_the_same_rules():
+    real, devnet = ChainSpec.from_chain(1), ChainSpec.devnet(1)
+    assert real != devnet and hash(real) != hash(devnet)
+    assert [f.name for f in real.forks] == [f.name for f in devnet.forks]
+    assert real.fork("cancun").timestamp == 1_710_338_135 and devnet.fork("cancun").block == 175_000
+    assert [w for _, w in real.block_rewards_wei] == [w for _, w in devnet.block_rewards_wei]
+    assert real.fork("london").block == 12_965_000 and devnet.fork("london").block == 120_000
+    assert real.eip1559_rule_at(12_964_999) is None
+    assert devnet.eip1559_rule_at(120_000).max_change_denominator == 8
+    assert ChainSpec.from_chain(8453).fork("canyon").timestamp == 1_704_992_401
+    assert repr(devnet) == "ChainSpec('mainnet@devnet': chain 1, devnet heights)"
+
+
+def test_unknown_chains_heights_and_labels_are_clear_errors():
+    with pytest.raises(feeslab.ConfigError, match=r"chain id 5 is not in data/chains\.json"):
+        ChainSpec.from_chain(5)
+    with pytest.raises(feeslab.ConfigError, match=r"heights must be 'protocol'.*not 'main'"):
+        ChainSpec.from_chain(1, heights="main")
+    with pytest.raises(feeslab.ConfigError, match="no chain spec is labelled 'goerli'"):
+        ChainSpec.from_label("goerli")
+    with pytest.raises(feeslab.ConfigError, match="chain_id must be an int"):
+        ChainSpec.from_chain("one")
+
+
+def tagged(spec: ChainSpec | None, chain_id: int | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame({"block_number": [1, 2], "base_fee_wei": [10, 11]})
+    cid = spec.chain_id if chain_id is None else chain_id
+    return with_chain(frame, chain_id=cid, spec=spec, source="devnet")
+
+
+def test_resolve_spec_reads_the_frame_and_checks_the_arguments():
+    devnet = ChainSpec.devnet(8453)
+    frame = tagged(devnet)
+    assert frame.attrs == {"chain_id": 8453, "chain_spec": "base-mainnet@devnet",
+                           "source": "devnet"}  # fmt: skip
+    assert frame_spec(frame) == (8453, devnet)
+    assert resolve_spec(frame) is devnet
+    # chain_id= that agrees with the frame keeps the frame's heights
+    assert resolve_spec(frame, chain_id=8453) is devnet
+    assert resolve_spec(frame, spec="base-mainnet@devnet") is devnet
+    # without attrs chain_id= means the real chain
+    bare = pd.DataFrame({"block_number": [1]})
+    assert resolve_spec(bare, chain_id=8453) == ChainSpec.from_chain(8453)
+    assert resolve_spec(bare, chain_id=1, heights="devnet") == ChainSpec.devnet(1)
+    assert resolve_spec(bare, required=False) is None
+    # a column keeps its frame's attrs, so a Series knows its chain too
+    assert resolve_spec(frame["block_number"]) is devnet
+
+
+def test_missing_and_conflicting_specs_raise_naming_the_argument():
+    bare = pd.DataFrame({"block_number": [1]})
+    with pytest.raises(feeslab.MissingChainSpec, match=r"f: pass spec=.* or chain_id=") as info:
+        resolve_spec(bare, what="f")
+    assert info.value.argument == "spec"
+    assert isinstance(info.value, feeslab.FeeslabError) and isinstance(info.value, ValueError)
+    with pytest.raises(feeslab.MissingChainSpec, match="heights= needs chain_id=") as info:
+        resolve_spec(bare, heights="devnet")
+    assert info.value.argument == "chain_id"
+    unknown = tagged(None, chain_id=1337)
+    with pytest.raises(feeslab.MissingChainSpec, match=r"chain 1337, which data/chains\.json"):
+        resolve_spec(unknown)
+    frame = tagged(ChainSpec.devnet(8453))
+    with pytest.raises(feeslab.ChainSpecConflict, match=r"frame is of chain 8453.*say chain 1"):
+        resolve_spec(frame, chain_id=1)
+    with pytest.raises(feeslab.ChainSpecConflict, match=r"follows 'base-mainnet@devnet'.*"
+                                                        r"'base-mainnet' \(protocol"):  # fmt: skip
+        resolve_spec(frame, spec=ChainSpec.from_chain(8453))
+    with pytest.raises(feeslab.ChainSpecConflict, match="follows 'base-mainnet@devnet'"):
+        resolve_spec(frame, chain_id=8453, heights="protocol")
+    with pytest.raises(feeslab.ChainSpecConflict, match="chain_id=1 contradicts spec="):
+        resolve_spec(bare, spec=ChainSpec.from_chain(8453), chain_id=1)
+    with pytest.raises(feeslab.ChainSpecConflict, match="cannot follow the spec of chain 1"):
+        with_chain(bare, chain_id=8453, spec=ChainSpec.from_chain(1), source="node")
+
+
+def test_attrs_survive_what_the_analysis_and_notebooks_do(tmp_path):
+    frame = tagged(ChainSpec.devnet(1))
+    twice = pd.concat([frame, frame], ignore_index=True)
+    kept = [
+        frame.tail(1),
+        frame[frame["block_number"] > 1],
+        frame[["base_fee_wei"]],
+        frame.assign(x=1),
+        frame.reset_index(drop=True),
+        twice,
+        frame.merge(frame, on="block_number"),
+    ]
+    for part in kept:
+        assert part.attrs == frame.attrs
+    path = tmp_path / "frame.parquet"
+    frame.to_parquet(path)  # a label, not an object: the attrs are JSON in the file
+    assert pd.read_parquet(path).attrs == frame.attrs
+    # frames of different chains concatenated lose them: no spec is better than a wrong one
+    other = tagged(ChainSpec.devnet(8453))
+    assert pd.concat([frame, other]).attrs == {}
