@@ -44,7 +44,7 @@ from eth.vm.execution_context import ExecutionContext
 from eth.vm.forks.shanghai.state import ShanghaiState, ShanghaiTransactionExecutor
 from eth_hash.auto import keccak
 
-from feeslab.devnet.evm import (
+from feeslab.devnet._evm_types import (
     INITCODE_WORD_GAS,
     Account,
     BlockContext,

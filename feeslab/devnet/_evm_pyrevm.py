@@ -19,7 +19,13 @@ from collections.abc import Mapping
 from eth_hash.auto import keccak
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
 
-from feeslab.devnet.evm import Account, BlockContext, InvalidTransaction, Outcome, parse_failure
+from feeslab.devnet._evm_types import (
+    Account,
+    BlockContext,
+    InvalidTransaction,
+    Outcome,
+    parse_failure,
+)
 
 NAME = "pyrevm"
 
