@@ -1,13 +1,22 @@
 # Two commands do all set-up on a fresh machine: `make lab` and `make test`.
+# PYTHON picks the interpreter (`make test PYTHON=python3.13`): the venv is rebuilt when its
+# Python's version differs from $(PYTHON)'s, and the stamp names the version, so switching works.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+STAMP := $(VENV)/.installed-py$(PY_VERSION)
+# `make lab` listens here; LAB_IP=0.0.0.0 to reach it from outside a container
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
 NPM_STAMP := node_modules/.installed-stamp
 
 .PHONY: lab test lint bench serve install clean contracts
 
 $(STAMP): pyproject.toml
+	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PY_VERSION)" ]; then \
+		echo "$(VENV) has another Python than $(PYTHON) ($(PY_VERSION)): rebuilding it"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[devnet,dev]'  # the devnet for make lab; dev has it too
@@ -20,9 +29,10 @@ $(NPM_STAMP): package.json package-lock.json
 
 install: $(STAMP)
 
-# JupyterLab on notebooks/; with no INFURA_API_KEY the notebooks run on the embedded devnet
+# JupyterLab on notebooks/; with no INFURA_API_KEY the notebooks run on the embedded devnet.
+# Headless and root-safe (containers, CI): no browser is opened; open the printed URL (with its token).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=$(LAB_IP) --port=$(LAB_PORT)
 
 test: $(STAMP) $(NPM_STAMP) lint
 	$(BIN)/python -m pytest tests

@@ -3,7 +3,7 @@
 One table for both sides means a client's estimate and the devnet's charge cannot drift apart.
 
 Sources: the interface (section 8) for the five node methods it lists and ``baseFeeHistory``;
-the MetaMask "Credit cost" page (summarised in ``shared/spec/REFERENCE.md``) for the rest.
+the MetaMask "Credit cost" page (docs.metamask.io, Services > "Credit cost") for the rest.
 Rules carried over from that page:
 
 - every call inside a batch is charged its own cost (batching saves requests, not credits);

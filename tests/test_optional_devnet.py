@@ -19,7 +19,7 @@ from feeslab.devnet import spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = (
-    "uvicorn", "starlette", "pyrevm", "evm", "eth_keys", "multipart", "python_multipart"
+    "uvicorn", "starlette", "pyrevm", "eth", "eth_keys", "multipart", "python_multipart"
 )
 # prints the heavy top-level packages and the devnet modules the snippet left in sys.modules
 REPORT = f"""
@@ -33,7 +33,7 @@ print(json.dumps({{
 # makes the devnet extra's packages unimportable, as in an install without feeslab[devnet]
 BLOCK_EXTRA = """
 import sys
-for name in ("starlette", "uvicorn", "pyrevm", "evm", "eth_keys", "python_multipart"):
+for name in ("starlette", "uvicorn", "pyrevm", "eth", "eth_keys", "python_multipart"):
     sys.modules[name] = None
 """
 

@@ -14,6 +14,7 @@ EVM) on first use, and ``require()`` says how to install the extra when it is mi
 from __future__ import annotations
 
 import importlib.util
+import sys
 from typing import Any
 
 __all__ = ["DevnetHandle", "SpawnedDevnet", "require", "spawn", "start"]
@@ -21,7 +22,7 @@ __all__ = ["DevnetHandle", "SpawnedDevnet", "require", "spawn", "start"]
 INSTALL_HINT = "pip install 'feeslab[devnet]'"
 # the extra's packages
 _REQUIRED = ("starlette", "uvicorn", "eth_keys", "Crypto", "python_multipart")
-_EVM_BACKENDS = ("pyrevm", "evm")  # pyrevm, or py-evm where pyrevm has no wheel
+_EVM_BACKENDS = ("pyrevm", "eth")  # pyrevm, or py-evm (package ``eth``) where pyrevm has no wheel
 _LAZY = {
     "DevnetHandle": "feeslab.devnet.server",
     "start": "feeslab.devnet.server",
@@ -34,7 +35,7 @@ def missing_packages() -> list[str]:
     """The devnet extra's modules that cannot be imported here (empty when it is installed)."""
     missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
     if all(importlib.util.find_spec(name) is None for name in _EVM_BACKENDS):
-        missing.append("pyrevm")
+        missing.append("pyrevm" if sys.version_info < (3, 13) else "py-evm")
     return missing
 
 

@@ -70,11 +70,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import rlp
-
-try:  # the C keccak from safe-pysha3 is ~2.5x faster than pycryptodome's
-    from eth_hash.backends.pysha3 import keccak256 as keccak
-except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
-    from eth_hash.auto import keccak
+from eth_hash.auto import keccak  # pycryptodome's keccak: wheels on every platform, no compiler
 
 from feeslab._chaindata import load_chains
 from feeslab._eip1559 import next_base_fee  # the one EIP-1559 rule, shared with the analysis

@@ -1,12 +1,19 @@
-"""EVM execution for the devnet's eth_call and eth_estimateGas, on pyrevm.
+"""EVM execution for the devnet's eth_call and eth_estimateGas, on pyrevm or py-evm.
 
-An ``Executor`` holds one block's world state in a pyrevm EVM. Every execution runs between a
-journal snapshot and a revert, so the state (and which accounts are warm, EIP-2929) is the same
+An ``Executor`` holds one block's world state in an EVM backend. Every execution runs between a
+snapshot and a revert, so the state (and which accounts are warm, EIP-2929) is the same
 before and after each call. ``call`` and ``estimate_gas`` add go-ethereum's semantics on top:
 its fee rules, balance and intrinsic gas checks (core/state_transition.go), its gas estimator
 (eth/gasestimator) and its error codes and wording (internal/ethapi).
 
-Known differences from geth, all from pyrevm 0.3.7 (which fixes part of the environment itself):
+Backends (``backend()``): pyrevm 0.3.7 (``_evm_pyrevm``, fast, wheels up to CPython 3.12) where
+it imports, else py-evm (``_evm_pyevm``, pure Python, every CPython); ``FEESLAB_EVM=py-evm`` or
+``=pyrevm`` forces one. Each is a ``Machine`` (``run`` one message, state unchanged after) and a
+``Frontier`` (the state builder's EVM); everything geth-specific here is backend-independent.
+Both give the same outputs, gas and storage; py-evm is much slower (README, "EVM backends").
+
+Known differences from geth, all from pyrevm 0.3.7 (which fixes part of the environment itself;
+the py-evm backend reproduces them so that both backends answer alike):
 
 - BASEFEE reads 0 inside the EVM. geth does the same for calls without a fee (gas price 0), but
   reads the block's base fee when a fee is given.
@@ -19,27 +26,45 @@ Known differences from geth, all from pyrevm 0.3.7 (which fixes part of the envi
 
 from __future__ import annotations
 
-import re
+import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
 
 from eth_hash.auto import keccak
-from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
 
 from feeslab._solidity import ERROR_SELECTOR, PANIC_SELECTOR, panic_reason
+from feeslab.devnet._evm_types import (  # the types, re-exported: import them from here
+    INITCODE_WORD_GAS as INITCODE_WORD_GAS,
+)
+from feeslab.devnet._evm_types import (
+    TX_DATA_NONZERO_GAS as TX_DATA_NONZERO_GAS,
+)
+from feeslab.devnet._evm_types import (
+    TX_DATA_ZERO_GAS as TX_DATA_ZERO_GAS,
+)
+from feeslab.devnet._evm_types import (
+    TX_GAS,
+    Account,
+    BlockContext,
+    CallRequest,
+    InvalidTransaction,
+    Outcome,
+    intrinsic_gas,
+)
+from feeslab.devnet._evm_types import (
+    TX_GAS_CREATE as TX_GAS_CREATE,
+)
+from feeslab.devnet._evm_types import (
+    parse_failure as parse_failure,
+)
 from feeslab.devnet.errors import EXECUTION_REVERTED, SERVER_ERROR, RpcError
 
 ZERO_ADDRESS = bytes(20)
 DEFAULT_SPEC = "SHANGHAI"
 GAS_CAP_FACTOR = 10  # interface §8: the gas parameter is capped at 10x the block gas limit
 
-# intrinsic gas (yellow paper, EIP-2028, EIP-3860) [gas]
-TX_GAS = 21_000
-TX_GAS_CREATE = 53_000
-TX_DATA_ZERO_GAS = 4
-TX_DATA_NONZERO_GAS = 16
-INITCODE_WORD_GAS = 2
 MAX_INITCODE_SIZE = 49_152  # EIP-3860 [bytes]
 CALL_STIPEND = 2_300  # params.CallStipend [gas]
 ESTIMATE_ERROR_RATIO = 0.015  # geth's estimateGasErrorRatio
@@ -76,83 +101,6 @@ HALT_MESSAGES = {
     "CallTooDeep": "max call depth exceeded",
 }
 
-_REVERT_TEXT = re.compile(r"^Revert \{ gas_used: (\d+), output: 0x([0-9a-fA-F]*) \}$")
-_HALT_TEXT = re.compile(r"^Halt \{ reason: (.+), gas_used: (\d+) \}$")
-
-
-@dataclass(frozen=True)
-class Account:
-    """One account of a world state (balance [wei], storage slot -> word)."""
-
-    code: bytes = b""
-    balance: int = 0
-    nonce: int = 0
-    storage: Mapping[int, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BlockContext:
-    """The block a call executes in: its header's fields as the EVM sees them.
-
-    ``base_fee`` [wei] is None before London; ``gas_limit`` [gas]; ``prevrandao`` 32 bytes.
-    """
-
-    number: int
-    timestamp: int
-    gas_limit: int
-    base_fee: int | None
-    coinbase: bytes
-    prevrandao: bytes
-    difficulty: int
-    chain_id: int
-
-
-@dataclass(frozen=True)
-class CallRequest:
-    """A decoded transaction call object (geth's TransactionArgs, the fields the devnet uses).
-
-    ``sender`` is the zero address when the request names none; ``to`` None creates a
-    contract; amounts in [wei] and [wei/gas], ``gas`` in [gas].
-    """
-
-    sender: bytes
-    to: bytes | None
-    data: bytes
-    value: int = 0
-    gas: int | None = None
-    gas_price: int | None = None
-    max_fee_per_gas: int | None = None
-    max_priority_fee_per_gas: int | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one execution did: output (return or revert data), gas used after refunds [gas].
-
-    ``refund`` [gas] is the refund already taken off ``gas_used``; ``halt`` is revm's halt
-    reason (e.g. ``"OutOfGas(Basic)"``) for an exceptional halt, None otherwise.
-    """
-
-    success: bool
-    output: bytes
-    gas_used: int
-    reverted: bool
-    halt: str | None
-    refund: int = 0
-
-    @property
-    def max_used(self) -> int:
-        """Gas used before the refund (geth's ``MaxUsedGas``) [gas]."""
-        return self.gas_used + self.refund
-
-    @property
-    def out_of_gas(self) -> bool:
-        return self.halt is not None and self.halt.startswith("OutOfGas")
-
-
-class InvalidTransaction(Exception):
-    """pyrevm refused to run a message (a validation error, not an EVM failure)."""
-
 
 class _TxError(Exception):
     """A geth pre-execution error (core.ErrXxx wrapped with its details)."""
@@ -163,26 +111,7 @@ class _TxError(Exception):
         self.intrinsic = intrinsic  # geth's estimator treats this one as "needs more gas"
 
 
-# -- pyrevm error text ------------------------------------------------------------------------
-
-
-def parse_failure(text: str) -> Outcome | None:
-    """The Outcome a pyrevm RuntimeError text reports, or None for a validation error.
-
-    pyrevm reports ``Revert { gas_used: N, output: 0x.. }`` and
-    ``Halt { reason: OutOfGas(Basic), gas_used: N }`` for EVM failures; anything else
-    (``Transaction(LackOfFundForMaxFee { .. })``, ``Initial gas spend is ..``) means the
-    message was refused before execution.
-    """
-    text = text.strip()
-    match = _REVERT_TEXT.match(text)
-    if match:
-        output = bytes.fromhex(match.group(2))
-        return Outcome(False, output, int(match.group(1)), reverted=True, halt=None)
-    match = _HALT_TEXT.match(text)
-    if match:
-        return Outcome(False, b"", int(match.group(2)), reverted=False, halt=match.group(1))
-    return None
+# -- halt reasons -----------------------------------------------------------------------------
 
 
 def halt_message(reason: str) -> str:
@@ -216,20 +145,38 @@ def gas_ceiling(block: BlockContext) -> int:
     return GAS_CAP_FACTOR * block.gas_limit
 
 
-def _block_env(block: BlockContext) -> BlockEnv:
-    return BlockEnv(
-        number=block.number,
-        coinbase=_hex_address(block.coinbase),
-        timestamp=block.timestamp,
-        difficulty=block.difficulty,
-        prevrandao=block.prevrandao,
-        basefee=block.base_fee or 0,
-        gas_limit=block.gas_limit,
-    )
+BACKENDS = ("pyrevm", "py-evm")
+
+
+@cache
+def backend() -> ModuleType:
+    """The EVM backend module: pyrevm where it imports, else py-evm (``FEESLAB_EVM`` forces one).
+
+    Raises
+    ------
+    ValueError
+        When ``FEESLAB_EVM`` names no backend.
+    ImportError
+        When the forced backend is not installed.
+    """
+    forced = os.environ.get("FEESLAB_EVM", "")
+    if forced not in ("", *BACKENDS):
+        raise ValueError(f"FEESLAB_EVM must be one of {', '.join(BACKENDS)}, not {forced!r}")
+    if forced != "py-evm":
+        try:
+            from feeslab.devnet import _evm_pyrevm
+
+            return _evm_pyrevm
+        except ImportError:
+            if forced == "pyrevm":
+                raise
+    from feeslab.devnet import _evm_pyevm
+
+    return _evm_pyevm
 
 
 class Executor:
-    """One block's world state in a pyrevm EVM; executions never change it.
+    """One block's world state in an EVM backend; executions never change it.
 
     Parameters
     ----------
@@ -256,25 +203,9 @@ class Executor:
         self._lock = threading.Lock()
         ceiling = GAS_CAP_FACTOR * block.gas_limit if gas_ceiling is None else gas_ceiling
         self.gas_ceiling = ceiling
-        env = Env(cfg=CfgEnv(chain_id=block.chain_id), block=_block_env(block))
-        self._evm = EVM(env=env, gas_limit=self.gas_ceiling, spec_id=spec_id)
-        self._evm.set_block_env(_block_env(block))
-        for address, account in self.accounts.items():
-            code = account.code or None  # b"" would become a 33-byte padded "contract"
-            info = AccountInfo(balance=account.balance, nonce=account.nonce, code=code)
-            self._evm.insert_account_info(_hex_address(address), info)
-        self._insert_storage()
-
-    def _insert_storage(self) -> None:
-        # pyrevm writes a slot to its database (cold, EIP-2929) only while the account is
-        # not in the journal; it then loads the account, warm for good at journal depth 0.
-        # A snapshot per slot writes each slot and drops the account from the journal again.
-        for address, account in self.accounts.items():
-            key = _hex_address(address)
-            for slot, value in account.storage.items():
-                checkpoint = self._evm.snapshot()
-                self._evm.insert_account_storage(key, slot, value)
-                self._evm.revert(checkpoint)
+        self._machine = backend().Machine(
+            self.accounts, block, gas_ceiling=ceiling, spec_id=spec_id
+        )
 
     # -- reading the state (from the mapping: reads never touch the EVM's warm set) -----------
 
@@ -294,59 +225,14 @@ class Executor:
         Raises
         ------
         InvalidTransaction
-            When pyrevm refuses the message (funds, intrinsic gas, gas above the ceiling).
+            When the backend refuses the message (funds, intrinsic gas, gas above the ceiling).
         """
         price = effective_gas_price(request, self.block.base_fee)
         # one EVM, many server threads: a snapshot/revert pair must not interleave
         with self._lock:
-            checkpoint = self._evm.snapshot()
-            try:
-                return self._run(request, gas, price)
-            finally:
-                self._evm.revert(checkpoint)
-
-    def _created_code(self, address: str) -> bytes:
-        """The code a CREATE left at ``address``, without revm's analysis padding.
-
-        pyrevm returns analysed code, padded with zeros; the original is the prefix whose
-        hash is the account's code hash.
-        """
-        padded = self._evm.get_code(address) or b""
-        code_hash = self._evm.basic(address).code_hash
-        for length in range(len(padded), -1, -1):
-            if keccak(padded[:length]) == code_hash:
-                return padded[:length]
-            if padded[length - 1 : length] not in (b"", b"\x00"):
-                break  # padding is zeros only
-        return padded
-
-    def _run(self, request: CallRequest, gas: int, price: int) -> Outcome:
-        caller = _hex_address(request.sender)
-        try:
-            if request.to is None:
-                created = self._evm.deploy(
-                    caller, request.data, value=request.value, gas=gas, gas_price=price
-                )
-                output = self._created_code(created)
-            else:
-                output = self._evm.message_call(
-                    caller,
-                    _hex_address(request.to),
-                    request.data,
-                    value=request.value,
-                    gas=gas,
-                    gas_price=price,
-                )
-        except RuntimeError as exc:
-            outcome = parse_failure(str(exc))
-            if outcome is None:
-                raise InvalidTransaction(str(exc)) from None
-            return outcome
-        result = self._evm.result
-        return Outcome(
-            True, bytes(output), result.gas_used, reverted=False, halt=None,
-            refund=result.gas_refunded,
-        )  # fmt: skip
+            return self._machine.run(
+                request.sender, request.to, request.data, request.value, gas, price
+            )
 
 
 # -- geth's message rules ---------------------------------------------------------------------
@@ -368,17 +254,6 @@ def effective_gas_price(request: CallRequest, base_fee: int | None) -> int:
     if fee_cap == 0 and tip_cap == 0:
         return 0
     return min(tip_cap + base_fee, fee_cap)
-
-
-def intrinsic_gas(request: CallRequest) -> int:
-    """Gas charged before execution (Shanghai rules, no access list) [gas]."""
-    data = request.data
-    zeros = data.count(0)
-    gas = TX_GAS if request.to is not None else TX_GAS_CREATE
-    gas += zeros * TX_DATA_ZERO_GAS + (len(data) - zeros) * TX_DATA_NONZERO_GAS
-    if request.to is None:
-        gas += INITCODE_WORD_GAS * ((len(data) + 31) // 32)
-    return gas
 
 
 def _check_fees(request: CallRequest, block: BlockContext) -> None:

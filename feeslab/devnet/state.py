@@ -4,17 +4,19 @@ At a fixed height of each chain (``contracts_block``, by default 10,000 blocks
 below the configured head) a deployer account deploys the contracts of
 ``feeslab/devnet/contracts`` and hands tokens out to a hundred holders.  From
 then on every block applies seeded transactions, executed by a real EVM
-(pyrevm): token transfers, approvals and ``transferFrom`` spends, occasional
+(pyrevm, or py-evm where pyrevm has no wheel: ``feeslab.devnet.evm.backend``):
+token transfers, approvals and ``transferFrom`` spends, occasional
 mints, an oracle round every few blocks, proxy increments, an EIP-1967 upgrade
 at ``upgrade_block``, and gas-burner calls.  Nothing is simulated outside the
 EVM: balances, rounds and counters are whatever the contracts' code makes of
 the transactions.
 
-Archive semantics come from the EVM's own journal.  Transactions run on a
-"frontier" EVM; after every window of :data:`WINDOW` blocks the journal's
-storage writes are attributed to their blocks, each written slot's history
-gains one entry per block in which its value changed, and the frontier EVM is
-rebuilt from the current state so its journal starts empty again.  The state
+Archive semantics come from the EVM itself.  Transactions run on a backend's
+"frontier" EVM (``Frontier``), which reports every written slot's value after
+each block that wrote it (pyrevm: from its journal; py-evm: from its account
+database); after every window of :data:`WINDOW` blocks each written slot's
+history gains one entry per block in which its value changed, and the frontier
+EVM is rebuilt from the current state so its records start empty again.  The state
 after block ``N`` is then the last value of every slot at or before ``N``:
 ``eth_getStorageAt`` reads the histories directly; ``eth_call`` and
 ``eth_estimateGas`` run in an :class:`~feeslab.devnet.evm.Executor` holding that
@@ -29,22 +31,30 @@ the chain simulator); the storage they leave is what the node methods serve.
 from __future__ import annotations
 
 import bisect
-import re
+import gzip
+import hashlib
+import json
+import logging
+import os
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eth_abi import encode as abi_encode
 from eth_hash.auto import keccak
-from pyrevm import EVM, AccountInfo, BlockEnv
 
+from feeslab.devnet import _store
 from feeslab.devnet.contracts import Artifact, load_artifacts, selector
-from feeslab.devnet.evm import Account, BlockContext, Executor
+from feeslab.devnet.evm import Account, BlockContext, Executor, backend
 
 if TYPE_CHECKING:
     from feeslab.devnet.chain import History
+
+log = logging.getLogger(__name__)
 
 WINDOW = 256  # blocks per journal parse / frontier rebuild
 CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below the head
@@ -58,11 +68,6 @@ BURNER_EVERY = 50
 APPROVE_EVERY = 20
 MINT_EVERY = 1000
 TX_GAS = 5_000_000
-
-_JOURNAL = re.compile(r"journal: \[(.*)\], spec:", re.S)
-_STORAGE_CHANGE = re.compile(
-    r"StorageChange \{ address: (0x[0-9a-fA-F]{40}), key: (\d+), had_value: Some\((\d+)\) \}"
-)
 
 
 def _hex(address: bytes) -> str:
@@ -152,9 +157,9 @@ class WorldState:
         self._code: dict[bytes, bytes] = {}
         self.deployments: dict[str, Deployment] = {}
         self._applied = contracts_block - 1  # last block whose transactions are recorded
-        self._journal_base = 0
         self._executors: OrderedDict[int, Executor] = OrderedDict()
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
+        self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
     # -- queries -------------------------------------------------------------------------
 
@@ -230,91 +235,67 @@ class WorldState:
 
     def ensure(self, number: int) -> None:
         """Apply every block's transactions up to ``number``."""
+        if self._applied < number and not self._stored:
+            with self._lock:
+                if not self._stored:
+                    self._stored = _load_state(self)
         while self._applied < number:
             with self._lock:
                 if self._applied < number:
                     self._apply_window()
+                    if not self._stored and self._applied >= self.history.params.height:
+                        self._stored = True
+                        _save_state(self)
 
     def _apply_window(self) -> None:
         start = self._applied + 1
         stop = start + WINDOW - (start - self.contracts_block) % WINDOW
         evm = self._rebuild()
-        ends: list[tuple[int, int]] = []  # (block, journal length after it)
         for number in range(start, stop):
             self._apply_block(evm, number)
-            ends.append((number, evm.journal_len))
-        self._record(evm, ends, first_entry=self._journal_base)
+            evm.end_block(number)
+        self._record(evm)
         self._applied = stop - 1
 
-    def _rebuild(self) -> EVM:
-        """A fresh frontier EVM holding the current state, so its journal starts empty."""
-        evm = EVM(spec_id="SHANGHAI")
-        for address, code in self._code.items():
-            evm.insert_account_info(_hex(address), AccountInfo(code=code))
-        for (address, slot), history in self._slots.items():
-            if history.values and history.values[-1]:
-                evm.insert_account_storage(_hex(address), slot, history.values[-1])
-        self._journal_base = evm.journal_len
-        return evm
+    def _rebuild(self) -> Any:
+        """A fresh frontier EVM holding the current state, so its records start empty."""
+        storage = {
+            key: history.values[-1]
+            for key, history in self._slots.items()
+            if history.values and history.values[-1]
+        }
+        return backend().Frontier(self._code, storage)
 
-    def _record(self, evm: EVM, ends: list[tuple[int, int]], first_entry: int) -> None:
-        """Attribute the journal's storage writes to blocks and extend the slot histories."""
-        match = _JOURNAL.search(evm.journal_str)
-        if match is None:  # pragma: no cover - guards against a pyrevm format change
-            raise RuntimeError("pyrevm's journal has an unexpected format")
-        groups = match.group(1)[1:-1].split("], [") if match.group(1) else []
-        owners = [e for _, e in ends]
-        changes: dict[tuple[bytes, int], list[tuple[int, int]]] = {}
-        for index, group in enumerate(groups):
-            if index < first_entry or "StorageChange" not in group:
-                continue
-            block = ends[bisect.bisect_right(owners, index)][0]
-            for address, key, had in _STORAGE_CHANGE.findall(group):
-                slot_key = (bytes.fromhex(address[2:]), int(key))
-                changes.setdefault(slot_key, []).append((block, int(had)))
-        for (address, slot), seq in changes.items():
-            history = self._slots.setdefault((address, slot), _SlotHistory())
-            final = int(evm.storage(_hex(address), slot))
-            # the value after a change is the next change's previous value, or the final one
-            for i, (block, _) in enumerate(seq):
-                after = seq[i + 1][1] if i + 1 < len(seq) else final
-                if i + 1 < len(seq) and seq[i + 1][0] == block:
-                    continue  # a later write in the same block decides
-                history.record(block, after)
+    def _record(self, evm: Any) -> None:
+        """Extend the slot histories with the values the window's blocks left."""
+        for key, entries in evm.writes().items():
+            history = self._slots.setdefault(key, _SlotHistory())
+            for block, value in entries:
+                history.record(block, value)
 
-    def _apply_block(self, evm: EVM, number: int) -> None:
+    def _apply_block(self, evm: Any, number: int) -> None:
         header = self.history.block(number).header
-        evm.set_block_env(
-            BlockEnv(number=number, timestamp=header.timestamp, gas_limit=header.gas_limit)
-        )
+        evm.begin_block(number, header.timestamp, header.gas_limit)
         if number == self.contracts_block:
             self._deploy(evm, number)
             return
         for sender, to, data in self._transactions(evm, number):
             self._send(evm, sender, to, data)
 
-    def _send(self, evm: EVM, sender: bytes, to: bytes, data: bytes) -> bytes:
-        try:
-            return bytes(evm.message_call(_hex(sender), _hex(to), data, gas=TX_GAS))
-        except RuntimeError:
-            # a reverted transaction changes no state; the generator avoids them, but a
-            # revert is still a faithful outcome, not an error of the devnet
-            return b""
+    def _send(self, evm: Any, sender: bytes, to: bytes, data: bytes) -> bytes:
+        # a reverted transaction changes no state (the backend answers b""); the generator
+        # avoids them, but a revert is still a faithful outcome, not an error of the devnet
+        return evm.send(sender, to, data, TX_GAS)
 
-    def _view(self, evm: EVM, to: bytes, data: bytes) -> int:
-        cp = evm.snapshot()
-        try:
-            return int.from_bytes(evm.message_call(_hex(self.deployer), _hex(to), data), "big")
-        finally:
-            evm.revert(cp)
+    def _view(self, evm: Any, to: bytes, data: bytes) -> int:
+        return int.from_bytes(evm.view(self.deployer, to, data), "big")
 
-    def _deploy(self, evm: EVM, number: int) -> None:
+    def _deploy(self, evm: Any, number: int) -> None:
         artifacts = load_artifacts()
 
         def deploy(name: str, role: str, args: bytes = b"") -> bytes:
             artifact = artifacts[name]
-            address = evm.deploy(_hex(self.deployer), artifact.bytecode + args, gas=30_000_000)
-            raw = bytes.fromhex(address[2:])
+            raw = evm.deploy(self.deployer, artifact.bytecode + args, 30_000_000)
             self._code[raw] = artifact.deployed_bytecode
             self.deployments[name] = Deployment(name, raw, artifact, number, role)
             return raw
@@ -350,7 +331,7 @@ class WorldState:
                 evm, self.deployer, token, _calldata("transfer(address,uint256)", holder, amount)
             )
 
-    def _transactions(self, evm: EVM, number: int) -> list[tuple[bytes, bytes, bytes]]:
+    def _transactions(self, evm: Any, number: int) -> list[tuple[bytes, bytes, bytes]]:
         """The block's transactions, drawn from the seeded stream (and the live state)."""
         d = self.deployments
         token = d["FeeslabToken"].address
@@ -417,6 +398,99 @@ class WorldState:
 
     def _account(self, tag: bytes) -> bytes:
         return keccak(self._salt + tag)[12:]
+
+
+# -- the on-disk store: a built state is kept, like the chain histories (_store.py) -------------
+#
+# Building chain 1's 10,000 blocks of state takes ~2 s on pyrevm but about a minute on py-evm,
+# and every process (each notebook kernel, each test run) would pay it again. Once a state
+# reaches its chain's configured height it is saved; a later process loads it. The file name is
+# a digest of everything that decides the state: this module, the EVM backend's module and name,
+# the contracts' artifacts, the chain history's own key, the heights and the seed.
+
+STATE_FORMAT = 1
+
+
+def _state_file(state: WorldState) -> Path | None:
+    history_file = _store.history_file(state.history)
+    if history_file is None:
+        return None
+    from feeslab.devnet import contracts
+
+    module = backend()
+    digest = hashlib.sha256()
+    for part in (
+        Path(__file__).read_bytes(),
+        Path(module.__file__ or "").read_bytes(),
+        module.NAME.encode(),
+        (Path(contracts.__file__).parent / contracts.ARTIFACTS_FILE).read_bytes(),
+        history_file.name.encode(),  # the history's digest: simulator, chains.json, seed
+        f"{state.contracts_block}/{state.upgrade_block}/{STATE_FORMAT}".encode(),
+    ):
+        digest.update(hashlib.sha256(part).digest())
+    name = f"state-{state.chain_id}-{module.NAME}-{digest.hexdigest()[:24]}.json.gz"
+    return history_file.parent / name
+
+
+def _save_state(state: WorldState) -> None:
+    """Write ``state``'s histories and generator position atomically; failures cost speed only."""
+    path = _state_file(state)
+    if path is None:
+        return
+    record = {
+        "applied": state._applied,
+        "price": state._price,
+        "rng": state._rng.bit_generator.state,
+        "code": {a.hex(): c.hex() for a, c in state._code.items()},
+        "deployments": {
+            n: [d.address.hex(), d.block, d.role] for n, d in state.deployments.items()
+        },
+        "slots": [
+            [a.hex(), hex(s), h.blocks, [hex(v) for v in h.values]]
+            for (a, s), h in state._slots.items()
+        ],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(gzip.compress(json.dumps(record).encode(), compresslevel=6))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        log.warning("could not save devnet state to %s", path, exc_info=True)
+
+
+def _load_state(state: WorldState) -> bool:
+    """Fill a fresh ``state`` from its file, if there is a good one."""
+    path = _state_file(state)
+    if path is None or not path.exists():
+        return False
+    try:
+        record = json.loads(gzip.decompress(path.read_bytes()))
+        artifacts = load_artifacts()
+        code = {bytes.fromhex(a): bytes.fromhex(c) for a, c in record["code"].items()}
+        deployments = {
+            name: Deployment(name, bytes.fromhex(address), artifacts[name], block, role)
+            for name, (address, block, role) in record["deployments"].items()
+        }
+        slots = {
+            (bytes.fromhex(a), int(s, 16)): _SlotHistory(list(blocks), [int(v, 16) for v in values])
+            for a, s, blocks, values in record["slots"]
+        }
+        rng = np.random.default_rng()
+        rng.bit_generator.state = record["rng"]
+        applied, price = int(record["applied"]), int(record["price"])
+    except Exception:  # a damaged or foreign file: rebuild rather than trust it
+        log.warning("ignoring unreadable devnet state %s", path, exc_info=True)
+        path.unlink(missing_ok=True)
+        return False
+    state._code, state.deployments, state._slots = code, deployments, slots
+    state._rng, state._applied, state._price = rng, applied, price
+    return True
 
 
 def world_state(history: History) -> WorldState:

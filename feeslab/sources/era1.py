@@ -42,19 +42,18 @@ import cramjam
 import numpy as np
 import pandas as pd
 import rlp
-
-try:  # safe-pysha3's C keccak, called directly: eth-hash's wrapper adds ~0.5 us a header
-    from sha3 import keccak_256 as _keccak_256
-
-    def keccak(data: bytes) -> bytes:
-        return _keccak_256(data).digest()
-except ImportError:  # pragma: no cover - eth-hash[pysha3] is a dependency
-    from eth_hash.auto import keccak
+from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
 from feeslab.fetch.errors import ConfigError, FeeslabError
 from feeslab.frames.base_fees import FEE_HISTORY_DTYPES, GWEI, reward_column
 from feeslab.frames.blocks import BLOCK_DTYPES, _empty, _object_series, _utc_seconds
 from feeslab.frames.uncles import UNCLE_DTYPES, uncle_scan_frame
+
+
+def keccak(data: bytes) -> bytes:
+    """keccak256, pycryptodome's called directly: eth-hash's wrapper adds ~2 us a header."""
+    return _keccak_mod.new(data=data, digest_bits=256).digest()
+
 
 __all__ = [
     "EPOCH_SIZE",
@@ -67,7 +66,6 @@ __all__ = [
     "era1_files",
 ]
 
-_FAST_KECCAK = "_keccak_256" in globals()
 EPOCH_SIZE = 8192  # blocks per era1 file (the accumulator's list limit)
 VERSION = b"e2"
 COMPRESSED_HEADER = b"\x03\x00"
@@ -521,7 +519,7 @@ class Era1File:
                 raw = None
         if raw is None:  # record by record, to name the one that fails
             raw = [self._record(COMPRESSED_HEADER, i) for i in range(len(offsets))]
-        hashes = [_keccak_256(h).digest() for h in raw] if _FAST_KECCAK else list(map(keccak, raw))
+        hashes = list(map(keccak, raw))
         columns, failed = _parse_headers(raw)
         if len(failed):
             i = int(failed[0])

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 from eth_hash.auto import keccak
+
+# the contracts run here on pyrevm itself (no feeslab code between); the devnet's py-evm backend
+# is compared with pyrevm on these contracts in test_evm_backends.py wherever both install
+pytest.importorskip("pyrevm", reason="pyrevm has no wheel for this Python (CPython 3.13+)")
 from pyrevm import EVM, BlockEnv
 
 from feeslab.devnet.contracts import Artifact, load_artifacts, load_manifest, selector

@@ -3,7 +3,8 @@
 The hive test chain is rebuilt here, independently of the code under test: the genesis alloc
 is loaded into a bare pyrevm EVM and every transaction of ``chain.rlp`` is replayed in order
 (senders recovered with ``eth_keys``). The resulting accounts (code, balance, nonce, storage)
-and block 54's header (the head) make the ``Executor`` the fixtures run on, through
+and block 54's header (the head) make the ``Executor`` the fixtures run on, on each EVM
+backend (pyrevm, py-evm), through
 ``dispatch`` like any other request. Every request/response pair in the three directories is
 checked for exact equality; the few the devnet cannot reproduce carry the reason as a skip.
 """
@@ -20,15 +21,21 @@ import pytest
 import rlp
 from eth_hash.auto import keccak
 from eth_keys import keys
-from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
 from rlp.codec import consume_item
 
+# the replay is pyrevm's own (independent of feeslab.devnet.evm); where pyrevm has no wheel
+# (CPython 3.13+) it cannot run. The Executor answers on both backends below.
+pytest.importorskip("pyrevm", reason="the replay needs pyrevm, which has no wheel past 3.12")
+from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
+
+from feeslab.devnet import evm as evm_module
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.evm import Account, BlockContext, Executor
 from feeslab.devnet.jsonrpc import CallContext
 from feeslab.devnet.rpc import dispatch
 
-GETH_TESTS = Path(__file__).resolve().parents[2].parent / "shared/reference/execution-apis/tests"
+# vendored from ethereum/execution-apis (tests/data/SOURCES.md)
+GETH_TESTS = Path(__file__).resolve().parents[1] / "data" / "execution-apis" / "tests"
 METHODS = ("eth_call", "eth_estimateGas", "eth_getStorageAt")
 
 SKIPS = {  # (file, exchange index) -> reason
@@ -233,8 +240,23 @@ class HiveChain:
 
 
 @pytest.fixture(scope="module")
-def hive_ctx() -> CallContext:
-    executor = Executor(extract_accounts(replay()), head_context())
+def hive_accounts() -> dict[bytes, Account]:
+    return extract_accounts(replay())
+
+
+def _backend(name: str) -> Any:
+    module = "feeslab.devnet._evm_pyrevm" if name == "pyrevm" else "feeslab.devnet._evm_pyevm"
+    return pytest.importorskip(module, reason=f"{name} is not installed")
+
+
+@pytest.fixture(scope="module", params=["pyrevm", "py-evm"])
+def hive_ctx(request: pytest.FixtureRequest, hive_accounts) -> CallContext:
+    """The Executor at the hive head, on each EVM backend in turn."""
+    backend = _backend(request.param)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evm_module, "backend", lambda: backend)
+        executor = Executor(hive_accounts, head_context())
+    assert type(executor._machine).__module__ == backend.__name__
     return CallContext(chain=HiveChain(executor), chains=None, transport="http")
 
 

@@ -25,10 +25,10 @@ from feeslab.devnet.errors import RpcError
 from feeslab.devnet.jsonrpc import CallContext
 from feeslab.devnet.rpc import dispatch, format_new_head
 
-# shared/ sits beside the checkout (also in CI)
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
-GETH_TESTS = REFERENCE / "execution-apis" / "tests"
-UNCLES = REFERENCE / "uncles"
+# vendored reference answers (tests/data/SOURCES.md)
+DATA = Path(__file__).resolve().parents[1] / "data"
+GETH_TESTS = DATA / "execution-apis" / "tests"
+UNCLES = DATA / "uncles"
 
 LONDON, MERGE = 120_000, 165_000  # mainnet's devnet fork heights (data/chains.json)
 EMPTY_UNCLES = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"

@@ -10,8 +10,8 @@ import pytest
 
 from feeslab.frames import BLOCK_DTYPES, parse_blocks
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
-BLOCK_TESTS = REFERENCE / "execution-apis" / "tests" / "eth_getBlockByNumber"
+DATA = Path(__file__).resolve().parents[1] / "data"  # vendored, see tests/data/SOURCES.md
+BLOCK_TESTS = DATA / "execution-apis" / "tests" / "eth_getBlockByNumber"
 
 
 def io_result(path: Path):

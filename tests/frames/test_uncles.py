@@ -11,7 +11,7 @@ import pytest
 
 from feeslab.frames import UNCLE_DTYPES, UNCLE_SCAN_DTYPES, parse_uncles, uncle_scan_frame
 
-UNCLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "uncles"
+UNCLES = Path(__file__).resolve().parents[1] / "data" / "uncles"  # see tests/data/SOURCES.md
 
 
 def answer(name: str) -> tuple[dict, dict]:
