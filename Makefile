@@ -2,9 +2,13 @@
 # PYTHON picks the interpreter (`make test PYTHON=python3.13`): the venv is rebuilt when its
 # Python's version differs from $(PYTHON)'s, and the stamp names the version, so switching works.
 PYTHON ?= python3
+# pyenv's shims run python3.13 only while 3.13 is the active version: fall back to the
+# interpreter of that name among pyenv's installed versions
+PYTHON_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null \
+	|| ls "$$(pyenv root 2>/dev/null)"/versions/*/bin/$(PYTHON) 2>/dev/null | tail -n 1)
 VENV ?= .venv
 BIN := $(VENV)/bin
-PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PY_VERSION := $(if $(PYTHON_EXE),$(shell $(PYTHON_EXE) -c 'import sys; print("%d.%d" % sys.version_info[:2])'))
 STAMP := $(VENV)/.installed-py$(PY_VERSION)
 # `make lab` listens here; LAB_IP=0.0.0.0 to reach it from outside a container
 LAB_IP ?= 127.0.0.1
@@ -17,7 +21,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
 	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PY_VERSION)" ]; then \
 		echo "$(VENV) has another Python than $(PYTHON) ($(PY_VERSION)): rebuilding it"; rm -rf $(VENV); fi
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON_EXE) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[devnet,dev]'  # the devnet for make lab; dev has it too
 	touch $(STAMP)
