@@ -366,15 +366,16 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         type=_non_negative,
         help="the Gas API's chain, without a range (default: the node's)",
     )
+    span = argparse.ArgumentParser(add_help=False)  # a required block range
+    span.add_argument("--start", type=_non_negative, required=True, help="first block")
+    span.add_argument(
+        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
+    )
     uncles = kinds.add_parser(
         "uncles",
-        parents=[common],
+        parents=[common, span],
         help="every uncle included by blocks --start .. --stop - 1",
         description="Lab.uncles: one row per uncle (or per block with --per-block).",
-    )
-    uncles.add_argument("--start", type=_non_negative, required=True, help="first block")
-    uncles.add_argument(
-        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
     )
     uncles.add_argument(
         "--per-block",
@@ -383,13 +384,9 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
     )
     blocks = kinds.add_parser(
         "blocks",
-        parents=[common],
+        parents=[common, span],
         help="block headers of --start .. --stop - 1",
         description="Lab.blocks: one row per block (hash, miner, gas, difficulty, uncles).",
-    )
-    blocks.add_argument("--start", type=_non_negative, required=True, help="first block")
-    blocks.add_argument(
-        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
     )
     storage = kinds.add_parser(
         "storage",
