@@ -39,7 +39,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=$(LAB_IP) --port=$(LAB_PORT)
 
 test: $(STAMP) $(NPM_STAMP) lint
-	$(BIN)/python -m pytest tests
+	# worker processes overlap the tests that wait (paced scans, servers); a file's tests share a worker
+	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile tests
 	$(BIN)/python -m pytest --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks
 
 lint: $(STAMP)
