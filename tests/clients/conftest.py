@@ -69,7 +69,7 @@ def node_script():
     and returns the JSON it prints; skipped (with the reason) without node or node_modules."""
     why = _node_ready()
     if why:
-        pytest.skip(why)
+        pytest.skip(reason=why)
     flags: list[str] = []
     probe = subprocess.run(
         [NODE, "-e", "process.stdout.write(typeof WebSocket)"], capture_output=True, text=True
