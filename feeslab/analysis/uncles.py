@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from feeslab.chainspec import ChainSpec, resolve_spec
 
@@ -102,155 +103,6 @@ def _check_confidence(confidence: float) -> float:
     return float(confidence)
 
 
-def _lgamma(values: np.ndarray) -> np.ndarray:
-    return np.array([math.lgamma(v) for v in np.ravel(values)]).reshape(np.shape(values))
-
-
-def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, eps = 1e-300, 1e-15
-    a, b, x = (np.array(v, dtype=float).reshape(-1) for v in (a, b, x))
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 - qab * x / qap
-    d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
-    h = d.copy()
-    active = np.arange(len(x))  # elements still converging: the rest are left alone
-    # converges in O(sqrt(max(a, b))) steps
-    steps = int(10 * math.sqrt(float(np.max(np.maximum(a, b), initial=1.0)))) + 100
-    for m in range(1, steps):
-        if not len(active):
-            break
-        m2 = 2 * m
-        ai, bi, xi = a[active], b[active], x[active]
-        ci, di, hi = c[active], d[active], h[active]
-        for aa in (
-            m * (bi - m) * xi / ((qam[active] + m2) * (ai + m2)),
-            -(ai + m) * (qab[active] + m) * xi / ((ai + m2) * (qap[active] + m2)),
-        ):
-            di = 1.0 + aa * di
-            di = 1.0 / np.where(np.abs(di) < tiny, tiny, di)
-            ci = 1.0 + aa / ci
-            ci = np.where(np.abs(ci) < tiny, tiny, ci)
-            delta = di * ci
-            hi = hi * delta
-        c[active], d[active], h[active] = ci, di, hi
-        active = active[np.abs(delta - 1.0) >= eps]
-    return h
-
-
-def _betainc(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Regularised incomplete beta function I_x(a, b), elementwise (a, b > 0)."""
-    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
-    out = np.where(x <= 0.0, 0.0, 1.0)
-    inside = (x > 0.0) & (x < 1.0)
-    if not inside.any():
-        return out
-    a, b, x = a[inside], b[inside], x[inside]
-    swap = x >= (a + 1.0) / (a + b + 2.0)
-    aa, bb, xx = np.where(swap, b, a), np.where(swap, a, b), np.where(swap, 1.0 - x, x)
-    front = np.exp(
-        _lgamma(aa + bb) - _lgamma(aa) - _lgamma(bb) + aa * np.log(xx) + bb * np.log1p(-xx)
-    )
-    value = front * _betacf(aa, bb, xx) / aa
-    out[inside] = np.where(swap, 1.0 - value, value)
-    return out
-
-
-def _gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Regularised lower incomplete gamma function P(a, x), elementwise (a > 0)."""
-    a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
-    out = np.zeros(a.shape)
-    series = (x > 0.0) & (x < a + 1.0)
-    if series.any():
-        aa, xx = a[series], x[series]
-        term = 1.0 / aa
-        total = term.copy()
-        ap = aa.copy()
-        for _ in range(100_000):
-            ap = ap + 1.0
-            term = term * xx / ap
-            total = total + term
-            if np.all(np.abs(term) < np.abs(total) * 1e-16):
-                break
-        out[series] = total * np.exp(-xx + aa * np.log(xx) - _lgamma(aa))
-    fraction = x >= a + 1.0
-    if fraction.any():
-        aa, xx = a[fraction], x[fraction]
-        tiny = 1e-300
-        b = xx + 1.0 - aa
-        c = np.full(aa.shape, 1.0 / tiny)
-        d = 1.0 / b
-        h = d.copy()
-        steps = int(10 * math.sqrt(float(np.max(aa)))) + 200
-        for i in range(1, steps):
-            an = -i * (i - aa)
-            b = b + 2.0
-            d = an * d + b
-            d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
-            c = b + an / c
-            c = np.where(np.abs(c) < tiny, tiny, c)
-            delta = d * c
-            h = h * delta
-            if np.all(np.abs(delta - 1.0) < 1e-15):
-                break
-        out[fraction] = 1.0 - np.exp(-xx + aa * np.log(xx) - _lgamma(aa)) * h
-    return out
-
-
-def _quantile(
-    cdf: Any, pdf: Any, target: float, low: np.ndarray, high: np.ndarray, guess: np.ndarray
-) -> np.ndarray:
-    """The x in [low, high] where the increasing ``cdf(x)`` meets ``target``, elementwise.
-
-    Newton steps from ``guess``, kept inside a shrinking bracket (bisection when a step
-    would leave it), so it converges in a few evaluations and never diverges.
-    """
-    low, high = low.astype(float).copy(), high.astype(float).copy()
-    x = np.where((guess > low) & (guess < high), guess, 0.5 * (low + high))
-    for _ in range(200):
-        miss = cdf(x) - target
-        low = np.where(miss < 0, x, low)
-        high = np.where(miss < 0, high, x)
-        density = pdf(x)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            step = x - miss / density
-        bad = ~np.isfinite(step) | (step <= low) | (step >= high)
-        step = np.where(bad, 0.5 * (low + high), step)
-        done = np.abs(step - x) <= 1e-13 * np.maximum(np.abs(x), 1e-300)
-        x = step
-        if np.all(done | (high - low <= 1e-15 * np.maximum(1.0, high))):
-            break
-    return x
-
-
-def _beta_quantile(a: np.ndarray, b: np.ndarray, q: float, guess: np.ndarray) -> np.ndarray:
-    """The q-quantile of Beta(a, b), elementwise."""
-    log_norm = _lgamma(a + b) - _lgamma(a) - _lgamma(b)
-
-    def pdf(p: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.exp(log_norm + (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p))
-
-    zeros, ones = np.zeros(a.shape), np.ones(a.shape)
-    return _quantile(lambda p: _betainc(a, b, p), pdf, q, zeros, ones, guess)
-
-
-def _gamma_quantile(a: np.ndarray, q: float) -> np.ndarray:
-    """The q-quantile of Gamma(a, 1), elementwise, from the Wilson-Hilferty guess."""
-    z = NormalDist().inv_cdf(q)
-    guess = a * (1.0 - 1.0 / (9.0 * a) + z / np.sqrt(9.0 * a)) ** 3
-    log_norm = -_lgamma(a)
-
-    def pdf(x: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.exp(log_norm + (a - 1.0) * np.log(x) - x)
-
-    # the quantile lies far below a + 12 sqrt(a) + 40 for any sensible confidence
-    high = a + 12.0 * np.sqrt(a) + 40.0
-    return _quantile(lambda x: _gammainc(a, x), pdf, q, np.zeros(a.shape), high, guess)
-
-
 def _binomial_interval(
     successes: Any, trials: Any, confidence: float, method: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -270,15 +122,15 @@ def _binomial_interval(
     lower = np.where(x_safe == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
     upper = np.where(x_safe == n_safe, 1.0, np.clip(centre + half, 0.0, 1.0))
     if method == "clopper-pearson":
-        # quantiles of Beta(x, n - x + 1) and Beta(x + 1, n - x); Wilson's bounds start them
+        # quantiles of Beta(x, n - x + 1) and Beta(x + 1, n - x)
         some = x_safe > 0
         if some.any():
             a, b = x_safe[some], n_safe[some] - x_safe[some] + 1.0
-            lower[some] = _beta_quantile(a, b, alpha / 2.0, lower[some])
+            lower[some] = scipy.stats.beta.ppf(alpha / 2.0, a, b)
         short = x_safe < n_safe
         if short.any():
             a, b = x_safe[short] + 1.0, n_safe[short] - x_safe[short]
-            upper[short] = _beta_quantile(a, b, 1.0 - alpha / 2.0, upper[short])
+            upper[short] = scipy.stats.beta.isf(alpha / 2.0, a, b)
     return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
 
 
@@ -289,8 +141,8 @@ def _poisson_interval(counts: Any, confidence: float) -> tuple[np.ndarray, np.nd
     lower = np.zeros(k.shape)
     some = k > 0
     if some.any():
-        lower[some] = _gamma_quantile(k[some], alpha / 2.0)
-    upper = _gamma_quantile(k + 1.0, 1.0 - alpha / 2.0)
+        lower[some] = scipy.stats.gamma.ppf(alpha / 2.0, k[some])
+    upper = scipy.stats.gamma.isf(alpha / 2.0, k + 1.0)
     return lower, upper
 
 

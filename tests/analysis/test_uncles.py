@@ -9,7 +9,9 @@ produced the data.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -19,6 +21,8 @@ import pytest
 from feeslab.analysis import uncles as U
 from feeslab.chainspec import ChainSpec
 from feeslab.fetch.errors import ConfigError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 # -- protocol rules, written from the specifications --------------------------------------------
 
@@ -632,3 +636,46 @@ def test_empty_scans_give_empty_tables_with_their_columns():
     heights = U.fork_heights(blocks, uncles)
     assert heights.empty
     assert {"forks", "forked", "block_time_s"} <= set(heights.columns)
+
+
+def test_intervals_match_the_previous_independent_implementation_within_1e_9():
+    # values computed by feeslab's own incomplete beta/gamma code (commit 085795d) before the
+    # intervals moved to scipy; spot-checked against mpmath below
+    recorded = json.loads((DATA / "uncle_intervals.json").read_text())
+    rows = np.array(recorded["rows"], dtype=float)
+    # edge cases: k = 0, k = n, n = 1 and a large n are in the grid
+    assert {1.0, 10.0**7} <= set(rows[:, 1]) and (rows[:, 0] == 0).any()
+    assert (rows[:, 0] == rows[:, 1]).any()
+    for confidence in np.unique(rows[:, 2]):
+        part = rows[rows[:, 2] == confidence]
+        k, n = part[:, 0], part[:, 1]
+        wilson = U._binomial_interval(k, n, confidence, "wilson")
+        exact = U._binomial_interval(k, n, confidence, "clopper-pearson")
+        counts = U._poisson_interval(k, confidence)
+        np.testing.assert_allclose(np.array(wilson), part[:, 3:5].T, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.array(exact), part[:, 5:7].T, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.array(counts), part[:, 7:9].T, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "confidence"),
+    [(1, 1, 0.95), (0, 1, 0.9), (3, 7, 0.99), (81, 263, 0.95), (250, 1000, 0.9999), (2, 5000, 0.5)],
+)
+def test_exact_intervals_agree_with_mpmath(k, n, confidence):
+    import mpmath  # a dev dependency: exact tails at 40 digits
+
+    mpmath.mp.dps = 40
+    alpha = (1 - confidence) / 2
+    (lower,), (upper,) = U._binomial_interval([k], [n], confidence, "clopper-pearson")
+    if k > 0:
+        tail = mpmath.betainc(k, n - k + 1, 0, lower, regularized=True)
+        assert float(tail) == pytest.approx(alpha, rel=1e-9)
+    if k < n:
+        tail = mpmath.betainc(k + 1, n - k, upper, 1, regularized=True)
+        assert float(tail) == pytest.approx(alpha, rel=1e-9)
+    (low,), (high,) = U._poisson_interval([k], confidence)
+    if k > 0:
+        assert float(mpmath.gammainc(k, 0, low, regularized=True)) == pytest.approx(alpha, rel=1e-9)
+    assert float(mpmath.gammainc(k + 1, high, mpmath.inf, regularized=True)) == pytest.approx(
+        alpha, rel=1e-9
+    )
