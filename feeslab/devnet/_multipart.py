@@ -8,14 +8,13 @@ headers: ``Content-Disposition`` (``name``, ``filename``) and ``Content-Type``.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 
 import python_multipart
 from python_multipart.exceptions import FormParserError, MultipartParseError
+from python_multipart.multipart import parse_options_header
 
 MAX_HEADER_BYTES = 16 * 1024
-_PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 
 
 # python-multipart logs each malformed body as a WARNING before raising; the client gets the
@@ -50,32 +49,30 @@ class Part:
 
 def boundary_of(content_type: str) -> str | None:
     """The ``boundary`` parameter of a ``multipart/form-data`` content type, or None."""
-    kind, _, params = content_type.partition(";")
-    if kind.strip().lower() != "multipart/form-data":
+    kind, params = _options(content_type)
+    if kind != "multipart/form-data":
         return None
-    found = _params(";" + params).get("boundary")
-    return found or None
+    return params.get("boundary") or None
 
 
-def _params(text: str) -> dict[str, str]:
-    out = {}
-    for key, value in _PARAM.findall(text):
-        value = value.strip()
-        if value.startswith('"'):
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        out[key.lower()] = value
-    return out
+def _options(header: str) -> tuple[str, dict[str, str]]:
+    """A header's value (lower case) and its parameters (names in lower case), unquoted."""
+    # as bytes: python-multipart encodes a str header as latin-1, which UTF-8 names are not
+    value, params = parse_options_header(header.encode("utf-8"))
+    return value.decode("utf-8", "replace"), {
+        k.decode("utf-8", "replace").lower(): v.decode("utf-8", "replace")
+        for k, v in params.items()
+    }
 
 
 def _part(headers: list[tuple[str, str]]) -> Part:
     part = Part()
     for name, value in headers:
         part.headers[name.strip().lower()] = value.strip()
-    disposition = part.headers.get("content-disposition", "")
-    params = _params(";" + disposition.partition(";")[2])
+    _, params = _options(part.headers.get("content-disposition", ""))
     part.name = params.get("name")
     part.filename = params.get("filename")
-    kind = part.headers.get("content-type", "").split(";")[0].strip().lower()
+    kind, _ = _options(part.headers.get("content-type", ""))
     part.content_type = kind or "application/octet-stream"
     return part
 

@@ -653,3 +653,15 @@ def test_multipart_parser_refuses_a_cut_body():
     with pytest.raises(MultipartError):
         parser.close()
     assert boundary_of("application/json") is None
+
+
+def test_multipart_parser_reads_quoted_and_utf8_part_headers():
+    assert boundary_of('Multipart/Form-Data; Boundary="a\\"b"') == 'a"b'
+    body = (
+        b'--b\r\nContent-Disposition: form-data; name="file"; filename="\xe6\x97\xa5 x;y.txt"\r\n'
+        b"Content-Type: Text/Plain; charset=utf-8\r\n\r\nabc\r\n--b--\r\n"
+    )
+    parser = MultipartParser("b")
+    (part,) = [value for kind, value in parser.feed(body) if kind == "part"]
+    parser.close()
+    assert (part.name, part.filename, part.content_type) == ("file", "日 x;y.txt", "text/plain")
