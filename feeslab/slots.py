@@ -36,6 +36,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from eth_abi.exceptions import ABITypeError, ParseError
+from eth_abi.grammar import BasicType, normalize, parse
 from eth_hash.auto import keccak
 
 __all__ = [
@@ -60,7 +62,8 @@ WORD_MOD = 1 << WORD_BITS
 
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+")
 _WORD = re.compile(r"0[xX][0-9a-fA-F]{0,64}")
-_SIZED = re.compile(r"(uint|int|bytes)(\d*)")
+# value types without a size suffix: (kind, size) as _parse_type returns it
+_FIXED_SIZES = {"address": 20, "bool": 1, "string": 0}
 
 
 # -- input normalisation ------------------------------------------------------------------------
@@ -141,25 +144,21 @@ def _parse_type(type_: Any, name: str = "type") -> tuple[str, int]:
         t = t[2:]
         for suffix in ("_storage_ptr", "_storage", "_memory_ptr", "_calldata_ptr", "_payable"):
             t = t.removesuffix(suffix)
-    if t in ("address", "address payable"):
-        return "address", 20
-    if t == "bool":
-        return "bool", 1
-    if t == "string":
-        return "string", 0
-    if t == "bytes":
-        return "bytes", 0
-    match = _SIZED.fullmatch(t)
-    if match:
-        kind, digits = match.groups()
-        if kind == "bytes":
-            size = int(digits)
-            if 1 <= size <= 32:
-                return "fixedbytes", size
-        else:
-            bits = int(digits) if digits else 256
-            if 8 <= bits <= 256 and bits % 8 == 0 and (digits == "" or digits[0] != "0"):
-                return kind, bits
+    if t == "address payable":
+        t = "address"
+    try:
+        parsed = parse(normalize(t))
+        parsed.validate()
+    except (ParseError, ABITypeError):
+        parsed = None
+    if isinstance(parsed, BasicType) and not parsed.arrlist:
+        base, sub = parsed.base, parsed.sub
+        if base in _FIXED_SIZES and sub is None:
+            return base, _FIXED_SIZES[base]
+        if base in ("uint", "int"):
+            return base, sub
+        if base == "bytes":
+            return ("fixedbytes", sub) if sub else ("bytes", 0)
     raise ValueError(
         f"{name}: unsupported Solidity value type {type_!r} (expected uint<N>, int<N>, "
         "address, bool, bytes<N>, string or bytes)"

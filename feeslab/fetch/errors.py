@@ -464,25 +464,14 @@ def _revert_bytes(data: Any) -> bytes | None:
     return None
 
 
-def _canonical_type(param: Mapping[str, Any]) -> str:
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        inner = ",".join(_canonical_type(c) for c in param.get("components", []))
-        return f"({inner}){kind[len('tuple') :]}"
-    return kind
-
-
 def _decode_custom(data: bytes, abi: Sequence[Mapping[str, Any]]) -> tuple[str, tuple] | None:
     from eth_abi import decode
-    from eth_hash.auto import keccak
+    from eth_utils import collapse_if_tuple, function_abi_to_4byte_selector
 
     for entry in abi:
-        if entry.get("type") != "error":
+        if entry.get("type") != "error" or function_abi_to_4byte_selector(entry) != data[:4]:
             continue
-        types = [_canonical_type(p) for p in entry.get("inputs", [])]
-        signature = f"{entry['name']}({','.join(types)})"
-        if keccak(signature.encode())[:4] != data[:4]:
-            continue
+        types = [collapse_if_tuple(p) for p in entry.get("inputs", [])]
         try:
             return entry["name"], tuple(decode(types, data[4:]))
         except Exception:  # the selector matched but the payload does not: leave undecoded

@@ -27,8 +27,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from eth_abi.exceptions import ParseError
+from eth_abi.grammar import normalize, parse
+from eth_utils import collapse_if_tuple, function_signature_to_4byte_selector
 
-from feeslab.fetch.errors import RevertError, RpcError, _canonical_type
+from feeslab.fetch.errors import RevertError, RpcError
 from feeslab.frames.blocks import _empty, _int64, _object_series, _quantity
 
 __all__ = [
@@ -68,6 +71,8 @@ COST_DTYPES: dict[str, str] = {
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _INT_TYPE = re.compile(r"(u?int)(\d*)")
+_SPACES = re.compile(r"\s+(?=[,)\[\]])|(?<=[(,\[])\s+")  # around delimiters; not before a name
+_AFTER_TYPE = re.compile(r"\s[^,()]*")  # an argument's name (and location) after its type
 _QUANTITY_FIELDS = ("gas", "gasPrice", "maxFeePerGas", "maxPriorityFeePerGas", "value", "nonce")
 _BYTES_FIELDS = ("data", "input")
 
@@ -104,52 +109,29 @@ class FunctionSpec:
     @property
     def selector(self) -> bytes:
         """The 4-byte function selector: the first bytes of keccak256 of the signature."""
-        from eth_hash.auto import keccak
-
-        return keccak(self.signature.encode())[:4]
+        return function_signature_to_4byte_selector(self.signature)
 
 
 def _split_types(text: str, what: str) -> list[str]:
-    """Top-level comma-separated types of ``"a,(b,c)[],d"`` (tuples kept whole)."""
-    text = text.strip()
-    if not text:
-        return []
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced parentheses in {what}")
-        elif char == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    if depth:
+    """Canonical types of ``"uint a, (int8,bool)[] b"``: names dropped, ``uint`` -> ``uint256``."""
+    if text.count("(") != text.count(")"):
         raise ValueError(f"unbalanced parentheses in {what}")
-    parts.append(text[start:])
-    return [_canonical_text(p.strip().split(" ")[0], what) for p in parts]
-
-
-def _canonical_text(kind: str, what: str) -> str:
-    """``uint`` -> ``uint256`` (also inside tuples and arrays); rejects empty types."""
-    if not kind:
-        raise ValueError(f"an empty type in {what}")
-    if kind.startswith("("):
-        close = kind.rindex(")")
-        inner = ",".join(_split_types(kind[1:close], what))
-        return f"({inner}){kind[close + 1 :]}"
-    base, _, suffix = kind.partition("[")
-    if base in ("uint", "int"):
-        base += "256"
-    return base + (f"[{suffix}" if suffix else "")
+    # eth-abi's grammar reads bare types: drop spaces around delimiters, then argument names
+    bare = _AFTER_TYPE.sub("", _SPACES.sub("", text.strip()))
+    if not bare:
+        return []
+    try:
+        parsed = parse(normalize(f"({bare})"))
+    except ParseError as exc:
+        raise ValueError(f"malformed types in {what}: {exc}") from None
+    return [component.to_type_str() for component in parsed.components]
 
 
 def _entry_spec(entry: Mapping[str, Any]) -> FunctionSpec:
     if entry.get("type", "function") != "function" or "name" not in entry:
         raise ValueError(f"not a function ABI entry: {dict(entry)!r}"[:200])
-    inputs = tuple(_canonical_type(p) for p in entry.get("inputs", []))
-    outputs = tuple(_canonical_type(p) for p in entry.get("outputs", []))
+    inputs = tuple(collapse_if_tuple(p) for p in entry.get("inputs", []))
+    outputs = tuple(collapse_if_tuple(p) for p in entry.get("outputs", []))
     names = [str(p.get("name") or "") for p in entry.get("outputs", [])]
     return FunctionSpec(entry["name"], inputs, outputs, _column_names(names))
 
@@ -205,7 +187,7 @@ def function_spec(
     if returns is not None:
         if isinstance(returns, str):
             raise TypeError('returns must be a list of types, e.g. ["uint256"], not a str')
-        outputs = tuple(_canonical_text(str(t).strip(), "returns") for t in returns)
+        outputs = tuple(_split_types(",".join(map(str, returns)), "returns"))
         spec = FunctionSpec(spec.name, spec.inputs, outputs, _column_names([""] * len(outputs)))
     return spec
 

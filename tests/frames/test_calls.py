@@ -89,6 +89,21 @@ def test_function_spec_refuses_what_it_cannot_read():
         function_spec("f()", returns="uint256")
 
 
+
+def test_signatures_drop_names_and_locations_and_canonicalise_types():
+    spec = function_spec("f((uint a, bool b)[] xs, bytes memory d, int8 [ 2 ] e)(uint)")
+    assert spec.inputs == ("(uint256,bool)[]", "bytes", "int8[2]")
+    assert spec.outputs == ("uint256",)
+    assert spec.selector == keccak(b"f((uint256,bool)[],bytes,int8[2])")[:4]
+    assert function_spec("g()", returns=["uint", "(int,bool)[]"]).outputs == (
+        "uint256",
+        "(int256,bool)[]",
+    )
+    with pytest.raises(ValueError, match=r"malformed types in 'f\(uint,,bool\)'"):
+        function_spec("f(uint,,bool)")
+    with pytest.raises(ValueError, match="malformed types in returns"):
+        function_spec("g()", returns=["uint256", ""])
+
 def test_encode_call_is_the_selector_and_the_abi_encoded_arguments():
     spec = function_spec("transfer(address,uint256)", returns=["bool"])
     data = encode_call(spec, [HOLDER, 5])

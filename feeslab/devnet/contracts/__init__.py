@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from eth_hash.auto import keccak
+from eth_utils import function_signature_to_4byte_selector
 
 __all__ = ["ARTIFACTS_FILE", "Artifact", "load_artifacts", "load_manifest", "selector"]
 
@@ -142,4 +142,4 @@ def selector(signature: str) -> bytes:
     bytes
         The first four bytes of keccak-256 of the signature.
     """
-    return keccak(signature.encode("ascii"))[:4]
+    return function_signature_to_4byte_selector(signature)
