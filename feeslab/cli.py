@@ -38,6 +38,7 @@ from typing import Any, NoReturn
 
 from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
 from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
+from feeslab._hexbytes import is_address
 
 DEFAULT_PORT = 8545  # the usual local node port
 
@@ -269,7 +270,6 @@ def _run_serve(args: argparse.Namespace) -> int:
 FORMATS = (".parquet", ".csv")
 USER_ERROR = 2  # a user mistake: bad option, range, suffix, key or budget
 FAILURE = 1  # the service or the network failed
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _BLOCKS = re.compile(r"(\d+):(\d+)(?::(\d+))?")
 
 
@@ -476,7 +476,7 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
     elif args.kind in ("uncles", "blocks"):
         _check_range(args.start, args.stop)
     elif args.kind == "storage":
-        if not _ADDRESS.fullmatch(args.address):
+        if not is_address(args.address):
             raise UsageError(
                 f"--address must be 0x followed by 40 hex digits, not {args.address!r}"
             )

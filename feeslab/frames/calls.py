@@ -31,6 +31,7 @@ from eth_abi.exceptions import ParseError
 from eth_abi.grammar import normalize, parse
 from eth_utils import collapse_if_tuple, function_signature_to_4byte_selector
 
+from feeslab._hexbytes import check_address, is_address
 from feeslab.fetch.errors import RevertError, RpcError
 from feeslab.frames.blocks import _empty, _int64, _object_series, _quantity
 
@@ -68,7 +69,6 @@ COST_DTYPES: dict[str, str] = {
     "error": "str",
 }
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _INT_TYPE = re.compile(r"(u?int)(\d*)")
 _SPACES = re.compile(r"\s+(?=[,)\[\]])|(?<=[(,\[])\s+")  # around delimiters; not before a name
@@ -310,7 +310,7 @@ def _format_value(value: Any) -> str:
     if isinstance(value, tuple | list):
         inner = ", ".join(_format_value(v) for v in value)
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    if isinstance(value, str) and not _ADDRESS.fullmatch(value):
+    if isinstance(value, str) and not is_address(value):
         return repr(value)
     return str(value)
 
@@ -489,8 +489,7 @@ def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if key in ("from", "to"):
-            if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
-                raise ValueError(f"{key!r} must be 0x followed by 40 hex digits, got {value!r}")
+            check_address(value, repr(key))
         elif key in _QUANTITY_FIELDS and not isinstance(value, str):
             value = hex(_quantity(value, f"transaction {key!r}"))
         elif key in _BYTES_FIELDS and isinstance(value, bytes | bytearray):

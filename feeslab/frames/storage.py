@@ -12,7 +12,6 @@ References
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from feeslab import slots
+from feeslab._hexbytes import check_address
 from feeslab.frames.blocks import _empty, _int64, _object_series, _quantity
 
 __all__ = ["STORAGE_DTYPES", "decode_series", "parse_storage_series"]
@@ -32,8 +32,6 @@ STORAGE_DTYPES: dict[str, str] = {
     "word": "object",
     "word_hex": "str",
 }
-
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 
 def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) -> pd.DataFrame:
@@ -71,8 +69,7 @@ def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) ->
     ----------
     .. [1] Ethereum execution APIs, ``eth_getStorageAt``.
     """
-    if not isinstance(address, str) or not _ADDRESS.fullmatch(address):
-        raise ValueError(f"address must be 0x followed by 40 hex digits, got {address!r}")
+    check_address(address, "address")
     slot_text = slots.slot_hex(slot)
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers must be a dict {{block_number: word}}, not "
