@@ -134,12 +134,6 @@ def _rlp_int(value: int) -> bytes:
     return bytes((0x80 + len(raw),)) + raw
 
 
-def rlp_list(items: Sequence[bytes | int]) -> bytes:
-    """RLP of a list of byte strings and non-negative integers."""
-    payload = b"".join(map(_rlp_item, items))
-    return _rlp_length_prefix(len(payload), 0xC0) + payload
-
-
 def rlp_list_of_encoded(encoded: Sequence[bytes]) -> bytes:
     """RLP of a list whose items are already RLP-encoded."""
     payload = b"".join(encoded)

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
 
-from eth_hash.auto import keccak
+from eth_utils import to_checksum_address
 
 from feeslab._solidity import ERROR_SELECTOR, PANIC_SELECTOR, panic_reason
 from feeslab.devnet._evm_types import (  # the types, re-exported: import them from here
@@ -119,22 +119,6 @@ def halt_message(reason: str) -> str:
     if reason.startswith("OutOfGas"):
         return "out of gas"
     return HALT_MESSAGES.get(reason, reason)
-
-
-# -- addresses --------------------------------------------------------------------------------
-
-
-def checksum_address(address: bytes) -> str:
-    """EIP-55 mixed-case hex, as Go's ``common.Address.Hex()`` prints it."""
-    digits = address.hex()
-    hashed = keccak(digits.encode()).hex()
-    return "0x" + "".join(
-        c.upper() if c.isalpha() and int(hashed[i], 16) >= 8 else c for i, c in enumerate(digits)
-    )
-
-
-def _hex_address(address: bytes) -> str:
-    return "0x" + address.hex()
 
 
 # -- the executor -----------------------------------------------------------------------------
@@ -267,7 +251,7 @@ def _check_fees(request: CallRequest, block: BlockContext) -> None:
     fee_cap, tip_cap = _fee_caps(request, block.base_fee)
     if fee_cap == 0 and tip_cap == 0:
         return
-    sender = checksum_address(request.sender)
+    sender = to_checksum_address(request.sender)
     if fee_cap < tip_cap:
         raise _TxError(
             f"{ERR_TIP_ABOVE_FEE_CAP}: address {sender}, maxPriorityFeePerGas: {tip_cap}, "
@@ -289,7 +273,7 @@ def _precheck(executor: Executor, request: CallRequest, gas: int) -> None:
     want = gas * fee_cap + request.value
     if balance < want:
         raise _TxError(
-            f"{ERR_INSUFFICIENT_FUNDS}: address {checksum_address(request.sender)} "
+            f"{ERR_INSUFFICIENT_FUNDS}: address {to_checksum_address(request.sender)} "
             f"have {balance} want {want}"
         )
     needed = intrinsic_gas(request)

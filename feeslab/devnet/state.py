@@ -221,11 +221,6 @@ class WorldState:
             "spenders": [_hex(s) for s in self.spenders],
         }
 
-    def written_slots(self, address: bytes) -> list[int]:
-        """Every slot of ``address`` that some block wrote (ground truth for tests)."""
-        self.ensure(self._applied)
-        return sorted(slot for (a, slot) in self._slots if a == address)
-
     def slot_history(self, address: bytes, slot: int) -> tuple[list[int], list[int]]:
         """(blocks, values): every change of one slot, up to what is generated."""
         history = self._slots.get((address, slot), _SlotHistory())

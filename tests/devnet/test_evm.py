@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import rlp
 from eth_hash.auto import keccak
+from eth_utils import to_checksum_address
 
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.evm import (
@@ -20,7 +21,6 @@ from feeslab.devnet.evm import (
     CallRequest,
     Executor,
     call,
-    checksum_address,
     estimate_gas,
     parse_failure,
     revert_error,
@@ -266,7 +266,7 @@ def test_default_gas_is_the_cap(executor: Executor) -> None:
         call(executor, req("ret42", sender=POOR, gas_price=BASE_FEE), gas_cap=CAP)
     want = CAP * BASE_FEE
     assert info.value.message == (
-        f"err: insufficient funds for gas * price + value: address {checksum_address(POOR)} "
+        f"err: insufficient funds for gas * price + value: address {to_checksum_address(POOR)} "
         f"have 1000 want {want} (supplied gas {CAP})"
     )
 
@@ -281,7 +281,7 @@ def test_insufficient_funds_for_value(executor: Executor) -> None:
     assert info.value.to_json() == {
         "code": -32000,
         "message": "err: insufficient funds for gas * price + value: address "
-        f"{checksum_address(POOR)} have 1000 want 5000 (supplied gas 30000)",
+        f"{to_checksum_address(POOR)} have 1000 want 5000 (supplied gas 30000)",
     }
 
 
@@ -298,7 +298,7 @@ def test_fee_below_base_fee(executor: Executor) -> None:
     with pytest.raises(RpcError) as info:
         call(executor, req("ret42", gas=50_000, gas_price=3), gas_cap=CAP)
     assert info.value.message == (
-        f"err: max fee per gas less than block base fee: address {checksum_address(RICH)}, "
+        f"err: max fee per gas less than block base fee: address {to_checksum_address(RICH)}, "
         "maxFeePerGas: 3, baseFee: 7 (supplied gas 50000)"
     )
 
@@ -309,7 +309,8 @@ def test_tip_above_fee_cap(executor: Executor) -> None:
         call(executor, request, gas_cap=CAP)
     assert info.value.message == (
         "err: max priority fee per gas higher than max fee per gas: address "
-        f"{checksum_address(RICH)}, maxPriorityFeePerGas: 11, maxFeePerGas: 10 (supplied gas 50000)"
+        f"{to_checksum_address(RICH)}, maxPriorityFeePerGas: 11, maxFeePerGas: 10 "
+        "(supplied gas 50000)"
     )
 
 
@@ -431,7 +432,7 @@ def test_estimate_value_without_funds(executor: Executor) -> None:
         estimate_gas(executor, req(NOBODY, sender=POOR, value=5000), gas_cap=CAP)
     assert info.value.message == (
         f"failed with {GAS_LIMIT} gas: insufficient funds for gas * price + value: "
-        f"address {checksum_address(POOR)} have 1000 want 5000"
+        f"address {to_checksum_address(POOR)} have 1000 want 5000"
     )
 
 
