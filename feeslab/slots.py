@@ -114,7 +114,7 @@ def storage_word(answer: Any, name: str = "word") -> int:
         shown = repr(answer) if len(repr(answer)) <= 80 else repr(answer)[:77] + "..."
         why = (f"is longer than 32 bytes ({(len(answer) - 1) // 2} bytes)"
                if isinstance(answer, str) and _HEX.fullmatch(answer)
-               else "is not 0x followed by at most 64 hex digits")  # fmt: skip
+               else "is not 0x followed by at most 64 hex digits")
         raise MalformedWord(f"{name} {why}: {shown}", value=answer)
     return int(answer[2:] or "0", 16)
 
