@@ -66,6 +66,7 @@ SCOPE_MEMBERS = ("references", "methods", "notifications", "accounts")
 
 _NAMESPACE_RULE = "must be 3-8 characters of [-a-z0-9]"
 _REFERENCE_RULE = "must be 1-32 characters of [-_a-zA-Z0-9]"
+_ADDRESS_RULE = "must be 1-128 characters of [-.%a-zA-Z0-9]"
 
 
 def _check_namespace(value: Any, where: str) -> str:
@@ -77,6 +78,12 @@ def _check_namespace(value: Any, where: str) -> str:
 def _check_reference(value: Any, where: str) -> str:
     if not isinstance(value, str) or not _REFERENCE.fullmatch(value):
         raise CaipError(where, _REFERENCE_RULE, value)
+    return value
+
+
+def _check_address(value: Any, where: str, shown: Any = None) -> str:
+    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+        raise CaipError(where, _ADDRESS_RULE, value if shown is None else shown)
     return value
 
 
@@ -144,10 +151,7 @@ class AccountId:
     def __post_init__(self) -> None:
         if not isinstance(self.chain_id, ChainId):
             raise CaipError("account.chain_id", "must be a ChainId", self.chain_id)
-        if not isinstance(self.address, str) or not _ADDRESS.fullmatch(self.address):
-            raise CaipError(
-                "account.address", "must be 1-128 characters of [-.%a-zA-Z0-9]", self.address
-            )
+        _check_address(self.address, "account.address")
 
     @classmethod
     def parse(cls, text: str | AccountId, *, field: str = "account") -> AccountId:
@@ -160,8 +164,7 @@ class AccountId:
         if not colon or ":" not in chain:
             raise CaipError(field, "must be namespace:reference:address", text)
         chain_id = ChainId.parse(chain, field=f"{field}.chain_id")
-        if not _ADDRESS.fullmatch(address):
-            raise CaipError(f"{field}.address", "must be 1-128 characters of [-.%a-zA-Z0-9]", text)
+        _check_address(address, f"{field}.address", shown=text)
         return cls(chain_id, address)
 
     @property
