@@ -41,7 +41,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from eth_abi import encode as abi_encode
@@ -51,8 +51,13 @@ from feeslab.devnet import _store
 from feeslab.devnet.contracts import Artifact, load_artifacts, selector
 from feeslab.devnet.evm import Account, BlockContext, Executor, backend
 
-if TYPE_CHECKING:
-    from feeslab.devnet.chain import History
+
+class History(_store.History, Protocol):
+    """What the world state reads of ``feeslab.devnet.chain.History`` (named here, not
+    imported: the chain imports the state)."""
+
+    def block(self, number: int) -> Any: ...
+
 
 log = logging.getLogger(__name__)
 
