@@ -61,6 +61,8 @@ CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below th
 HOLDERS = 100
 SPENDERS = 5
 EXECUTOR_CACHE = 8
+CHECKPOINT_STRIDE = 256  # blocks between storage snapshots accounts_at starts from
+CHECKPOINTS = 48  # snapshots kept (LRU), each the nonzero slots of every contract
 TOKEN_SUPPLY = 1_000_000_000 * 10**18
 ORACLE_EVERY = 5
 COUNTER_EVERY = 10
@@ -68,6 +70,10 @@ BURNER_EVERY = 50
 APPROVE_EVERY = 20
 MINT_EVERY = 1000
 TX_GAS = 5_000_000
+
+
+def _copy(storage: dict[bytes, dict[int, int]]) -> dict[bytes, dict[int, int]]:
+    return {address: dict(slots) for address, slots in storage.items()}
 
 
 def _hex(address: bytes) -> str:
@@ -158,6 +164,11 @@ class WorldState:
         self.deployments: dict[str, Deployment] = {}
         self._applied = contracts_block - 1  # last block whose transactions are recorded
         self._executors: OrderedDict[int, Executor] = OrderedDict()
+        # accounts_at without a bisect per slot: snapshots every CHECKPOINT_STRIDE blocks plus
+        # each block's writes; history up to ``_applied`` never changes, so neither go stale
+        self._checkpoints: OrderedDict[int, dict[bytes, dict[int, int]]] = OrderedDict()
+        self._writes: dict[int, list[tuple[bytes, int, int]]] = {}
+        self._indexed = contracts_block - 1  # last block whose writes are in ``_writes``
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
         self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
@@ -187,16 +198,68 @@ class WorldState:
     def accounts_at(self, number: int) -> dict[bytes, Account]:
         """Every contract account with its code and storage after block ``number``."""
         self.ensure(number)
-        storage: dict[bytes, dict[int, int]] = {}
-        for (address, slot), history in list(self._slots.items()):
-            value = history.at(number)
-            if value:
-                storage.setdefault(address, {})[slot] = value
+        storage = self._storage_at(number)
         return {
             d.address: Account(code=self._code[d.address], storage=storage.get(d.address, {}))
             for d in self.deployments.values()
             if d.block <= number
         }
+
+    def _storage_at(self, number: int) -> dict[bytes, dict[int, int]]:
+        """The nonzero slots of every contract after block ``number`` (a fresh dict)."""
+        with self._lock:
+            self._index_writes()
+            base = number - (number - self.contracts_block) % CHECKPOINT_STRIDE
+            storage = _copy(self._checkpoint(base))
+            self._replay(storage, base + 1, number + 1)
+        return storage
+
+    def _index_writes(self) -> None:
+        """Group the slot histories' entries in (``_indexed``, ``_applied``] by block."""
+        if self._indexed >= self._applied:
+            return
+        after, upto = self._indexed, self._applied
+        for (address, slot), history in self._slots.items():
+            blocks, values = history.blocks, history.values
+            for i in range(bisect.bisect_right(blocks, after), len(blocks)):
+                if blocks[i] > upto:
+                    break
+                self._writes.setdefault(blocks[i], []).append((address, slot, values[i]))
+        self._indexed = upto
+
+    def _replay(self, storage: dict[bytes, dict[int, int]], start: int, stop: int) -> None:
+        """Apply the writes of blocks ``start`` to ``stop - 1`` to ``storage`` in place."""
+        writes = self._writes
+        for block in range(start, stop):
+            for address, slot, value in writes.get(block, ()):
+                if value:
+                    storage.setdefault(address, {})[slot] = value
+                else:
+                    slots = storage.get(address)
+                    if slots is not None:
+                        slots.pop(slot, None)
+
+    def _checkpoint(self, base: int) -> dict[bytes, dict[int, int]]:
+        """The storage after block ``base`` (a stride boundary), kept in a bounded LRU."""
+        hit = self._checkpoints.get(base)
+        if hit is not None:
+            self._checkpoints.move_to_end(base)
+            return hit
+        below = [b for b in self._checkpoints if b < base]
+        if below:
+            start = max(below)
+            storage = _copy(self._checkpoints[start])
+            self._replay(storage, start + 1, base + 1)
+        else:
+            storage = {}
+            for (address, slot), history in self._slots.items():
+                value = history.at(base)
+                if value:
+                    storage.setdefault(address, {})[slot] = value
+        self._checkpoints[base] = storage
+        while len(self._checkpoints) > CHECKPOINTS:
+            self._checkpoints.popitem(last=False)
+        return storage
 
     def block_context(self, number: int) -> BlockContext:
         header = self.history.block(number).header
@@ -490,6 +553,8 @@ def _load_state(state: WorldState) -> bool:
         return False
     state._code, state.deployments, state._slots = code, deployments, slots
     state._rng, state._applied, state._price = rng, applied, price
+    state._checkpoints.clear()  # indexes of the replaced histories
+    state._writes, state._indexed = {}, state.contracts_block - 1
     return True
 
 
