@@ -49,7 +49,15 @@ from eth_hash.auto import keccak
 
 from feeslab.devnet import _store
 from feeslab.devnet.contracts import Artifact, load_artifacts, selector
-from feeslab.devnet.evm import Account, BlockContext, Executor, backend
+from feeslab.devnet.evm import (
+    DEFAULT_SPEC,
+    Account,
+    BlockContext,
+    Executor,
+    MachineHost,
+    backend,
+    gas_ceiling,
+)
 
 if TYPE_CHECKING:
     from feeslab.devnet.chain import History
@@ -63,6 +71,8 @@ SPENDERS = 5
 EXECUTOR_CACHE = 8
 CHECKPOINT_STRIDE = 256  # blocks between storage snapshots accounts_at starts from
 CHECKPOINTS = 48  # snapshots kept (LRU), each the nonzero slots of every contract
+SHARED_MACHINES = 4  # EVMs that move from block to block for eth_call (pyrevm), kept LRU
+MOVE_LIMIT = 512  # blocks a shared EVM moves at most; farther, a new one is cheaper [blocks]
 TOKEN_SUPPLY = 1_000_000_000 * 10**18
 ORACLE_EVERY = 5
 COUNTER_EVERY = 10
@@ -169,6 +179,7 @@ class WorldState:
         self._checkpoints: OrderedDict[int, dict[bytes, dict[int, int]]] = OrderedDict()
         self._writes: dict[int, list[tuple[bytes, int, int]]] = {}
         self._indexed = contracts_block - 1  # last block whose writes are in ``_writes``
+        self._hosts: list[MachineHost] = []  # most recently used last
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
         self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
@@ -188,12 +199,56 @@ class WorldState:
             if executor is not None:
                 self._executors.move_to_end(number)
                 return executor
-        executor = Executor(self.accounts_at(number), self.block_context(number))
+        accounts, block = self.accounts_at(number), self.block_context(number)
+        executor = Executor(accounts, block, host=self._host(accounts, block))
         with self._lock:
             self._executors[number] = executor
             while len(self._executors) > EXECUTOR_CACHE:
                 self._executors.popitem(last=False)
         return executor
+
+    def _host(self, accounts: dict[bytes, Account], block: BlockContext) -> MachineHost | None:
+        """A shared EVM near ``block``, moved there on use; None for a machine of its own.
+
+        Building an EVM loads every slot (thousands, ~8 ms); moving one loads only the slots
+        written in between.  Only blocks with every contract deployed share, and only EVMs
+        with the same gas ceiling; the py-evm backend cannot move and never shares.
+        """
+        machine_class = backend().Machine
+        if not hasattr(machine_class, "move") or not self.deployments:
+            return None
+        if block.number < max(d.block for d in self.deployments.values()):
+            return None
+        ceiling = gas_ceiling(block)
+        with self._lock:
+            near = [
+                h for h in self._hosts
+                if h.ceiling == ceiling and abs(h.number - block.number) <= MOVE_LIMIT
+            ]  # fmt: skip
+            if near:
+                host = min(near, key=lambda h: abs(h.number - block.number))
+                self._hosts.remove(host)
+                self._hosts.append(host)
+                return host
+        machine = machine_class(accounts, block, gas_ceiling=ceiling, spec_id=DEFAULT_SPEC)
+        host = MachineHost(machine, block.number, self._move, ceiling=ceiling)
+        with self._lock:
+            self._hosts.append(host)
+            del self._hosts[:-SHARED_MACHINES]
+        return host
+
+    def _move(self, machine: Any, start: int, block: BlockContext) -> None:
+        """Bring a shared EVM from the state after ``start`` to the state after ``block``."""
+        stop = block.number
+        with self._lock:
+            self._index_writes()
+            changed: dict[tuple[bytes, int], int] = {}
+            for number in range(min(start, stop) + 1, max(start, stop) + 1):
+                for address, slot, value in self._writes.get(number, ()):
+                    changed[address, slot] = value  # forward: the last write wins
+            if stop < start:  # backward: the value each slot had at ``stop``
+                changed = {key: self._slots[key].at(stop) for key in changed}
+        machine.move(block, [(address, slot, value) for (address, slot), value in changed.items()])
 
     def accounts_at(self, number: int) -> dict[bytes, Account]:
         """Every contract account with its code and storage after block ``number``."""
@@ -553,7 +608,8 @@ def _load_state(state: WorldState) -> bool:
         return False
     state._code, state.deployments, state._slots = code, deployments, slots
     state._rng, state._applied, state._price = rng, applied, price
-    state._checkpoints.clear()  # indexes of the replaced histories
+    state._checkpoints.clear()  # indexes and EVMs of the replaced histories
+    state._hosts.clear()
     state._writes, state._indexed = {}, state.contracts_block - 1
     return True
 
