@@ -6,7 +6,7 @@ cache, and ``eth_call`` at distinct historical blocks (issue 14), before and aft
 this checkout.  Each side runs in its own Python process, one after the other, calling the
 node's methods in process as the HTTP layer does (``rpc.dispatch_encoded`` / ``dispatch``),
 so the figures are server CPU without the loopback.  Headers are timed on a second pass over
-the range (a rescan: the case the cache exists for); eth_call runs one ``latestRoundData``
+the range (a rescan: the case the cache exists for); eth_call runs one ``latest()``
 per block, ascending, as ``Lab.call_series`` asks.  Before is timed on every 10th block of
 the same 10,000 (it runs at ~120-280 calls/s).
 """
@@ -47,7 +47,7 @@ for size in (20_000, 200_000):
 state = chain.state
 state.ensure(chain.head())
 oracle = "0x" + state.deployments["PriceOracle"].address.hex()
-call = {"to": oracle, "data": "0x" + keccak(b"latestRoundData()")[:4].hex()}
+call = {"to": oracle, "data": "0x" + keccak(b"latest()")[:4].hex()}
 blocks = range(chain.head() - 10_000 + 1, chain.head() + 1, step)
 start = time.process_time()
 answers = [rpc.dispatch(ctx, "eth_call", [call, hex(number)]) for number in blocks]
