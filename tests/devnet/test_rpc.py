@@ -617,7 +617,7 @@ def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, cha
                 got = rpc.dispatch_encoded(ctx, "eth_getBlockByNumber", [hex(number), False])
                 assert json.loads(bytes(got)) == call(
                     mainnet, "eth_getBlockByNumber", [hex(number), False]), number
-        assert len(small._packed) == 1  # bounded: the last chunk only
+        assert len(small._packed) <= 1  # bounded by max_bytes
     finally:
         rpc.HEADERS = saved
     full = _encoded.ChunkedCache()
