@@ -13,7 +13,9 @@ Measures, on this machine:
 * the IPFS storage API (``benchmarks/ipfs.py``): ``add`` and ``cat`` of 64 MiB over loopback
   against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally;
 * era1 files (``benchmarks/era1.py``): the uncle scan in MiB/s per core on devnet-exported
-  files (goal 100 MiB/s) and on the real first mainnet file.
+  files (goal 100 MiB/s) and on the real first mainnet file;
+* the devnet's server CPU (``benchmarks/devnet_perf.py``): headers rescanned over 20,000 and
+  200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
 is printed as FAIL, and the run still succeeds.
@@ -27,6 +29,7 @@ import sys
 import time
 
 import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
+import devnet_perf  # benchmarks/devnet_perf.py: the devnet's headers and eth_call, before/after
 import era1  # benchmarks/era1.py
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
@@ -193,6 +196,7 @@ def main() -> int:
     rows.extend(ipfs.bench())
     rows.extend(blobs.bench())
     rows.extend(era1.bench())
+    rows.extend(devnet_perf.bench())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:

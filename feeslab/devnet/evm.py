@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from types import ModuleType
+from typing import Any
 
 from eth_utils import to_checksum_address
 
@@ -181,15 +182,16 @@ class Executor:
         *,
         spec_id: str = DEFAULT_SPEC,
         gas_ceiling: int | None = None,
+        host: MachineHost | None = None,
     ) -> None:
         self.block = block
         self.accounts = dict(accounts)
-        self._lock = threading.Lock()
         ceiling = GAS_CAP_FACTOR * block.gas_limit if gas_ceiling is None else gas_ceiling
         self.gas_ceiling = ceiling
-        self._machine = backend().Machine(
-            self.accounts, block, gas_ceiling=ceiling, spec_id=spec_id
-        )
+        if host is None:
+            machine = backend().Machine(self.accounts, block, gas_ceiling=ceiling, spec_id=spec_id)
+            host = MachineHost(machine, block.number)
+        self._host = host
 
     # -- reading the state (from the mapping: reads never touch the EVM's warm set) -----------
 
@@ -213,10 +215,49 @@ class Executor:
         """
         price = effective_gas_price(request, self.block.base_fee)
         # one EVM, many server threads: a snapshot/revert pair must not interleave
-        with self._lock:
-            return self._machine.run(
-                request.sender, request.to, request.data, request.value, gas, price
-            )
+        with self._host.lock:
+            machine = self._host.enter(self.block)
+            return machine.run(request.sender, request.to, request.data, request.value, gas, price)
+
+
+class MachineHost:
+    """A backend machine and its lock, shared by the executors of blocks it can move between.
+
+    Parameters
+    ----------
+    machine : backend Machine
+        Holding the state after block ``number``.
+    number : int
+        The block the machine is at.
+    move : callable, optional
+        ``move(machine, from_number, to_block)`` brings the machine to ``to_block``'s state and
+        context; without it the machine serves block ``number`` only.
+    ceiling : int, optional
+        The machine's gas ceiling [gas], for sharers to match.
+    """
+
+    def __init__(
+        self,
+        machine: Any,
+        number: int,
+        move: Callable[[Any, int, BlockContext], None] | None = None,
+        *,
+        ceiling: int | None = None,
+    ) -> None:
+        self.machine = machine
+        self.ceiling = ceiling
+        self.number = number
+        self.lock = threading.Lock()
+        self._move = move
+
+    def enter(self, block: BlockContext) -> Any:
+        """The machine at ``block``'s state; call with ``lock`` held."""
+        if block.number != self.number:
+            if self._move is None:
+                raise RuntimeError(f"machine at block {self.number} cannot serve {block.number}")
+            self._move(self.machine, self.number, block)
+            self.number = block.number
+        return self.machine
 
 
 # -- geth's message rules ---------------------------------------------------------------------

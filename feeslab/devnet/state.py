@@ -49,7 +49,15 @@ from eth_hash.auto import keccak
 
 from feeslab.devnet import _store
 from feeslab.devnet.contracts import Artifact, load_artifacts, selector
-from feeslab.devnet.evm import Account, BlockContext, Executor, backend
+from feeslab.devnet.evm import (
+    DEFAULT_SPEC,
+    Account,
+    BlockContext,
+    Executor,
+    MachineHost,
+    backend,
+    gas_ceiling,
+)
 
 
 class History(_store.History, Protocol):
@@ -66,6 +74,10 @@ CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below th
 HOLDERS = 100
 SPENDERS = 5
 EXECUTOR_CACHE = 8
+CHECKPOINT_STRIDE = 256  # blocks between storage snapshots accounts_at starts from
+CHECKPOINTS = 48  # snapshots kept (LRU), each the nonzero slots of every contract
+SHARED_MACHINES = 4  # EVMs that move from block to block for eth_call (pyrevm), kept LRU
+MOVE_LIMIT = 512  # blocks a shared EVM moves at most; farther, a new one is cheaper [blocks]
 TOKEN_SUPPLY = 1_000_000_000 * 10**18
 ORACLE_EVERY = 5
 COUNTER_EVERY = 10
@@ -73,6 +85,10 @@ BURNER_EVERY = 50
 APPROVE_EVERY = 20
 MINT_EVERY = 1000
 TX_GAS = 5_000_000
+
+
+def _copy(storage: dict[bytes, dict[int, int]]) -> dict[bytes, dict[int, int]]:
+    return {address: dict(slots) for address, slots in storage.items()}
 
 
 def _hex(address: bytes) -> str:
@@ -163,6 +179,12 @@ class WorldState:
         self.deployments: dict[str, Deployment] = {}
         self._applied = contracts_block - 1  # last block whose transactions are recorded
         self._executors: OrderedDict[int, Executor] = OrderedDict()
+        # accounts_at without a bisect per slot: snapshots every CHECKPOINT_STRIDE blocks plus
+        # each block's writes; history up to ``_applied`` never changes, so neither go stale
+        self._checkpoints: OrderedDict[int, dict[bytes, dict[int, int]]] = OrderedDict()
+        self._writes: dict[int, list[tuple[bytes, int, int]]] = {}
+        self._indexed = contracts_block - 1  # last block whose writes are in ``_writes``
+        self._hosts: list[MachineHost] = []  # most recently used last
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
         self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
@@ -182,26 +204,122 @@ class WorldState:
             if executor is not None:
                 self._executors.move_to_end(number)
                 return executor
-        executor = Executor(self.accounts_at(number), self.block_context(number))
+        accounts, block = self.accounts_at(number), self.block_context(number)
+        executor = Executor(accounts, block, host=self._host(accounts, block))
         with self._lock:
             self._executors[number] = executor
             while len(self._executors) > EXECUTOR_CACHE:
                 self._executors.popitem(last=False)
         return executor
 
+    def _host(self, accounts: dict[bytes, Account], block: BlockContext) -> MachineHost | None:
+        """A shared EVM near ``block``, moved there on use; None for a machine of its own.
+
+        Building an EVM loads every slot (thousands, ~8 ms); moving one loads only the slots
+        written in between.  Only blocks with every contract deployed share, and only EVMs
+        with the same gas ceiling; the py-evm backend cannot move and never shares.
+        """
+        machine_class = backend().Machine
+        if not hasattr(machine_class, "move") or not self.deployments:
+            return None
+        if block.number < max(d.block for d in self.deployments.values()):
+            return None
+        ceiling = gas_ceiling(block)
+        with self._lock:
+            near = [
+                h for h in self._hosts
+                if h.ceiling == ceiling and abs(h.number - block.number) <= MOVE_LIMIT
+            ]  # fmt: skip
+            if near:
+                host = min(near, key=lambda h: abs(h.number - block.number))
+                self._hosts.remove(host)
+                self._hosts.append(host)
+                return host
+        machine = machine_class(accounts, block, gas_ceiling=ceiling, spec_id=DEFAULT_SPEC)
+        host = MachineHost(machine, block.number, self._move, ceiling=ceiling)
+        with self._lock:
+            self._hosts.append(host)
+            del self._hosts[:-SHARED_MACHINES]
+        return host
+
+    def _move(self, machine: Any, start: int, block: BlockContext) -> None:
+        """Bring a shared EVM from the state after ``start`` to the state after ``block``."""
+        stop = block.number
+        with self._lock:
+            self._index_writes()
+            changed: dict[tuple[bytes, int], int] = {}
+            for number in range(min(start, stop) + 1, max(start, stop) + 1):
+                for address, slot, value in self._writes.get(number, ()):
+                    changed[address, slot] = value  # forward: the last write wins
+            if stop < start:  # backward: the value each slot had at ``stop``
+                changed = {key: self._slots[key].at(stop) for key in changed}
+        machine.move(block, [(address, slot, value) for (address, slot), value in changed.items()])
+
     def accounts_at(self, number: int) -> dict[bytes, Account]:
         """Every contract account with its code and storage after block ``number``."""
         self.ensure(number)
-        storage: dict[bytes, dict[int, int]] = {}
-        for (address, slot), history in list(self._slots.items()):
-            value = history.at(number)
-            if value:
-                storage.setdefault(address, {})[slot] = value
+        storage = self._storage_at(number)
         return {
             d.address: Account(code=self._code[d.address], storage=storage.get(d.address, {}))
             for d in self.deployments.values()
             if d.block <= number
         }
+
+    def _storage_at(self, number: int) -> dict[bytes, dict[int, int]]:
+        """The nonzero slots of every contract after block ``number`` (a fresh dict)."""
+        with self._lock:
+            self._index_writes()
+            base = number - (number - self.contracts_block) % CHECKPOINT_STRIDE
+            storage = _copy(self._checkpoint(base))
+            self._replay(storage, base + 1, number + 1)
+        return storage
+
+    def _index_writes(self) -> None:
+        """Group the slot histories' entries in (``_indexed``, ``_applied``] by block."""
+        if self._indexed >= self._applied:
+            return
+        after, upto = self._indexed, self._applied
+        for (address, slot), history in self._slots.items():
+            blocks, values = history.blocks, history.values
+            for i in range(bisect.bisect_right(blocks, after), len(blocks)):
+                if blocks[i] > upto:
+                    break
+                self._writes.setdefault(blocks[i], []).append((address, slot, values[i]))
+        self._indexed = upto
+
+    def _replay(self, storage: dict[bytes, dict[int, int]], start: int, stop: int) -> None:
+        """Apply the writes of blocks ``start`` to ``stop - 1`` to ``storage`` in place."""
+        writes = self._writes
+        for block in range(start, stop):
+            for address, slot, value in writes.get(block, ()):
+                if value:
+                    storage.setdefault(address, {})[slot] = value
+                else:
+                    slots = storage.get(address)
+                    if slots is not None:
+                        slots.pop(slot, None)
+
+    def _checkpoint(self, base: int) -> dict[bytes, dict[int, int]]:
+        """The storage after block ``base`` (a stride boundary), kept in a bounded LRU."""
+        hit = self._checkpoints.get(base)
+        if hit is not None:
+            self._checkpoints.move_to_end(base)
+            return hit
+        below = [b for b in self._checkpoints if b < base]
+        if below:
+            start = max(below)
+            storage = _copy(self._checkpoints[start])
+            self._replay(storage, start + 1, base + 1)
+        else:
+            storage = {}
+            for (address, slot), history in self._slots.items():
+                value = history.at(base)
+                if value:
+                    storage.setdefault(address, {})[slot] = value
+        self._checkpoints[base] = storage
+        while len(self._checkpoints) > CHECKPOINTS:
+            self._checkpoints.popitem(last=False)
+        return storage
 
     def block_context(self, number: int) -> BlockContext:
         header = self.history.block(number).header
@@ -490,6 +608,9 @@ def _load_state(state: WorldState) -> bool:
         return False
     state._code, state.deployments, state._slots = code, deployments, slots
     state._rng, state._applied, state._price = rng, applied, price
+    state._checkpoints.clear()  # indexes and EVMs of the replaced histories
+    state._hosts.clear()
+    state._writes, state._indexed = {}, state.contracts_block - 1
     return True
 
 

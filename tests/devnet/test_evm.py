@@ -595,3 +595,61 @@ def test_rpc_get_storage_at(ctx: CallContext) -> None:
     assert rpc(ctx, "eth_getStorageAt", ["0x12", "0x0"])["message"] == (
         "invalid argument 0: hex string has length 2, want 40 for common.Address"
     )
+
+
+# -- the world state's shared EVMs: moved from block to block, answering as fresh ones ----------
+
+
+def _fresh_answers(state: Any, number: int, calls: list[tuple[bytes, bytes]]) -> list[Any]:
+    """Every call's outcome on an EVM built for ``number`` alone (no sharing)."""
+    fresh = Executor(state.accounts_at(number), state.block_context(number))
+    return [fresh.execute(CallRequest(sender=state.deployer, to=to, data=data), 1_000_000)
+            for to, data in calls]
+
+
+def test_shared_evms_answer_as_fresh_ones_in_any_block_order() -> None:
+    from feeslab.devnet.chain import build_chains
+
+    chain = build_chains(7).by_id[1]
+    state = chain.state
+    state.ensure(chain.head())
+    views = [(d.address, keccak(f"{f['name']}()".encode())[:4])
+             for d in state.deployments.values() for f in d.artifact.abi
+             if f.get("type") == "function" and f.get("stateMutability") == "view"
+             and not f["inputs"]]
+    balance = keccak(b"balanceOf(address)")[:4] + state.holders[3].rjust(32, b"\0")
+    token = state.deployments["FeeslabToken"].address
+    calls = [*views, (token, balance)]
+    head, start = chain.head(), state.contracts_block
+    # forward, backward, far jumps (new EVMs) and short hops (moves), both sides of the upgrade
+    blocks = [head - 40, head - 39, head - 45, head - 3000, head - 2990, state.upgrade_block,
+              state.upgrade_block - 1, start + 1, start + 700, head, head - 600, head - 1]
+    answers = {}
+    for number in blocks:
+        shared = state.executor_at(number)
+        got = [shared.execute(CallRequest(sender=state.deployer, to=to, data=data), 1_000_000)
+               for to, data in calls]
+        assert got == _fresh_answers(state, number, calls), number
+        answers[number] = got
+    assert len({repr(a) for a in answers.values()}) > len(blocks) // 2  # the state does move
+    # an executor handed out earlier still answers for its own block after the EVM moved away
+    assert [state.executor_at(blocks[0]).execute(
+        CallRequest(sender=state.deployer, to=to, data=data), 1_000_000) for to, data in calls
+    ] == answers[blocks[0]]
+
+
+def test_accounts_at_matches_the_slot_histories() -> None:
+    from feeslab.devnet.chain import build_chains
+
+    chain = build_chains(7).by_id[1]
+    state = chain.state
+    state.ensure(chain.head())
+    for number in [state.contracts_block - 1, state.contracts_block, state.contracts_block + 257,
+                   state.upgrade_block, chain.head() - 1000, chain.head() - 1, chain.head()]:
+        truth: dict[bytes, dict[int, int]] = {}
+        for (address, slot), history in state._slots.items():
+            if history.at(number):
+                truth.setdefault(address, {})[slot] = history.at(number)
+        got = {a: dict(acc.storage) for a, acc in state.accounts_at(number).items()
+               if acc.storage}
+        assert got == truth, number

@@ -598,3 +598,32 @@ def test_encoded_cache_stays_within_its_byte_bound():
     assert 0 < len(cache) < 50
     assert cache.get("missing", lambda: None) is None
     assert "missing" not in cache._items  # a block above the head may exist later
+
+
+def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, chains) -> None:
+    """The servers' compressed header chunks give dispatch's answers, at chunk edges, near the
+    head (a partial chunk), after the decompressed chunks were dropped, and after eviction."""
+    from feeslab.devnet import _encoded, rpc
+
+    ctx = CallContext(chain=mainnet, chains=chains, transport="http")
+    head = mainnet.head()
+    numbers = [0, 1, _encoded.CHUNK - 1, _encoded.CHUNK, 5 * _encoded.CHUNK + 7, head - 70,
+               head - _encoded.CHUNK, head - 1, head]
+    small = _encoded.ChunkedCache(max_bytes=1)  # every chunk evicted as soon as the next comes
+    saved, rpc.HEADERS = rpc.HEADERS, small
+    try:
+        for _ in range(2):
+            for number in numbers + numbers[::-1]:
+                got = rpc.dispatch_encoded(ctx, "eth_getBlockByNumber", [hex(number), False])
+                assert json.loads(bytes(got)) == call(
+                    mainnet, "eth_getBlockByNumber", [hex(number), False]), number
+        assert len(small._packed) <= 1  # bounded by max_bytes
+    finally:
+        rpc.HEADERS = saved
+    full = _encoded.ChunkedCache()
+    for number in range(0, 3 * _encoded.CHUNK):
+        full.get("k", number, lambda a, b: [{"n": n} for n in range(a, b)])
+    full._open.clear()  # served from the compressed chunks again
+    assert [json.loads(bytes(full.get("k", n, lambda a, b: 1 / 0))) for n in range(96)] == [
+        {"n": n} for n in range(96)]
+    assert 0 < full.size < 96 * len(b'{"n":95}')

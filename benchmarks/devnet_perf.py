@@ -1,0 +1,91 @@
+"""The devnet's server-side cost: headers over ranges inside and beyond its encoded-header
+cache, and ``eth_call`` at distinct historical blocks (issue 14), before and after.
+
+"Before" is the package at ``BASE`` (the commit before the devnet speed-ups; override with
+``FEESLAB_BENCH_BASE``), extracted with ``git archive`` into a temporary directory; "after" is
+this checkout.  Each side runs in its own Python process, one after the other, calling the
+node's methods in process as the HTTP layer does (``rpc.dispatch_encoded`` / ``dispatch``),
+so the figures are server CPU without the loopback.  Headers are timed on a second pass over
+the range (a rescan: the case the cache exists for); eth_call runs one ``latest()``
+per block, ascending, as ``Lab.call_series`` asks.  Before is timed on every 10th block of
+the same 10,000 (it runs at ~120-280 calls/s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+BASE = os.environ.get("FEESLAB_BENCH_BASE", "085795d")
+ROOT = Path(__file__).resolve().parent.parent
+CALL_GOAL = 2_000.0  # eth_call/s at distinct historical blocks (issue 14)
+
+CHILD = r"""
+import json, sys, time
+from eth_hash.auto import keccak
+from feeslab.devnet.chain import build_chains
+from feeslab.devnet.jsonrpc import CallContext
+from feeslab.devnet import rpc
+
+step = int(sys.argv[1])
+chains = build_chains(7)
+chain = chains.by_id[1]
+ctx = CallContext(chain=chain, chains=chains, transport="http")
+out = {}
+for size in (20_000, 200_000):
+    for _ in range(2):  # the second pass is the rescan
+        start = time.process_time()
+        for number in range(1, size + 1):
+            rpc.dispatch_encoded(ctx, "eth_getBlockByNumber", [hex(number), False])
+        seconds = time.process_time() - start
+    out[f"headers_{size}"] = size / seconds
+state = chain.state
+state.ensure(chain.head())
+oracle = "0x" + state.deployments["PriceOracle"].address.hex()
+call = {"to": oracle, "data": "0x" + keccak(b"latest()")[:4].hex()}
+blocks = range(chain.head() - 10_000 + 1, chain.head() + 1, step)
+start = time.process_time()
+answers = [rpc.dispatch(ctx, "eth_call", [call, hex(number)]) for number in blocks]
+out["calls"] = len(blocks) / (time.process_time() - start)
+out["distinct_answers"] = len(set(answers))
+print(json.dumps(out))
+"""
+
+
+def _measure(path: Path, step: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(step)], env=env, cwd=path,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench() -> list[tuple[str, float, str]]:
+    with tempfile.TemporaryDirectory(prefix="feeslab-devperf-base-") as directory:
+        archive = Path(directory) / "base.tar"
+        subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), BASE, "feeslab"],
+                       check=True)  # fmt: skip
+        with tarfile.open(archive) as tar:
+            tar.extractall(directory, filter="data")
+        before = _measure(Path(directory), step=10)
+    after = _measure(ROOT, step=1)
+    rows = []
+    for size in (20_000, 200_000):
+        key = f"headers_{size}"
+        rows.append((f"devnet: headers rescanned, {size:,} blocks (server CPU)", 1 / after[key],
+                     f"{after[key]:,.0f}/s after, {before[key]:,.0f}/s before: "
+                     f"{after[key] / before[key]:.2f}x"))  # fmt: skip
+    passed = "PASS" if after["calls"] >= CALL_GOAL else "FAIL"
+    rows.append(("devnet: eth_call at 10,000 distinct blocks (server CPU)", 1 / after["calls"],
+                 f"{after['calls']:,.0f}/s after, {before['calls']:,.0f}/s before: "
+                 f"{after['calls'] / before['calls']:.1f}x (goal {CALL_GOAL:,.0f}/s: {passed})"))
+    return rows
+
+
+if __name__ == "__main__":
+    for name, seconds, rate in bench():
+        print(f"{name:<64}  {seconds:>8.6f}  {rate}")
