@@ -5,10 +5,11 @@ Subcommands:
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
   ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
 - ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
-  the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
-  and the ledger after; the file is written to a temporary name and renamed, so a failed run
-  leaves no partial file. Columns of exact ints beyond int64 (``object`` columns such as
-  storage words and difficulties) are written as decimal text, in both formats.
+  the datasets make it, ``feeslab.datasets``) into a file. The credit plan is printed before
+  anything is sent and the ledger after; the file is written by ``feeslab.frames.io.write_frame``
+  (a temporary name, then renamed, so a failed run leaves no partial file; exact ints beyond
+  int64, such as storage words and difficulties, as decimal text, the same bytes
+  ``Lab.publish_frame`` shares).
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
@@ -30,7 +31,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -534,37 +534,6 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     return lab.storage_series(args.address, args.slot, params["blocks"], progress=progress)
 
 
-def _portable(frame: Any) -> Any:
-    """The frame with exact-int ``object`` columns as decimal text (Parquet has no uint256)."""
-    frame = frame.copy()
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype == object and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in column.dropna()
-        ):
-            frame[name] = column.map(lambda v: None if v is None else str(v)).astype("str")
-    return frame
-
-
-def write_frame(frame: Any, path: Path) -> None:
-    """Write ``frame`` to ``path`` (.parquet or .csv) atomically: temporary file, then rename.
-
-    A failure at any point removes the temporary file and leaves ``path`` as it was.
-    """
-    portable = _portable(frame)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        if path.suffix.lower() == ".parquet":
-            portable.to_parquet(temporary, engine="pyarrow", index=False)
-        else:
-            portable.to_csv(temporary, index=False)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _ledger_text(ledger: Any) -> str:
     table = ledger.to_frame()
     lines = [
@@ -578,6 +547,7 @@ def _ledger_text(ledger: Any) -> str:
 
 def _run_fetch(args: argparse.Namespace) -> int:
     from feeslab.fetch.errors import BudgetExceeded, ConfigError, FeeslabError, redact
+    from feeslab.frames.io import write_frame
     from feeslab.lab import connect
 
     api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None

@@ -59,6 +59,7 @@ from feeslab.frames import (
     uncle_scan_frame,
 )
 from feeslab.frames.calls import ZERO_ADDRESS
+from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 
 if TYPE_CHECKING:
     from feeslab.fetch.wallet import WalletClient
@@ -203,10 +204,13 @@ class Lab:
 
         See Also
         --------
-        feeslab.fetch.ipfs.IpfsClient.publish_frame : the options (``name``, ``pin``,
+        feeslab.frames.io.frame_to_bytes : the file's bytes.
+        feeslab.fetch.ipfs.IpfsClient.publish : the options (``name``, ``pin``,
             ``cid_version``).
         """
-        return self._storage().publish_frame(frame, format, **options)
+        data = frame_to_bytes(frame, format)
+        options.setdefault("name", f"frame.{format}")
+        return self._storage().publish(data, **options)
 
     def load_frame(self, cid: str) -> pd.DataFrame:
         """The frame published under ``cid``; its bytes are hashed here and must give ``cid``.
@@ -216,7 +220,7 @@ class Lab:
         CidMismatchError
             The storage API sent bytes that are not the ones ``cid`` names.
         """
-        return self._storage().load_frame(cid)
+        return frame_from_bytes(self._storage().load(cid))
 
     # -- fees ----------------------------------------------------------------------------------
 

@@ -322,11 +322,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(devnet, tmp_path, m
     path = tmp_path / "fees.parquet"
     path.write_bytes(b"the previous run's file")
 
-    def broken(self, target, **options):
-        Path(target).write_bytes(b"PAR1 half a file")
+    def full(fd: int) -> None:  # the bytes went to the temporary file; the disk fills now
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
+    monkeypatch.setattr(os, "fsync", full)
     monkeypatch.setenv("INFURA_API_KEY", devnet.api_key)
     status = main(
         [
