@@ -546,9 +546,9 @@ def _ledger_text(ledger: Any) -> str:
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
+    from feeslab.connection import connect
     from feeslab.fetch.errors import BudgetExceeded, ConfigError, FeeslabError, redact
     from feeslab.frames.io import write_frame
-    from feeslab.lab import connect
 
     api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None
     secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
