@@ -484,9 +484,38 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, Any]:
+    """The plan of the fetch ``args`` ask for (bought samples stay within ``--budget``), and
+    the function that gets its frame."""
+    from feeslab import datasets
+
+    progress = not args.quiet
+    if args.kind == "base-fees" and "percentiles" not in params:
+        return datasets.base_fees.plan(source), lambda: datasets.base_fees.get(
+            source, params["chain_id"])
+    if args.kind == "base-fees":
+        return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
+            datasets.fee_history.get(source, args.start, args.stop,
+                                     percentiles=params["percentiles"], progress=progress))
+    if args.kind == "uncles":
+        plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
+
+        def scan() -> Any:
+            found = datasets.uncles.get(source, args.start, args.stop, progress=progress)
+            return found.blocks if args.per_block else found.uncles
+
+        return plan, scan
+    if args.kind == "blocks":
+        return datasets.blocks.plan(source, args.start, args.stop), lambda: datasets.blocks.get(
+            source, args.start, args.stop, progress=progress)
+    blocks = params["blocks"]
+    return datasets.storage.plan(source, args.address, args.slot, blocks), lambda: (
+        datasets.storage.get(source, args.address, args.slot, blocks, progress=progress))
+
+
 def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
     """Plan, check the budget, print the plan, fetch: the frame."""
-    from feeslab.fetch.credits import Budget, Plan
+    from feeslab.fetch.credits import Budget
 
     last = (
         None
@@ -497,18 +526,7 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
         pass  # the files say which blocks they hold when read
     elif last is not None and last > (head := lab.node.head(refresh=True)):
         raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's end")
-    if args.kind == "base-fees" and "percentiles" not in params:
-        plan = lab.plan_base_fee_history()
-    elif args.kind == "base-fees":
-        plan = lab.plan_fee_history(args.start, args.stop)
-    elif args.kind == "uncles":
-        plan = lab.plan_uncles(args.start, args.stop)
-    elif args.kind == "blocks":
-        plan = Plan([] if lab.era1 is not None else [("eth_getBlockByNumber",
-                                                     args.stop - args.start)],
-                    title=f"blocks {args.start:,} to {args.stop - 1:,}")  # fmt: skip
-    else:
-        plan = lab.plan_storage_series(args.address, args.slot, params["blocks"])
+    plan, get = _dataset(lab.data_source, args, params)
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
@@ -518,20 +536,8 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
         governor.settle(timeout=5.0)
         rate = governor.ceiling
         say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
-            "(--credits-per-second to change)")  # fmt: skip
-    progress = not args.quiet
-    if args.kind == "base-fees" and "percentiles" not in params:
-        return lab.base_fee_history(params["chain_id"])
-    if args.kind == "base-fees":
-        return lab.fee_history(
-            args.start, args.stop, percentiles=params["percentiles"], progress=progress
-        )
-    if args.kind == "uncles":
-        scan = lab.uncles(args.start, args.stop, progress=progress)
-        return scan.blocks if args.per_block else scan.uncles
-    if args.kind == "blocks":
-        return lab.blocks(args.start, args.stop, progress=progress)
-    return lab.storage_series(args.address, args.slot, params["blocks"], progress=progress)
+            "(--credits-per-second to change)")
+    return get()
 
 
 def _ledger_text(ledger: Any) -> str:
