@@ -95,6 +95,10 @@ def _series_calls(spec: FunctionSpec, args: Sequence[Any], to: str, sender: str,
     return numbers, [RpcCall("eth_call", [request, quantity(n)]) for n in numbers]
 
 
+def _title(spec: FunctionSpec, count: int) -> str:
+    return f"{spec.name}() at {count:,} blocks"
+
+
 def plan(
     source: Any,
     to: str,
@@ -112,7 +116,7 @@ def plan(
     node = rpc(source, "eth_call")
     spec = function_spec(function, returns=returns, abi=abi)
     _, batch = _series_calls(spec, args, to, sender, blocks)
-    return node.plan(batch, f"{spec.name}() at {len(batch):,} blocks", less_cached=less_cached)
+    return node.plan(batch, _title(spec, len(batch)), less_cached=less_cached)
 
 
 def get(
@@ -156,7 +160,7 @@ def get(
     spec = function_spec(function, returns=returns, abi=abi)
     numbers, batch = _series_calls(spec, args, to, sender, blocks)
     if budget is not None:
-        node.check_budget(node.plan(batch, f"{spec.name}() at {len(batch):,} blocks"), budget)
+        node.check_budget(node.plan(batch, _title(spec, len(batch))), budget)
     answers: dict[int, Any] = {}
     for n, answer in zip(numbers, node.run(batch, progress=progress, description="eth_call"),
                          strict=True):

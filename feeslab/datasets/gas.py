@@ -54,7 +54,10 @@ def plan(source: Any, transactions: Sequence[Mapping[str, Any]], *, block: int |
     the block's header (``"latest"`` asks the head first)."""
     node = rpc(source, "eth_estimateGas")
     objects = _objects(transactions)
-    batch = _estimate_calls(objects, _number(node, block))
+    return _plan(node, _estimate_calls(objects, _number(node, block)))
+
+
+def _plan(node: Any, batch: Sequence[RpcCall]) -> Plan:
     title = f"gas estimates of {len(batch):,} transactions"
     return node.plan(batch, title) + Plan([(blocks_dataset.METHOD, 1)])
 
@@ -104,8 +107,7 @@ def get(
     number = _number(node, block)
     batch = _estimate_calls(objects, number)
     if budget is not None:
-        planned = node.plan(batch, f"gas estimates of {len(batch):,} transactions")
-        node.check_budget(planned + Plan([(blocks_dataset.METHOD, 1)]), budget)
+        node.check_budget(_plan(node, batch), budget)
     (header,) = blocks_dataset.headers(node, [number], progress=False)
     if header is None:
         raise node.missing(number)
