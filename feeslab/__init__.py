@@ -4,12 +4,15 @@
 key is configured, else on the embedded devnet; its methods return pandas frames.
 
 Layers, in the order data flows: ``feeslab.fetch`` (clients, transports, credits, cache) ->
-``feeslab.frames`` (answers to pandas) -> analysis -> plots. ``feeslab.devnet`` stands beside
-them as a local stand-in for the service.
+``feeslab.frames`` (answers to pandas) -> analysis -> plots; ``feeslab.datasets`` plan, fetch
+and parse each dataset from a source (``feeslab.sources``: the service over JSON-RPC, era1
+files), and ``feeslab.connection`` makes the ``Lab`` that binds them to one connection.
+``feeslab.devnet`` stands beside them as a local stand-in for the service.
 """
 
 from feeslab.caip import AccountId, ChainId, Scope, Session
 from feeslab.chainspec import ChainSpec
+from feeslab.connection import connect
 from feeslab.fetch.errors import (
     AuthError,
     BudgetExceeded,
@@ -35,7 +38,7 @@ from feeslab.fetch.errors import (
     WalletUnauthorized,
 )
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
-from feeslab.lab import Lab, UncleScan, connect
+from feeslab.lab import Lab, UncleScan
 
 __all__ = [
     "AccountId",

@@ -5,10 +5,11 @@ Subcommands:
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
   ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
 - ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
-  the ``Lab`` methods make it) into a file. The credit plan is printed before anything is sent
-  and the ledger after; the file is written to a temporary name and renamed, so a failed run
-  leaves no partial file. Columns of exact ints beyond int64 (``object`` columns such as
-  storage words and difficulties) are written as decimal text, in both formats.
+  the datasets make it, ``feeslab.datasets``) into a file. The credit plan is printed before
+  anything is sent and the ledger after; the file is written by ``feeslab.frames.io.write_frame``
+  (a temporary name, then renamed, so a failed run leaves no partial file; exact ints beyond
+  int64, such as storage words and difficulties, as decimal text, the same bytes
+  ``Lab.publish_frame`` shares).
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
@@ -30,7 +31,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -484,9 +484,38 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, Any]:
+    """The plan of the fetch ``args`` ask for (bought samples stay within ``--budget``), and
+    the function that gets its frame."""
+    from feeslab import datasets
+
+    progress = not args.quiet
+    if args.kind == "base-fees" and "percentiles" not in params:
+        return datasets.base_fees.plan(source), lambda: datasets.base_fees.get(
+            source, params["chain_id"])
+    if args.kind == "base-fees":
+        return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
+            datasets.fee_history.get(source, args.start, args.stop,
+                                     percentiles=params["percentiles"], progress=progress))
+    if args.kind == "uncles":
+        plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
+
+        def scan() -> Any:
+            found = datasets.uncles.get(source, args.start, args.stop, progress=progress)
+            return found.blocks if args.per_block else found.uncles
+
+        return plan, scan
+    if args.kind == "blocks":
+        return datasets.blocks.plan(source, args.start, args.stop), lambda: datasets.blocks.get(
+            source, args.start, args.stop, progress=progress)
+    blocks = params["blocks"]
+    return datasets.storage.plan(source, args.address, args.slot, blocks), lambda: (
+        datasets.storage.get(source, args.address, args.slot, blocks, progress=progress))
+
+
 def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
     """Plan, check the budget, print the plan, fetch: the frame."""
-    from feeslab.fetch.credits import Budget, Plan
+    from feeslab.fetch.credits import Budget
 
     last = (
         None
@@ -497,18 +526,7 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
         pass  # the files say which blocks they hold when read
     elif last is not None and last > (head := lab.node.head(refresh=True)):
         raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's end")
-    if args.kind == "base-fees" and "percentiles" not in params:
-        plan = lab.plan_base_fee_history()
-    elif args.kind == "base-fees":
-        plan = lab.plan_fee_history(args.start, args.stop)
-    elif args.kind == "uncles":
-        plan = lab.plan_uncles(args.start, args.stop)
-    elif args.kind == "blocks":
-        plan = Plan([] if lab.era1 is not None else [("eth_getBlockByNumber",
-                                                     args.stop - args.start)],
-                    title=f"blocks {args.start:,} to {args.stop - 1:,}")  # fmt: skip
-    else:
-        plan = lab.plan_storage_series(args.address, args.slot, params["blocks"])
+    plan, get = _dataset(lab.data_source, args, params)
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
@@ -518,51 +536,8 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
         governor.settle(timeout=5.0)
         rate = governor.ceiling
         say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
-            "(--credits-per-second to change)")  # fmt: skip
-    progress = not args.quiet
-    if args.kind == "base-fees" and "percentiles" not in params:
-        return lab.base_fee_history(params["chain_id"])
-    if args.kind == "base-fees":
-        return lab.fee_history(
-            args.start, args.stop, percentiles=params["percentiles"], progress=progress
-        )
-    if args.kind == "uncles":
-        scan = lab.uncles(args.start, args.stop, progress=progress)
-        return scan.blocks if args.per_block else scan.uncles
-    if args.kind == "blocks":
-        return lab.blocks(args.start, args.stop, progress=progress)
-    return lab.storage_series(args.address, args.slot, params["blocks"], progress=progress)
-
-
-def _portable(frame: Any) -> Any:
-    """The frame with exact-int ``object`` columns as decimal text (Parquet has no uint256)."""
-    frame = frame.copy()
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype == object and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in column.dropna()
-        ):
-            frame[name] = column.map(lambda v: None if v is None else str(v)).astype("str")
-    return frame
-
-
-def write_frame(frame: Any, path: Path) -> None:
-    """Write ``frame`` to ``path`` (.parquet or .csv) atomically: temporary file, then rename.
-
-    A failure at any point removes the temporary file and leaves ``path`` as it was.
-    """
-    portable = _portable(frame)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        if path.suffix.lower() == ".parquet":
-            portable.to_parquet(temporary, engine="pyarrow", index=False)
-        else:
-            portable.to_csv(temporary, index=False)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            "(--credits-per-second to change)")
+    return get()
 
 
 def _ledger_text(ledger: Any) -> str:
@@ -577,8 +552,9 @@ def _ledger_text(ledger: Any) -> str:
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
+    from feeslab.connection import connect
     from feeslab.fetch.errors import BudgetExceeded, ConfigError, FeeslabError, redact
-    from feeslab.lab import connect
+    from feeslab.frames.io import write_frame
 
     api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None
     secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None

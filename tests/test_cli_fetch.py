@@ -318,15 +318,25 @@ def test_mistakes_found_after_connecting_exit_2_and_leave_no_file(devnet, tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_uncle_scan_over_budget_is_refused_before_its_sample_is_bought(devnet, tmp_path):
+    path = tmp_path / "uncles.parquet"
+    before = _spent(devnet)
+    over = on_devnet(devnet, "uncles", "--start", "100000", "--stop", "120000", "--budget",
+                     "1000000", "--no-cache", "-o", str(path))
+    assert over.returncode == 2 and "1,600,000 credits" in over.stderr
+    assert len(over.stderr.strip().splitlines()) == 1 and "Traceback" not in over.stderr
+    assert _spent(devnet) - before == 80  # the head, to check the range; no header bought
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(devnet, tmp_path, monkeypatch, capsys):
     path = tmp_path / "fees.parquet"
     path.write_bytes(b"the previous run's file")
 
-    def broken(self, target, **options):
-        Path(target).write_bytes(b"PAR1 half a file")
+    def full(fd: int) -> None:  # the bytes went to the temporary file; the disk fills now
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
+    monkeypatch.setattr(os, "fsync", full)
     monkeypatch.setenv("INFURA_API_KEY", devnet.api_key)
     status = main(
         [

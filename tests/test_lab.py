@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 import feeslab
+from feeslab.datasets.blocks import headers as headers_of
 from feeslab.devnet import start
 from feeslab.devnet.chain import build_chains
+from feeslab.sources.rpc import DEVNET_CLIENT
 
 SEED = 7  # the session devnet's seed
 
@@ -137,14 +139,14 @@ def test_an_interrupted_fetch_keeps_its_work_and_resumes_without_paying_again(de
             raise KeyboardInterrupt  # the user's Ctrl-C between two chunks
 
     with pytest.raises(KeyboardInterrupt):
-        first.node.blocks(blocks, on_chunk=interrupt)
+        headers_of(first.data_source, blocks, on_chunk=interrupt)
     # 1,500 headers, plus the genesis header that names the chain for the cache
     paid = first.credits.by_method["eth_getBlockByNumber"]
     assert paid == 80 * 1500 + 80
     first.close()
 
     again = _lab_on(devnet, tmp_path)
-    headers = again.node.blocks(blocks)
+    headers = headers_of(again.data_source, blocks)
     assert [int(h["number"], 16) for h in headers] == list(blocks)
     assert again.credits.by_method["eth_getBlockByNumber"] == 80 * 1500 + 80  # only the rest
     assert again.credits.cached == 1500
@@ -160,7 +162,7 @@ def test_credits_exhausted_mid_fetch_keeps_what_was_fetched(tmp_path):
         lab = _lab_on(poor, tmp_path, max_batch=100, max_concurrency=1)
         lab.node.chunk = 200
         with pytest.raises(feeslab.CreditsExhausted) as refused:
-            lab.node.blocks(blocks)
+            headers_of(lab.data_source, blocks)
         assert "resume" in str(refused.value)
         assert poor.api_key not in str(refused.value)
         kept = refused.value.answers_kept
@@ -169,7 +171,7 @@ def test_credits_exhausted_mid_fetch_keeps_what_was_fetched(tmp_path):
     # the next day (a devnet with the same chain, so the same cache identity)
     with start(seed=SEED, credits_per_second=10**9) as rich:
         lab = _lab_on(rich, tmp_path)
-        headers = lab.node.blocks(blocks)
+        headers = headers_of(lab.data_source, blocks)
         assert [int(h["number"], 16) for h in headers] == list(blocks)
         assert lab.credits.cached == kept
         assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)
@@ -205,17 +207,18 @@ def test_subscribe_on_a_growing_embedded_devnet(tmp_path):
     assert seen[0] >= first
 
 
-def test_heights_say_whose_fork_heights_the_chain_follows(lab, devnet, monkeypatch):
+def test_the_chain_spec_says_whose_fork_heights_the_chain_follows(lab, devnet, monkeypatch):
     from feeslab.devnet.rpc import CLIENT_VERSION
 
-    assert lab.heights == "devnet"  # a devnet reached by url=: its client version tells
+    # a devnet reached by url=: its client version tells, asked once
+    assert (lab.chain_spec.label, lab.source) == ("mainnet@devnet", "devnet")
     assert lab.credits.by_method["web3_clientVersion"] == 80
-    assert lab.heights == "devnet" and lab.credits.by_method["web3_clientVersion"] == 80
+    assert lab.chain_spec.heights == "devnet" and lab.credits.by_method["web3_clientVersion"] == 80
     # another node (its client version stands in for geth's)
     monkeypatch.setattr("feeslab.devnet.rpc.CLIENT_VERSION", "Geth/v1.14.0-stable/linux-amd64")
     with feeslab.connect(rpc_url=f"{devnet.url}/v3/{devnet.api_key}", cache=False) as node:
-        assert node.heights == "protocol"
-    assert CLIENT_VERSION.startswith(feeslab.lab.DEVNET_CLIENT)
+        assert (node.chain_spec.label, node.source) == ("mainnet", "node")
+    assert CLIENT_VERSION.startswith(DEVNET_CLIENT)
 
 
 def test_storage_plan_less_cached_or_from_scratch(lab, devnet):
@@ -314,3 +317,61 @@ def test_embedded_devnet_answers_are_cached_apart_per_simulation(tmp_path) -> No
     assert identity.endswith(f"-devnet{simulation_digest(0)}")
     assert simulation_digest(0) != simulation_digest(1)
     assert [p.name for p in (tmp_path / "rpc").glob("*.sqlite3")] == [f"{identity}.sqlite3"]
+
+
+# -- datasets bound to one connection --------------------------------------------------------------
+
+
+def test_budget_is_checked_before_the_uncle_plan_buys_its_sample(lab):
+    # 20,000 headers alone are 1,600,000 credits: refused before the 200-header sample
+    for ask in (lambda: lab.uncles(100_000, 120_000, budget=100_000),
+                lambda: lab.plan_uncles(100_000, 120_000, budget=100_000)):
+        with pytest.raises(feeslab.BudgetExceeded) as refused:
+            ask()
+        assert refused.value.planned == 80 * 20_000
+        assert lab.credits.calls == 0 and lab.credits.spent == 0  # nothing sent, no sample
+    # enough for the headers but not for the uncles the sample finds: refused after it
+    with pytest.raises(feeslab.BudgetExceeded):
+        lab.uncles(100_000, 120_000, budget=80 * 20_000 + 150)
+    # the sample (kept in the cache for the scan) and the genesis header naming the cache
+    assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * 200 + 80
+    assert "eth_getUncleByBlockNumberAndIndex" not in lab.credits.by_method
+
+
+def test_uncle_scan_shows_what_it_found(lab, truth):
+    scan = lab.uncles(40_000, 41_000)
+    found = sum(len(truth.block(n).uncles) for n in range(40_000, 41_000))
+    assert repr(scan) == (
+        f"<UncleScan of blocks 40,000 to 40,999: {found:,} uncles in 1,000 blocks "
+        f"({found / 1000:.4f} a block), planned {scan.plan.total:,} credits>"
+    )
+    page = scan._repr_html_()
+    assert page.startswith("<p><b>UncleScan</b> of blocks 40,000 to 40,999") and "<table" in page
+    assert page.count("</tr>") == 1 + min(5, found)  # the header row and the first uncles
+
+
+def test_on_network_reaches_another_chain_with_the_same_key_and_options(devnet, monkeypatch):
+    with _lab_on(devnet, False, credits_per_second=20_000) as lab:
+        with lab.on_network("sepolia") as other:
+            assert other.network == "sepolia" and other.source == "devnet"
+            assert other.node.transport.governor.ceiling == pytest.approx(20_000 * 0.95)
+            top = other.node.head()
+            history = other.fee_history(top - 9, top + 1)
+            assert history.attrs["chain_id"] == 11155111
+            assert history.attrs["chain_spec"] == "sepolia@devnet"
+        assert lab.chain_spec.chain_id == 1  # this Lab is still on mainnet, still open
+        assert len(lab.blocks(1, 3)) == 2
+    node = feeslab.connect(rpc_url=f"{devnet.url}/v3/{devnet.api_key}", cache=False)
+    with node, pytest.raises(feeslab.ConfigError, match="one chain"):
+        node.on_network("sepolia")
+
+
+def test_on_network_of_the_embedded_devnet_shares_it(monkeypatch, tmp_path):
+    monkeypatch.delenv("INFURA_API_KEY", raising=False)
+    monkeypatch.delenv("INFURA_API_KEY_SECRET", raising=False)
+    with feeslab.connect(cache=tmp_path, progress=False) as lab:
+        other = lab.on_network("polygon-mainnet")
+        assert other.devnet is lab.devnet and other.chain_spec.label == "polygon-mainnet@devnet"
+        other.close()  # leaves the devnet to the Lab that started it
+        assert lab.devnet.running and lab.node.head() > 0
+    assert not lab.devnet.running

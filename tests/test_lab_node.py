@@ -111,7 +111,7 @@ def test_a_node_is_described_as_itself_and_its_calls_are_not_priced(lab, ganache
     assert lab.credits.calls > 0 and lab.credits.spent == 0
     assert set(lab.credits.by_method.values()) == {0}
     assert "not priced" in repr(lab.credits) and "spent" not in repr(lab.credits)
-    assert (lab.heights, lab.chain_spec, lab.source) == ("protocol", None, "node")
+    assert (lab.chain_spec, lab.source) == (None, "node")
     # a key in a node URL stays out of the repr
     with feeslab.connect(rpc_url="http://127.0.0.1:9/v3/supersecretkey", cache=False) as other:
         assert repr(other) == "<Lab a node at http://127.0.0.1:9/v3/***, 0 calls>"

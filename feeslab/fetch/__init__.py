@@ -10,8 +10,8 @@ building, answer parsing, retry policy and credit governor::
         (head,) = t.handle_request([RpcCall("eth_blockNumber", [])])
         print(int(head.unwrap(), 16))
 
-``NodeClient`` and its twin ``AsyncNodeClient`` put the on-disk cache, the credit ledger and
-typed methods (``blocks``, ``uncles``, ``fee_history``, ``storage_series``) over a transport;
+``NodeClient`` puts the on-disk cache and the credit ledger over a transport (the calls are
+built by ``feeslab.datasets``);
 ``IpfsClient`` speaks the storage API (with an async twin); the multichain wallet's clients are
 in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``, which builds on these errors).
 
@@ -40,7 +40,7 @@ from feeslab.fetch.errors import (
     redact,
 )
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
-from feeslab.fetch.node import AsyncNodeClient, NodeClient
+from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import (
     AsyncHTTPTransport,
     CreditGovernor,
@@ -58,7 +58,6 @@ from feeslab.fetch.ws import (
 __all__ = [
     "AsyncHTTPTransport",
     "AsyncIpfsClient",
-    "AsyncNodeClient",
     "AsyncSubscription",
     "AsyncWebSocketTransport",
     "AuthError",

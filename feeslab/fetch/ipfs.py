@@ -5,8 +5,8 @@
     ipfs = IpfsClient(base_url="https://ipfs.infura.io:5001", api_key=..., api_key_secret=...)
     [added] = ipfs.add(b"hello world\\n", name="hello.txt")
     ipfs.cat(added.cid)                       # b"hello world\\n"
-    cid = ipfs.publish_frame(frame)           # Parquet bytes, added and pinned
-    same = ipfs.load_frame(cid)               # refused unless the bytes hash to ``cid``
+    cid = ipfs.publish(data)                  # a file's bytes, added and pinned
+    same = ipfs.load(cid)                     # refused unless the bytes hash to ``cid``
 
 Every command is ``POST {base_url}/api/v0/<command>?arg=...&<flag>=...`` with HTTP Basic
 ``key:secret``. Answers are read as streams: NDJSON (``add``, ``pin/ls``) one object at a
@@ -23,7 +23,6 @@ answer checks.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -53,14 +52,10 @@ __all__ = [
     "Added",
     "AsyncIpfsClient",
     "IpfsClient",
-    "frame_from_bytes",
-    "frame_to_bytes",
 ]
 
 STREAM_ERROR = "x-stream-error"
 TAIL_BYTES = 64 * 1024  # bytes of each connection kept to read trailers from [bytes]
-FORMATS = ("parquet", "csv")
-_EXACT_INTS = b"feeslab.exact_int_columns"
 RETRIED_STATUSES = (502, 503, 504)
 TRAILERS = "feeslab.trailers"  # the response extension holding an answer's trailer fields
 
@@ -536,68 +531,6 @@ def _cid_text(cid: Any) -> str:
     return text
 
 
-# -- frames as files --------------------------------------------------------------------------
-
-
-def _exact_int_columns(frame: Any) -> list[str]:
-    import pandas as pd
-
-    return [
-        name
-        for name in frame.columns
-        if frame[name].dtype == object
-        and frame[name].notna().any()
-        and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in frame[name] if not pd.isna(v)
-        )
-    ]
-
-
-def frame_to_bytes(frame: Any, format: str = "parquet") -> bytes:
-    """A DataFrame as a file: Parquet (exact, dtypes kept) or CSV.
-
-    Columns of exact Python ints (``object`` dtype: uint256 words, difficulties) are written as
-    decimal text; in Parquet the file's metadata names them so ``frame_from_bytes`` restores
-    them as ints. The same frame always gives the same bytes (and so the same CID) with the
-    same pandas and pyarrow.
-    """
-    import pandas as pd
-
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
-    exact = _exact_int_columns(frame)
-    portable = frame.copy()
-    for name in exact:
-        portable[name] = portable[name].map(lambda v: None if pd.isna(v) else str(v))
-    if format == "csv":
-        return portable.to_csv(index=False).encode("utf-8")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pandas(portable)
-    metadata = {**(table.schema.metadata or {}), _EXACT_INTS: json.dumps(exact).encode()}
-    sink = pa.BufferOutputStream()
-    pq.write_table(table.replace_schema_metadata(metadata), sink)
-    return sink.getvalue().to_pybytes()
-
-
-def frame_from_bytes(data: bytes) -> Any:
-    """Read a file made by :func:`frame_to_bytes` (Parquet, else CSV)."""
-    import pandas as pd
-
-    if data[:4] == b"PAR1" and data[-4:] == b"PAR1":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(pa.BufferReader(data))
-        exact = json.loads((table.schema.metadata or {}).get(_EXACT_INTS, b"[]"))
-        frame = table.to_pandas()
-        for name in exact:
-            frame[name] = frame[name].map(lambda v: None if pd.isna(v) else int(v)).astype(object)
-        return frame
-    return pd.read_csv(io.BytesIO(data))
-
-
 # -- the clients ------------------------------------------------------------------------------
 
 
@@ -874,29 +807,22 @@ class IpfsClient(_Base):
         """
         return self._json(command.strip("/"), _params(args, **flags))
 
-    # -- frames --------------------------------------------------------------------------------
+    # -- files checked by CID (``Lab.publish_frame`` / ``load_frame`` send frames' bytes) --------
 
-    def publish_frame(
-        self,
-        frame: Any,
-        format: str = "parquet",
-        *,
-        name: str | None = None,
-        pin: bool = True,
-        cid_version: int = 0,
+    def publish(
+        self, data: bytes, *, name: str = "file", pin: bool = True, cid_version: int = 0
     ) -> str:
-        """Add a DataFrame as a Parquet (or CSV) file and return its CID.
+        """Add ``data`` as one file (pinned by default) and return its CID.
 
         The CID is computed here too, from the same bytes, and must match the node's: a node
         that stored something else is caught at once.
         """
-        data = frame_to_bytes(frame, format)
-        [entry] = self.add(data, name=name or f"frame.{format}", pin=pin, cid_version=cid_version)
+        [entry] = self.add(data, name=name, pin=pin, cid_version=cid_version)
         _check_file(entry.cid, data)
         return entry.cid
 
-    def load_frame(self, cid: Any) -> Any:
-        """The DataFrame published under ``cid``, after checking its bytes hash to ``cid``.
+    def load(self, cid: Any) -> bytes:
+        """The file published under ``cid``, after checking its bytes hash to ``cid``.
 
         Raises
         ------
@@ -906,7 +832,7 @@ class IpfsClient(_Base):
         text = _cid_text(cid)
         data = self.cat(text)
         _check_file(text, data)
-        return frame_from_bytes(data)
+        return data
 
 
 class AsyncIpfsClient(_Base):
@@ -1081,26 +1007,17 @@ class AsyncIpfsClient(_Base):
         """See :meth:`IpfsClient.call`."""
         return await self._json(command.strip("/"), _params(args, **flags))
 
-    async def publish_frame(
-        self,
-        frame: Any,
-        format: str = "parquet",
-        *,
-        name: str | None = None,
-        pin: bool = True,
-        cid_version: int = 0,
+    async def publish(
+        self, data: bytes, *, name: str = "file", pin: bool = True, cid_version: int = 0
     ) -> str:
-        """See :meth:`IpfsClient.publish_frame`."""
-        data = frame_to_bytes(frame, format)
-        [entry] = await self.add(
-            data, name=name or f"frame.{format}", pin=pin, cid_version=cid_version
-        )
+        """See :meth:`IpfsClient.publish`."""
+        [entry] = await self.add(data, name=name, pin=pin, cid_version=cid_version)
         _check_file(entry.cid, data)
         return entry.cid
 
-    async def load_frame(self, cid: Any) -> Any:
-        """See :meth:`IpfsClient.load_frame`."""
+    async def load(self, cid: Any) -> bytes:
+        """See :meth:`IpfsClient.load`."""
         text = _cid_text(cid)
         data = await self.cat(text)
         _check_file(text, data)
-        return frame_from_bytes(data)
+        return data

@@ -1,4 +1,7 @@
-"""The node client: typed JSON-RPC methods over a transport, through the cache and the ledger.
+"""The node client: JSON-RPC calls over a transport, through the cache and the ledger.
+
+The calls themselves are built by the datasets (``feeslab.datasets``), which know what each
+answer means; this client knows only which block an answer is about, to cache it.
 
 ``NodeClient.run(calls)`` is the one path every fetch takes:
 
@@ -66,8 +69,24 @@ def block_of(call: RpcCall) -> int | None:
     return None
 
 
-class _NodeBase:
-    """What the sync and async node clients share: options, the cache, and one fetch's steps."""
+class NodeClient:
+    """JSON-RPC calls to one chain's node, cached and booked.
+
+    Parameters
+    ----------
+    transport : HTTPTransport or WebSocketTransport
+        Where calls go (its ``on_response`` should feed ``ledger``).
+    ledger : CreditLedger
+        Books cached answers (free) next to what the transport charges.
+    cache : bool or str or path, optional
+        ``True`` (default): the user cache directory; a path: that directory; ``False``: none.
+    settled_depth : int
+        Blocks below the head that count as settled [blocks].
+    progress : bool
+        Show tqdm progress bars on long fetches.
+    chunk : int
+        Calls sent between cache writes and progress updates.
+    """
 
     def __init__(
         self,
@@ -127,11 +146,6 @@ class _NodeBase:
             identity = f"{identity}-{self.identity_suffix}"  # must not read older answers
         self._identity = identity
         return identity
-
-    def settled_below(self) -> int:
-        """The first block number not considered settled (needs the head asked already)."""
-        assert self._head is not None
-        return max(0, self._head - self.settled_depth + 1)
 
     def close(self) -> None:
         if self._cache is not None:
@@ -213,57 +227,6 @@ class _NodeBase:
             cache.put_many(items, settled_below=settled)
 
 
-# the typed methods' calls and answers, shared by the twins
-
-
-def _block_calls(numbers: Sequence[int]) -> list[RpcCall]:
-    return [RpcCall("eth_getBlockByNumber", [quantity(n), False]) for n in numbers]
-
-
-def _uncle_calls(wanted: Sequence[tuple[int, int]]) -> list[RpcCall]:
-    return [
-        RpcCall("eth_getUncleByBlockNumberAndIndex", [quantity(n), quantity(i)]) for n, i in wanted
-    ]
-
-
-def _fee_history_call(count: int, newest: int, percentiles: Sequence[float]) -> RpcCall:
-    return RpcCall("eth_feeHistory", [quantity(count), quantity(newest), list(percentiles)])
-
-
-def _storage_calls(address: str, slot: int, blocks: Sequence[int]) -> list[RpcCall]:
-    return [RpcCall("eth_getStorageAt", [address, quantity(slot), quantity(b)]) for b in blocks]
-
-
-def _results(answers: Sequence[RpcResult]) -> list[Any]:
-    return [r.unwrap() for r in answers]
-
-
-def _words(answers: Sequence[RpcResult]) -> list[int]:
-    from feeslab.slots import storage_word  # accepts "0x" and short words (ganache)
-
-    return [storage_word(r.unwrap(), f"eth_getStorageAt's answer at {r.call.params[2]}")
-            for r in answers]  # fmt: skip
-
-
-class NodeClient(_NodeBase):
-    """Typed node methods for one chain, cached and booked.
-
-    Parameters
-    ----------
-    transport : HTTPTransport or WebSocketTransport
-        Where calls go (its ``on_response`` should feed ``ledger``).
-    ledger : CreditLedger
-        Books cached answers (free) next to what the transport charges.
-    cache : bool or str or path, optional
-        ``True`` (default): the user cache directory; a path: that directory; ``False``: none.
-    settled_depth : int
-        Blocks below the head that count as settled [blocks].
-    progress : bool
-        Show tqdm progress bars on long fetches.
-    chunk : int
-        Calls sent between cache writes and progress updates.
-    """
-
     # -- identity, head and cache ------------------------------------------------------------
 
     @property
@@ -292,8 +255,7 @@ class NodeClient(_NodeBase):
 
     def settled_below(self) -> int:
         """The first block number not considered settled."""
-        self.head()
-        return super().settled_below()
+        return max(0, self.head() - self.settled_depth + 1)
 
     # -- the one path -------------------------------------------------------------------------
 
@@ -332,118 +294,6 @@ class NodeClient(_NodeBase):
         if on_batch is None:
             return self.transport.handle_request(calls)
         return self.transport.handle_request(calls, on_batch=on_batch)
-
-    # -- typed methods -----------------------------------------------------------------------
-
-    def blocks(self, numbers: Sequence[int], **options: Any) -> list[dict | None]:
-        """Block headers (``eth_getBlockByNumber`` without transactions), in order."""
-        return _results(self.run(_block_calls(numbers), description="blocks", **options))
-
-    def uncles(self, wanted: Sequence[tuple[int, int]], **options: Any) -> list[dict | None]:
-        """Uncle headers for (block number, index) pairs, in order."""
-        return _results(self.run(_uncle_calls(wanted), description="uncles", **options))
-
-    def fee_history(
-        self, count: int, newest: int, percentiles: Sequence[float] = (), **options: Any
-    ) -> dict:
-        """One ``eth_feeHistory`` answer (at most 1,024 blocks ending at ``newest``)."""
-        call = _fee_history_call(count, newest, percentiles)
-        return self.run([call], progress=False, **options)[0].unwrap()
-
-    def storage_at(self, address: str, slot: int, block: int) -> int:
-        """The storage word at ``slot`` of ``address`` after ``block``."""
-        return self.storage_series(address, slot, [block], progress=False)[0]
-
-    def storage_series(
-        self, address: str, slot: int, blocks: Sequence[int], **options: Any
-    ) -> list[int]:
-        """The word at ``slot`` of ``address`` after each of ``blocks``, as ints."""
-        calls = _storage_calls(address, slot, blocks)
-        return _words(self.run(calls, description="storage", **options))
-
-
-class AsyncNodeClient(_NodeBase):
-    """The ``asyncio`` twin of :class:`NodeClient`, over ``AsyncHTTPTransport`` or
-    ``AsyncWebSocketTransport``: the same cache, ledger, chunks and typed methods, awaited.
-
-    The cache is SQLite on local disk; its reads and writes are short and run inline.
-    """
-
-    async def identity(self) -> str:
-        """``<chain id>-<genesis hash>``: what the cache is keyed by."""
-        if self._identity is None:
-            self._learn_identity(await self.transport.handle_request(self._identity_calls()))
-        assert self._identity is not None
-        return self._identity
-
-    async def chain_id(self) -> int:
-        return int((await self.identity()).split("-", 1)[0])
-
-    async def head(self, *, refresh: bool = False) -> int:
-        """The latest block number (asked once, then remembered unless ``refresh``)."""
-        if self._head is None or refresh:
-            self._head = int(await self.request("eth_blockNumber", []), 16)
-        return self._head
-
-    async def request(self, method: str, params: list) -> Any:
-        """One call: its result, or raise its ``RpcError``."""
-        return (await self.run([RpcCall(method, list(params))], progress=False))[0].unwrap()
-
-    async def run(
-        self,
-        calls: Sequence[RpcCall],
-        *,
-        progress: bool | None = None,
-        description: str = "fetching",
-        on_chunk: Callable[[int], None] | None = None,
-    ) -> list[RpcResult]:
-        """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
-        with gc_paused():
-            if self._needs_cache(calls):
-                await self.identity()
-                await self.head()
-            steps = self._steps(calls, progress, description, on_chunk)
-            sent: list[RpcResult] | None = None
-            error: BaseException | None = None
-            while True:
-                try:
-                    chunk, on_batch = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
-                except StopIteration as finished:
-                    return finished.value
-                sent, error = None, None
-                try:
-                    if on_batch is None:
-                        sent = await self.transport.handle_request(chunk)
-                    else:
-                        sent = await self.transport.handle_request(chunk, on_batch=on_batch)
-                except BaseException as exc:  # raised where the steps wait: they keep count
-                    error = exc
-
-    async def blocks(self, numbers: Sequence[int], **options: Any) -> list[dict | None]:
-        """Block headers (``eth_getBlockByNumber`` without transactions), in order."""
-        return _results(await self.run(_block_calls(numbers), description="blocks", **options))
-
-    async def uncles(self, wanted: Sequence[tuple[int, int]], **options: Any) -> list[dict | None]:
-        """Uncle headers for (block number, index) pairs, in order."""
-        return _results(await self.run(_uncle_calls(wanted), description="uncles", **options))
-
-    async def fee_history(
-        self, count: int, newest: int, percentiles: Sequence[float] = (), **options: Any
-    ) -> dict:
-        """One ``eth_feeHistory`` answer (at most 1,024 blocks ending at ``newest``)."""
-        call = _fee_history_call(count, newest, percentiles)
-        return (await self.run([call], progress=False, **options))[0].unwrap()
-
-    async def storage_at(self, address: str, slot: int, block: int) -> int:
-        """The storage word at ``slot`` of ``address`` after ``block``."""
-        return (await self.storage_series(address, slot, [block], progress=False))[0]
-
-    async def storage_series(
-        self, address: str, slot: int, blocks: Sequence[int], **options: Any
-    ) -> list[int]:
-        """The word at ``slot`` of ``address`` after each of ``blocks``, as ints."""
-        calls = _storage_calls(address, slot, blocks)
-        return _words(await self.run(calls, description="storage", **options))
 
 
 def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):

@@ -841,6 +841,7 @@ class Era1Source:
     """
 
     chain_id = 1
+    label = "era1"  # what the frames' attrs say their source is
 
     def __init__(self, path: str | Path | Sequence[str | Path]) -> None:
         self.files = era1_files(path)
@@ -853,6 +854,14 @@ class Era1Source:
 
     def close(self) -> None:
         """Nothing stays open between calls (each file is mapped while it is read)."""
+
+    @property
+    def chain_spec(self) -> Any:
+        """Mainnet's :class:`~feeslab.chainspec.ChainSpec`, at the devnet's heights for
+        files the devnet exported."""
+        from feeslab.chainspec import ChainSpec
+
+        return ChainSpec.from_chain(1, heights=self.heights)
 
     def ranges(self) -> list[tuple[int, int, Path]]:
         """(first block, block after the last, file) for every file, in block order."""

@@ -30,9 +30,8 @@ from feeslab.fetch.ipfs import (
     IpfsClient,
     TrailerTransport,
     _parse_tail,
-    frame_from_bytes,
-    frame_to_bytes,
 )
+from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.unixfs import CID
 
 HELLO = "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o"  # kubo's "hello world\n"
@@ -238,7 +237,7 @@ def test_a_trailer_error_is_raised(ipfs, store):
         assert b"".join(received) == content[: len(b"".join(received))]
         assert 0 < len(b"".join(received)) < len(content)
         with pytest.raises(IpfsStreamError):
-            ipfs.load_frame(entry.cid)
+            ipfs.load(entry.cid)
     finally:
         damaged.write_bytes(original)
     assert ipfs.cat(entry.cid) == content
@@ -313,34 +312,25 @@ def frame() -> pd.DataFrame:
     )
 
 
-def test_frames_round_trip_exactly(frame):
-    back = frame_from_bytes(frame_to_bytes(frame))
-    pd.testing.assert_frame_equal(back, frame)
-    assert back["word"].iloc[0] == 2**255 + 1 and isinstance(back["word"].iloc[0], int)
-    assert frame_to_bytes(frame) == frame_to_bytes(frame.copy())
-    csv = frame_from_bytes(frame_to_bytes(frame, "csv"))
-    assert csv["base_fee_wei"].tolist() == frame["base_fee_wei"].tolist()
-    with pytest.raises(ValueError, match="format"):
-        frame_to_bytes(frame, "xlsx")
-
-
-def test_publish_and_load_frame(ipfs, frame):
-    cid = ipfs.publish_frame(frame)
-    assert cid.startswith("Qm") and ipfs.publish_frame(frame) == cid
+def test_publish_and_load_a_frame_checked_by_cid(ipfs, frame):
+    data = frame_to_bytes(frame)
+    cid = ipfs.publish(data, name="frame.parquet")
+    assert cid.startswith("Qm") and ipfs.publish(data) == cid
     assert ipfs.pin_ls(cid) == {cid: "recursive"}
-    pd.testing.assert_frame_equal(ipfs.load_frame(cid), frame)
-    v1 = ipfs.publish_frame(frame, "csv", cid_version=1)
-    assert v1.startswith("bafk") and ipfs.load_frame(v1)["miner"].tolist() == [
+    assert ipfs.load(cid) == data
+    pd.testing.assert_frame_equal(frame_from_bytes(ipfs.load(cid)), frame)
+    v1 = ipfs.publish(frame_to_bytes(frame, "csv"), cid_version=1)
+    assert v1.startswith("bafk") and frame_from_bytes(ipfs.load(v1))["miner"].tolist() == [
         "0xaa",
         "0xbb",
         "0xcc",
     ]
 
 
-def test_load_frame_refuses_tampered_bytes(ipfs, dev, frame):
-    cid = ipfs.publish_frame(frame)
+def test_load_refuses_tampered_bytes(ipfs, dev, frame):
+    cid = ipfs.publish(frame_to_bytes(frame))
     with liar(dev) as client, pytest.raises(CidMismatchError) as caught:
-        client.load_frame(cid)
+        client.load(cid)
     assert caught.value.expected == cid
     assert caught.value.actual.startswith("Qm") and caught.value.actual != cid
 
@@ -357,8 +347,8 @@ def test_async_client(dev, frame, store):
             assert await client.cat(HELLO, offset=6) == b"world\n"
             events = [e async for e in client.iter_add({"a": b"1", "b": b"2"}, progress=True)]
             assert [e.name for e in events if isinstance(e, Added)] == ["a", "b"]
-            cid = await client.publish_frame(frame)
-            pd.testing.assert_frame_equal(await client.load_frame(cid), frame)
+            cid = await client.publish(frame_to_bytes(frame))
+            pd.testing.assert_frame_equal(frame_from_bytes(await client.load(cid)), frame)
             assert (await client.pin_ls(cid)) == {cid: "recursive"}
             assert await client.pin_rm(cid) == [cid]
             block = await client.block_get(HELLO)

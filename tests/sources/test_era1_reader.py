@@ -255,7 +255,7 @@ def test_connect_era1_lab_reads_files_at_zero_credits(real_uncles):
         assert lab.blocks(10, 20, progress=False)["block_number"].tolist() == list(range(10, 20))
         fees = lab.fee_history(0, 5)
         assert fees["base_fee_wei"].tolist() == [0] * 5  # before London, as nodes answer
-        assert lab.heights == "protocol"
+        assert lab.chain_spec.label == "mainnet" and lab.source == "era1"
         with pytest.raises(ConfigError, match="era1 files"):
             lab.storage("0x" + "11" * 20, 0, 1)
 

@@ -1,0 +1,65 @@
+"""Argument checks and source dispatch the datasets share (no I/O)."""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+from feeslab.fetch.errors import ConfigError
+from feeslab.fetch.node import quantity
+from feeslab.sources.rpc import RpcSource
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
+
+
+def check_range(start: Any, stop: Any) -> None:
+    """``start`` .. ``stop - 1`` must be a non-empty range of block numbers, as ``range()``."""
+    for name, value in (("start", start), ("stop", stop)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative block number, not {value!r}")
+    if stop <= start:
+        raise ValueError(f"stop ({stop}) must be greater than start ({start}), as in range()")
+
+
+def address(value: Any, name: str) -> str:
+    """``value`` if it is 0x and 40 hex digits, else a ValueError naming ``name``."""
+    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+        raise ValueError(f"{name} must be 0x followed by 40 hex digits, not {value!r}")
+    return value
+
+
+def block_number(value: Any) -> int:
+    """A block number as an int (numpy ints accepted); bools, floats and negatives refused."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if isinstance(value, bool) or number is None or number < 0:
+        raise ValueError(f"a block must be a non-negative block number, not {value!r}")
+    return number
+
+
+def block_param(block: int | str) -> str:
+    """A block number as a 0x quantity, or a tag as it is."""
+    if isinstance(block, str):
+        if block not in BLOCK_TAGS:
+            raise ValueError(f"block must be a number or one of {BLOCK_TAGS}, not {block!r}")
+        return block
+    return quantity(block_number(block))
+
+
+def is_archive(source: Any) -> bool:
+    """Whether ``source`` is an archive of files (era1), not a node."""
+    return not isinstance(source, RpcSource)
+
+
+def rpc(source: Any, what: str) -> RpcSource:
+    """``source`` if it is a node; an archive has no state, no Gas API and no EVM."""
+    if isinstance(source, RpcSource):
+        return source
+    raise ConfigError(
+        f"{what} needs a node: this Lab reads era1 files ({source!r}), which hold blocks, "
+        "uncles and fee history only; connect() without era1= for it"
+    )

@@ -1,0 +1,228 @@
+"""Gas: ``eth_estimateGas`` of transactions priced at a block's base fee, and the least gas
+each one succeeds with, found exactly by finishing geth's binary search with ``eth_call``.
+
+References
+----------
+.. [1] EIP-150: Gas cost changes for IO-heavy operations (the 63/64 rule),
+   https://eips.ethereum.org/EIPS/eip-150
+.. [2] EIP-3529: Reduction in refunds, https://eips.ethereum.org/EIPS/eip-3529
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from feeslab.datasets import blocks as blocks_dataset
+from feeslab.datasets._checks import block_number, rpc
+from feeslab.fetch.credits import Plan
+from feeslab.fetch.errors import RevertError
+from feeslab.fetch.node import quantity
+from feeslab.fetch.transport import RpcCall
+from feeslab.frames import call_object, error_text, parse_cost_estimates
+from feeslab.frames.calls import ZERO_ADDRESS
+
+__all__ = ["get", "needed", "plan"]
+
+NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
+Abi = Sequence[Mapping[str, Any]]
+
+
+def _objects(transactions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The transactions as call objects, checked before anything is sent."""
+    if isinstance(transactions, Mapping):
+        raise TypeError("transactions must be a list of dicts (wrap a single one in [])")
+    return [call_object(tx) for tx in transactions]
+
+
+def _estimate_calls(objects: Sequence[dict[str, Any]], number: int) -> list[RpcCall]:
+    return [RpcCall("eth_estimateGas", [obj, quantity(number)]) for obj in objects]
+
+
+def _number(node: Any, block: int | str) -> int:
+    if block == "latest":  # resolved first: estimates and base fee from the same block
+        return node.head(refresh=True)
+    if isinstance(block, str):
+        raise ValueError(f'block must be a block number or "latest", not {block!r}')
+    return block_number(block)
+
+
+def plan(source: Any, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
+    """What :func:`get` costs: the estimates the cache cannot answer (300 credits each) and
+    the block's header (``"latest"`` asks the head first)."""
+    node = rpc(source, "eth_estimateGas")
+    objects = _objects(transactions)
+    return _plan(node, _estimate_calls(objects, _number(node, block)))
+
+
+def _plan(node: Any, batch: Sequence[RpcCall]) -> Plan:
+    title = f"gas estimates of {len(batch):,} transactions"
+    return node.plan(batch, title) + Plan([(blocks_dataset.METHOD, 1)])
+
+
+def get(
+    source: Any,
+    transactions: Sequence[Mapping[str, Any]],
+    *,
+    block: int | str = "latest",
+    priority_fee_wei: int = 0,
+    abi: Abi | None = None,
+    budget: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """``eth_estimateGas`` of each transaction, and its cost at the block's base fee.
+
+    Parameters
+    ----------
+    source : RpcSource
+        A node.
+    transactions : list of dict
+        Each with ``from``, ``to``, ``data`` (or ``input``) and optionally ``value`` [wei]
+        and ``gas`` (see ``feeslab.frames.call_object``).
+    block : int or "latest"
+        The block whose state the estimates run on and whose ``baseFeePerGas`` prices
+        them; ``"latest"`` is resolved to the head's number first, so that estimates and
+        base fee come from the same block (reported in ``block_number``).
+    priority_fee_wei : int
+        Tip per gas to add to the base fee [wei/gas].
+    abi : list of dict, optional
+        A contract ABI whose custom errors decode the reverts.
+    budget : int, optional
+        Refuse before sending if spending so far plus the calls would pass it [credits];
+        ``eth_estimateGas`` is 300 credits.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per transaction, in order: ``block_number``, ``gas_estimate`` (Int64)
+        [gas], ``base_fee_wei``, ``priority_fee_wei`` [wei/gas] and ``cost_wei`` [wei]
+        (exact Python ints, object), ``cost_gwei``, ``cost_eth`` (float64), ``error`` (the
+        decoded revert or the node's error for that transaction; it does not raise). See
+        ``feeslab.frames.parse_cost_estimates``.
+    """
+    node = rpc(source, "eth_estimateGas")
+    objects = _objects(transactions)
+    number = _number(node, block)
+    batch = _estimate_calls(objects, number)
+    if budget is not None:
+        node.check_budget(_plan(node, batch), budget)
+    (header,) = blocks_dataset.headers(node, [number], progress=False)
+    if header is None:
+        raise node.missing(number)
+    base_fee = header.get("baseFeePerGas")
+    answers = [a.result if a.ok else a.error
+               for a in node.run(batch, progress=progress, description="eth_estimateGas")]
+    frame = parse_cost_estimates(
+        answers,
+        block_number=number,
+        base_fee_wei=None if base_fee is None else int(base_fee, 16),
+        priority_fee_wei=priority_fee_wei,
+        abi=abi,
+    )
+    return node.tag(frame)
+
+
+def needed(
+    source: Any,
+    transactions: Sequence[Mapping[str, Any]],
+    *,
+    block: int | str = "latest",
+    abi: Abi | None = None,
+    budget: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """The least gas each transaction succeeds with, found exactly, beside its estimate.
+
+    ``eth_estimateGas`` binary-searches the gas limit and stops within 1.5 % of the least
+    one that succeeds (geth's estimator). This runs :func:`get`, then the same search to the
+    end: ``eth_call`` of the transaction at the same block with ``gas`` set, between 20,999
+    (below any transaction's intrinsic gas, so failing) and the estimate (checked to
+    succeed). Each step probes every transaction in one batch: 11 to 21 ``eth_call`` per
+    transaction (80 credits each), settled successes cached.
+
+    For code that runs straight through without refunds, the gas needed is the gas the
+    transaction uses; refunds (EIP-3529) make the gas used smaller, and a call into another
+    contract needs more than it uses, as a 64th of the gas is kept back (EIP-150).
+
+    Parameters
+    ----------
+    source, transactions, block, abi, progress
+        As for :func:`get` (a missing ``from`` is the zero address, as ``eth_estimateGas``
+        assumes).
+    budget : int, optional
+        Refuse before sending if spending so far plus the estimates, and then plus the
+        search's most ``eth_call``, would pass it [credits].
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`get`'s frame with two more columns: ``gas_needed`` (Int64) [gas], missing
+        where the estimate failed or the transaction fails with its own estimate (``error``
+        says which); ``eth_calls`` (int64), the probes sent or read from the cache for it.
+    """
+    node = rpc(source, "eth_estimateGas")
+    frame = get(node, transactions, block=block, abi=abi, budget=budget, progress=progress)
+    if frame.empty:
+        return frame.assign(gas_needed=pd.Series(dtype="Int64"),
+                            eth_calls=pd.Series(dtype="int64"))
+    requests = [{"from": ZERO_ADDRESS, **call_object(tx)} for tx in transactions]
+    number = quantity(int(frame["block_number"].iloc[0]))
+    # search state per transaction: lo fails, hi succeeds (once checked)
+    search = {i: [NEVER_ENOUGH_GAS, int(g), False]
+              for i, g in enumerate(frame["gas_estimate"]) if not pd.isna(g)}
+    if budget is not None:
+        most = sum(1 + (hi - lo).bit_length() for lo, hi, _ in search.values())
+        node.check_budget(Plan([("eth_call", most)], title="gas search"), budget)
+    needed: list[int | None] = [None] * len(frame)
+    calls = [0] * len(frame)
+    errors = frame["error"].tolist()
+    while search:
+        probes = _probes(search)
+        batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
+                 for i, gas in probes]
+        answers = node.run(batch, progress=progress, description="gas search")
+        for (i, gas), answer in zip(probes, answers, strict=True):
+            calls[i] += 1
+            if i not in search:
+                continue
+            failed = not answer.ok
+            if failed and not (
+                isinstance(answer.error, RevertError) or answer.error.code == -32000
+            ):
+                raise answer.error
+            state = search[i]
+            if gas == state[1] and not state[2]:
+                if failed:
+                    errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
+                                 f"{error_text(answer.error, abi)}")
+                    del search[i]
+                    continue
+                state[2] = True
+            elif failed:
+                state[0] = max(state[0], gas)
+            else:
+                state[1] = min(state[1], gas)
+        for i in [i for i, (lo, hi, checked) in search.items() if checked and hi - lo <= 1]:
+            needed[i] = search.pop(i)[1]
+    return frame.assign(
+        gas_needed=pd.Series(needed, dtype="Int64"),
+        eth_calls=pd.Series(calls, dtype="int64"),
+        error=pd.Series(errors, dtype="str"),
+    )
+
+
+def _probes(search: dict[int, list]) -> list[tuple[int, int]]:
+    """The next gas limits to try: first the estimate itself and just under geth's 1.5 %
+    stop, then the middle of what is left."""
+    probes: list[tuple[int, int]] = []
+    for i, (lo, hi, checked) in search.items():
+        if not checked:
+            probes.append((i, hi))
+            guess = hi - -(-hi * 15 // 1000)
+            if lo < guess < hi:
+                probes.append((i, guess))
+        else:
+            probes.append((i, (lo + hi) // 2))
+    return probes
