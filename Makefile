@@ -15,7 +15,7 @@ LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 NPM_STAMP := node_modules/.installed-stamp
 
-.PHONY: lab test lint bench serve install clean contracts
+.PHONY: lab test lint bench serve install clean contracts render
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
@@ -46,6 +46,11 @@ test: $(STAMP) $(NPM_STAMP) lint
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks
 	$(BIN)/lint-imports  # the one-way flow: pyproject.toml [tool.importlinter]
+
+# every notebook as a reader sees it: HTML, each figure as PNG, a page screenshot (headless Chromium)
+# under build/render/; RENDER_FLAGS=--execute restarts and runs each notebook first
+render: $(STAMP)
+	$(BIN)/python notebooks/render.py $(RENDER_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

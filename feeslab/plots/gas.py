@@ -20,45 +20,57 @@ _COST_UNITS = {"ETH": "cost_eth", "gwei": "cost_gwei"}
 
 
 def plot_estimate_accuracy(
-    accuracy: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
+    accuracy: pd.DataFrame, *, ax: Axes | None = None, tolerance: float = 0.015, **kwargs: Any
 ) -> Axes:
-    """Two bars per transaction: the gas it needs and what ``eth_estimateGas`` answered.
+    """How far ``eth_estimateGas`` overshoots the gas each transaction needs, in percent.
+
+    Needed and estimated gas differ by well under 2 %, so bars of both would look the same:
+    the figure shows the difference, one bar per transaction, against the estimator's
+    stopping tolerance.
 
     Parameters
     ----------
     accuracy : pandas.DataFrame
-        :func:`feeslab.analysis.gas.estimate_accuracy`'s frame.
+        :func:`feeslab.analysis.gas.estimate_accuracy`'s frame: ``transaction``,
+        ``overshoot_ratio`` [1] (and ``overshoot_gas`` [gas], ``error`` when present).
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure when None.
+    tolerance : float, default 0.015
+        The estimator's stopping tolerance [1], drawn as a dashed line (geth's 1.5 %).
     **kwargs
-        Passed to both ``Axes.barh`` calls.
+        Passed to ``Axes.barh``.
 
     Returns
     -------
     matplotlib.axes.Axes
-        Two bar containers (``ax.containers``): "needed (eth_call search)" then
-        "eth_estimateGas"; each estimate labelled with its overshoot in percent (two
-        significant digits). Transactions that failed are drawn empty and named with their
-        error.
+        One bar container (``ax.containers``) of overshoots [%], each labelled with its
+        percentage (two significant digits) and its gas; transactions that failed get no bar
+        and are named with their error.
     """
-    accuracy = _require(accuracy, {"transaction", "gas_estimate", "gas_needed",
-                                   "overshoot_ratio"}, "estimate_accuracy's frame")
+    accuracy = _require(accuracy, {"transaction", "overshoot_ratio"}, "estimate_accuracy's frame")
     ax = _axes(ax)
     y = np.arange(len(accuracy))
-    needed = accuracy["gas_needed"].astype("float64").fillna(0).to_numpy()
-    estimate = accuracy["gas_estimate"].astype("float64").fillna(0).to_numpy()
-    ax.barh(y - 0.2, needed, height=0.4, label="needed (eth_call search)", **kwargs)
-    bars = ax.barh(y + 0.2, estimate, height=0.4, label="eth_estimateGas", **kwargs)
-    ratios = accuracy["overshoot_ratio"].to_numpy(np.float64)
-    ax.bar_label(bars, ["" if np.isnan(r) else f"+{r * 100:.2g} %" for r in ratios],
-                 padding=2, fontsize="small")
+    percent = accuracy["overshoot_ratio"].to_numpy(np.float64) * 100
+    bars = ax.barh(y, np.nan_to_num(percent), height=0.6, **kwargs)
+    gas = (accuracy["overshoot_gas"] if "overshoot_gas" in accuracy.columns
+           else pd.Series([pd.NA] * len(accuracy)))
+    labels = []
+    for value, extra in zip(percent, gas, strict=True):
+        if np.isnan(value):
+            labels.append("")
+        else:
+            labels.append(f"+{value:.2g} %" + ("" if pd.isna(extra) else f" ({int(extra):,} gas)"))
+    ax.bar_label(bars, labels, padding=3, fontsize="small")
+    ax.axvline(tolerance * 100, color="0.3", ls="--", lw=1,
+               label=f"estimator's tolerance ({tolerance * 100:g} %)")
     names = []
     errors = accuracy["error"] if "error" in accuracy.columns else [None] * len(accuracy)
     for name, error in zip(accuracy["transaction"], errors, strict=True):
         names.append(str(name) if pd.isna(error) else f"{name}\n({error})")
     ax.set_yticks(y, names)
     ax.set_ylim(len(accuracy) - 0.5, -0.5)
-    ax.set_xlabel("gas limit [gas]")
+    ax.set_xlim(0, tolerance * 100 * 1.45)  # room for the labels right of the tolerance line
+    ax.set_xlabel("eth_estimateGas above the gas needed [%]")
     ax.legend(fontsize="small", loc="lower right")
     return ax
 

@@ -6,6 +6,7 @@ beyond placing it (interval bounds become error bars, addresses are shortened fo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -130,7 +131,13 @@ def plot_depth_distribution(
     return ax
 
 
-def plot_rewards(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
+def plot_rewards(
+    frame: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    parts: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> Axes:
     """Issuance per block in each era, stacked: block reward, nephew and uncle rewards.
 
     Parameters
@@ -140,6 +147,10 @@ def plot_rewards(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) 
         ``nephew_reward_eth`` and ``uncle_reward_eth`` [ETH/block] indexed by ``era``.
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure when None.
+    parts : sequence of str, optional
+        The columns to stack, in :data:`REWARD_PARTS` order; all three when None. Pass
+        ``["nephew_reward_eth", "uncle_reward_eth"]`` to zoom on the parts a 2-5 ETH block
+        reward would flatten.
     **kwargs
         Passed to each ``Axes.bar`` (e.g. ``width``).
 
@@ -147,11 +158,16 @@ def plot_rewards(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) 
     -------
     matplotlib.axes.Axes
     """
-    _require(frame, [column for column, _, _ in REWARD_PARTS], "a rewards-by-era table")
+    known = [column for column, _, _ in REWARD_PARTS]
+    chosen = known if parts is None else list(parts)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown or not chosen:
+        raise ValueError(f"parts must name some of {known}, got {list(chosen)}")
+    _require(frame, chosen, "a rewards-by-era table")
     ax = _axes(ax)
     x = _categories(ax, frame.index)
     bottom = np.zeros(len(frame))
-    for column, label, colour in REWARD_PARTS:
+    for column, label, colour in (part for part in REWARD_PARTS if part[0] in chosen):
         values = frame[column].to_numpy(dtype=float)
         ax.bar(x, values, bottom=bottom, label=label, **({"color": colour} | kwargs))
         bottom = bottom + values

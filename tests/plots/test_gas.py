@@ -20,19 +20,19 @@ def accuracy() -> pd.DataFrame:
     )
 
 
-def test_plot_estimate_accuracy_draws_needed_and_estimated_bars(accuracy):
-    ax = plot_estimate_accuracy(accuracy)
-    needed, estimated = ax.containers
-    assert [bar.get_width() for bar in needed] == [50_000, 0]
-    assert [bar.get_width() for bar in estimated] == [50_750, 0]
-    assert [t.get_text() for t in ax.texts] == ["+1.5 %", ""]
+def test_plot_estimate_accuracy_draws_the_overshoot_in_percent(accuracy):
+    ax = plot_estimate_accuracy(accuracy.assign(overshoot_gas=pd.array([750, None], dtype="Int64")))
+    (overshoots,) = ax.containers
+    assert [bar.get_width() for bar in overshoots] == pytest.approx([1.5, 0])
+    assert [t.get_text() for t in ax.texts] == ["+1.5 % (750 gas)", ""]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         "burn", "revert\n(feeslab: not allowed)",
     ]
-    assert ax.get_xlabel() == "gas limit [gas]"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "needed (eth_call search)", "eth_estimateGas",
-    ]
+    assert ax.get_xlabel() == "eth_estimateGas above the gas needed [%]"
+    (tolerance,) = ax.get_lines()
+    assert list(tolerance.get_xdata()) == [1.5, 1.5]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["estimator's tolerance (1.5 %)"]
+    assert ax.get_xlim()[1] > 1.5  # the tolerance line and the labels fit
 
 
 def test_plot_cost_history_draws_a_line_per_transaction_in_the_unit_asked(accuracy):

@@ -110,6 +110,25 @@ def test_plot_rewards_stacks_the_three_parts_per_era():
     assert ax.get_ylabel() == "issuance [ETH/block]"
 
 
+def test_plot_rewards_zooms_on_nephew_and_uncle_rewards():
+    blocks = scan([1, 0, 2, 0], start=29_998)
+    uncles = pd.DataFrame({"block_number": [29_998, 30_000, 30_000],
+                           "uncle_number": [29_997, 29_999, 29_998],
+                           "depth": [1, 1, 2]})  # fmt: skip
+    table = U.rewards_by_era(blocks, uncles, spec="mainnet@devnet")
+    ax = plot_rewards(table, parts=["uncle_reward_eth", "nephew_reward_eth"])
+    nephew, uncle = [c for c in ax.containers if isinstance(c, BarContainer)]
+    # the stack starts at zero, not on top of the block reward, so the small parts fill the axis
+    assert [p.get_y() for p in nephew.patches] == [0.0, 0.0]
+    assert [p.get_height() for p in nephew.patches] == table["nephew_reward_eth"].tolist()
+    assert [p.get_y() for p in uncle.patches] == table["nephew_reward_eth"].tolist()
+    assert ax.get_ylim()[1] < table["block_reward_eth"].min()  # the block reward is not drawn
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["nephew rewards (includers)", "uncle rewards"]
+    with pytest.raises(ValueError, match="parts must name"):
+        plot_rewards(table, parts=["tips"])
+
+
 def test_plot_miner_shares_draws_the_largest_on_top_with_short_addresses():
     miners = ["0x" + c * 40 for c in "abc"]
     table = U.miner_shares(pd.DataFrame({"miner": [miners[0]] * 5 + [miners[1]] * 3 +
