@@ -256,7 +256,7 @@ def hive_ctx(request: pytest.FixtureRequest, hive_accounts) -> CallContext:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(evm_module, "backend", lambda: backend)
         executor = Executor(hive_accounts, head_context())
-    assert type(executor._machine).__module__ == backend.__name__
+    assert type(executor._host.machine).__module__ == backend.__name__
     return CallContext(chain=HiveChain(executor), chains=None, transport="http")
 
 
