@@ -13,7 +13,7 @@ files), and ``feeslab.connection`` makes the ``Lab`` that binds them to one conn
 from feeslab.caip import AccountId, ChainId, Scope, Session
 from feeslab.chainspec import ChainSpec
 from feeslab.connection import connect
-from feeslab.fetch.errors import (
+from feeslab.errors import (
     AuthError,
     BudgetExceeded,
     CaipError,

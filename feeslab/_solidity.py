@@ -1,6 +1,6 @@
 """Solidity's revert payloads, as data shared by the client and the devnet.
 
-The client decodes reverts (``feeslab.fetch.errors``) and the devnet words them as
+The client decodes reverts (``feeslab.errors``) and the devnet words them as
 geth does (``feeslab.devnet.evm``); one table keeps the two in step.
 
 References

@@ -1,7 +1,7 @@
 """Chain-agnostic identifiers as typed values: CAIP-2 chains, CAIP-10 accounts, CAIP-217 scopes.
 
 Pure: parsing, printing and validation, no I/O. Every value prints back as the string it was
-parsed from, and bad input raises :class:`~feeslab.fetch.errors.CaipError` (a ``ValueError``)
+parsed from, and bad input raises :class:`~feeslab.errors.CaipError` (a ``ValueError``)
 naming the field::
 
     >>> ChainId.parse("eip155:1")
@@ -11,7 +11,7 @@ naming the field::
     >>> ChainId.parse("Eip155:1")
     Traceback (most recent call last):
     ...
-    feeslab.fetch.errors.CaipError: chain_id.namespace: must be 3-8 characters of [-a-z0-9] ...
+    feeslab.errors.CaipError: chain_id.namespace: must be 3-8 characters of [-a-z0-9] ...
 
 The rules (CAIP-2, CAIP-10, CAIP-217; as summarised in the project's REFERENCE.md):
 
@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from feeslab.fetch.errors import CaipError
+from feeslab.errors import CaipError
 
 __all__ = [
     "SCOPE_MEMBERS",

@@ -32,7 +32,7 @@ import pandas as pd
 
 from feeslab._chaindata import chain_entry, load_chains
 from feeslab._eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
-from feeslab.fetch.errors import ChainSpecConflict, ConfigError, MissingChainSpec
+from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
 
 __all__ = [
     "HEIGHTS",

@@ -215,7 +215,7 @@ def _banner(handle) -> str:
 
 def _run_serve(args: argparse.Namespace) -> int:
     import feeslab.devnet
-    from feeslab.fetch.errors import ConfigError
+    from feeslab.errors import ConfigError
 
     try:
         feeslab.devnet.require("feeslab serve needs the devnet")
@@ -553,7 +553,7 @@ def _ledger_text(ledger: Any) -> str:
 
 def _run_fetch(args: argparse.Namespace) -> int:
     from feeslab.connection import connect
-    from feeslab.fetch.errors import BudgetExceeded, ConfigError, FeeslabError, redact
+    from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError, redact
     from feeslab.frames.io import write_frame
 
     api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None

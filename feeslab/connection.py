@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from feeslab.errors import ConfigError
 from feeslab.fetch.credits import CreditLedger, ask_devnet_credits_per_second, pacing_rate
-from feeslab.fetch.errors import ConfigError
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.fetch.node import NodeClient

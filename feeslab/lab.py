@@ -21,8 +21,8 @@ from feeslab.datasets import base_fees, blocks, calls, fee_history, gas, storage
 from feeslab.datasets._checks import is_archive
 from feeslab.datasets.uncles import SAMPLE as UNCLE_SAMPLE
 from feeslab.datasets.uncles import UncleScan
+from feeslab.errors import ConfigError, redact
 from feeslab.fetch.credits import CreditLedger, Plan
-from feeslab.fetch.errors import ConfigError, redact
 from feeslab.frames.calls import ZERO_ADDRESS
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 

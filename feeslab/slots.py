@@ -108,7 +108,7 @@ def storage_word(answer: Any, name: str = "word") -> int:
         (a ``FeeslabError`` and a ``ValueError``) Not a string, not hex, or longer than 32
         bytes; ``name`` says which answer.
     """
-    from feeslab.fetch.errors import MalformedWord  # late: slots stays importable alone
+    from feeslab.errors import MalformedWord  # late: slots stays importable alone
 
     if not isinstance(answer, str) or not _WORD.fullmatch(answer):
         shown = repr(answer) if len(repr(answer)) <= 80 else repr(answer)[:77] + "..."

@@ -13,7 +13,7 @@ from feeslab.caip import (
     parse_scope_key,
     parse_scopes,
 )
-from feeslab.fetch.errors import CaipError, FeeslabError
+from feeslab.errors import CaipError, FeeslabError
 
 # examples from the CAIP-2 and CAIP-10 texts
 CHAIN_IDS = [

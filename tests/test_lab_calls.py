@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from feeslab.fetch.errors import BudgetExceeded, RevertError, RpcError
+from feeslab.errors import BudgetExceeded, RevertError, RpcError
 from feeslab.frames import encode_call, function_spec
 from feeslab.slots import IMPLEMENTATION_SLOT, mapping_slot
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from feeslab.devnet.evm import CallRequest
-from feeslab.fetch.errors import BudgetExceeded
+from feeslab.errors import BudgetExceeded
 from feeslab.frames import encode_call, function_spec
 
 BLOCK_DEPTH = 9_000  # blocks after the contracts' deployment: GasBurner cells and balances exist

@@ -65,7 +65,7 @@ from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported 
     next_excess_blob_gas,
 )
 from feeslab.chainspec import ChainSpec, resolve_spec
-from feeslab.fetch.errors import ChainSpecError
+from feeslab.errors import ChainSpecError
 
 __all__ = [
     "BLOB_REGIMES",

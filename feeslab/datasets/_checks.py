@@ -6,7 +6,7 @@ import operator
 import re
 from typing import Any
 
-from feeslab.fetch.errors import ConfigError
+from feeslab.errors import ConfigError
 from feeslab.fetch.node import quantity
 from feeslab.sources.rpc import RpcSource
 

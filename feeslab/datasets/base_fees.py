@@ -18,8 +18,8 @@ import pandas as pd
 
 from feeslab.datasets import blocks
 from feeslab.datasets._checks import rpc
+from feeslab.errors import ConfigError
 from feeslab.fetch.credits import Plan, PlanLine
-from feeslab.fetch.errors import ConfigError
 from feeslab.frames import parse_base_fee_history
 
 __all__ = ["get", "plan"]

@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import address, block_number, block_param, rpc
+from feeslab.errors import RevertError
 from feeslab.fetch.credits import Plan
-from feeslab.fetch.errors import RevertError
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import decode_output, encode_call, function_spec, parse_call_series
@@ -70,7 +70,7 @@ def call(
 
     Raises
     ------
-    feeslab.fetch.errors.RevertError
+    feeslab.errors.RevertError
         When the call reverts: ``.reason`` (``Error(string)`` or the panic text),
         ``.panic_code``, and ``.error_name``/``.error_args`` for a custom error in ``abi``.
     ValueError

@@ -17,8 +17,8 @@ import pandas as pd
 
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets._checks import block_number, rpc
+from feeslab.errors import RevertError
 from feeslab.fetch.credits import Plan
-from feeslab.fetch.errors import RevertError
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates

@@ -43,7 +43,7 @@ def require(reason: str = "the devnet is not installed") -> None:
     """Raise ``ConfigError`` saying how to install the devnet extra, when it is missing."""
     missing = missing_packages()
     if missing:
-        from feeslab.fetch.errors import ConfigError
+        from feeslab.errors import ConfigError
 
         raise ConfigError(f"{reason} (missing {', '.join(missing)}): {INSTALL_HINT}")
 

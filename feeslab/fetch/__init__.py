@@ -15,30 +15,9 @@ built by ``feeslab.datasets``);
 ``IpfsClient`` speaks the storage API (with an async twin); the multichain wallet's clients are
 in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``, which builds on these errors).
 
-Errors form one tree under ``FeeslabError``; see ``feeslab.fetch.errors``.
+Errors form one tree under ``FeeslabError``, in ``feeslab.errors``.
 """
 
-from feeslab.fetch.errors import (
-    AuthError,
-    BudgetExceeded,
-    CaipError,
-    CidMismatchError,
-    ConfigError,
-    CreditsExhausted,
-    FeeslabError,
-    IpfsError,
-    IpfsStreamError,
-    NotificationTimeout,
-    ProtocolError,
-    RateLimited,
-    RevertError,
-    RpcError,
-    TransportError,
-    UserRejected,
-    WalletError,
-    WalletUnauthorized,
-    redact,
-)
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import (
@@ -60,31 +39,12 @@ __all__ = [
     "AsyncIpfsClient",
     "AsyncSubscription",
     "AsyncWebSocketTransport",
-    "AuthError",
-    "BudgetExceeded",
-    "CaipError",
-    "CidMismatchError",
-    "ConfigError",
     "CreditGovernor",
-    "CreditsExhausted",
-    "FeeslabError",
     "HTTPTransport",
     "IpfsClient",
-    "IpfsError",
-    "IpfsStreamError",
     "NodeClient",
-    "NotificationTimeout",
-    "ProtocolError",
-    "RateLimited",
-    "RevertError",
     "RpcCall",
-    "RpcError",
     "RpcResult",
     "Subscription",
-    "TransportError",
-    "UserRejected",
-    "WalletError",
-    "WalletUnauthorized",
     "WebSocketTransport",
-    "redact",
 ]

@@ -496,7 +496,7 @@ class Budget:
 
         Raises
         ------
-        feeslab.fetch.errors.BudgetExceeded
+        feeslab.errors.BudgetExceeded
             If ``spent + planned > limit``; nothing has been sent.
         """
         planned = plan.total if isinstance(plan, Plan) else int(plan)
@@ -511,7 +511,7 @@ class Budget:
 
         Raises
         ------
-        feeslab.fetch.errors.BudgetExceeded
+        feeslab.errors.BudgetExceeded
             With ``planned=credits``; nothing is counted and the request must not be sent.
         """
         if credits < 0:
@@ -532,7 +532,7 @@ class Budget:
 
 def _budget_exceeded(planned: int, budget: int, spent: int) -> Exception:
     # late import: errors.py belongs to the transport side and must not import this module
-    from feeslab.fetch.errors import BudgetExceeded
+    from feeslab.errors import BudgetExceeded
 
     return BudgetExceeded(planned=planned, budget=budget, spent=spent)
 
@@ -608,7 +608,7 @@ def pacing_rate(
     ConfigError
         A value that is neither a positive number nor a known plan.
     """
-    from feeslab.fetch.errors import ConfigError
+    from feeslab.errors import ConfigError
 
     if isinstance(credits_per_second, str):
         try:

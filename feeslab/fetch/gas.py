@@ -11,10 +11,8 @@ from typing import Any
 
 import httpx
 
-from feeslab.fetch._redact import describe, register_secrets
-from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.credits import CreditLedger
-from feeslab.fetch.errors import (
+from feeslab._redact import describe, register_secrets
+from feeslab.errors import (
     AuthError,
     CreditsExhausted,
     ProtocolError,
@@ -22,6 +20,8 @@ from feeslab.fetch.errors import (
     TransportError,
     redact,
 )
+from feeslab.fetch._tls import shared_ssl_context
+from feeslab.fetch.credits import CreditLedger
 
 ENDPOINTS = ("baseFeeHistory", "suggestedGasFees", "baseFeePercentile", "busyThreshold")
 

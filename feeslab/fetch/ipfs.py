@@ -35,9 +35,8 @@ import httpcore
 import httpx
 
 from feeslab import unixfs
-from feeslab.fetch._redact import describe, redact, register_secrets
-from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.errors import (
+from feeslab._redact import describe, redact, register_secrets
+from feeslab.errors import (
     AuthError,
     CidMismatchError,
     ConfigError,
@@ -46,6 +45,7 @@ from feeslab.fetch.errors import (
     RateLimited,
     TransportError,
 )
+from feeslab.fetch._tls import shared_ssl_context
 
 __all__ = [
     "AddProgress",

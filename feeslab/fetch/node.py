@@ -25,10 +25,10 @@ import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+from feeslab.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import CreditLedger
-from feeslab.fetch.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch.transport import RpcCall, RpcResult
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain

@@ -70,9 +70,8 @@ from typing import Any, TypeVar
 import httpx
 
 from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, http_status_cost, method_cost
-from feeslab.fetch._redact import describe, register_secrets, scrub_exception, secrets_in_url
-from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.errors import (
+from feeslab._redact import describe, register_secrets, scrub_exception, secrets_in_url
+from feeslab.errors import (
     AuthError,
     ConfigError,
     CreditsExhausted,
@@ -83,6 +82,7 @@ from feeslab.fetch.errors import (
     TransportError,
     redact,
 )
+from feeslab.fetch._tls import shared_ssl_context
 
 __all__ = [
     "AsyncHTTPTransport",

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from websockets.exceptions import ConnectionClosed
 
 from feeslab.caip import ChainId, Scope, ScopeKey, Session, parse_scopes
-from feeslab.fetch.errors import (
+from feeslab.errors import (
     CaipError,
     FeeslabError,
     NotificationTimeout,

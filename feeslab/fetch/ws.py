@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from feeslab.fetch._redact import scrub_exception
-from feeslab.fetch.errors import (
+from feeslab._redact import scrub_exception
+from feeslab.errors import (
     AuthError,
     ConfigError,
     CreditsExhausted,

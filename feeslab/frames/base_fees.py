@@ -390,7 +390,7 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
         (f.attrs.get("chain_id"), f.attrs.get("chain_spec")): f.attrs for f in items if f.attrs
     }
     if len(said) > 1:  # snapshots of two chains (or heights) would stitch into nonsense
-        from feeslab.fetch.errors import ChainSpecConflict
+        from feeslab.errors import ChainSpecConflict
 
         raise ChainSpecConflict(f"the snapshots are of different chains: {sorted(said, key=str)}")
     combined = pd.concat(

@@ -32,7 +32,7 @@ from eth_abi.grammar import normalize, parse
 from eth_utils import collapse_if_tuple, function_signature_to_4byte_selector
 
 from feeslab._hexbytes import check_address, is_address
-from feeslab.fetch.errors import RevertError, RpcError
+from feeslab.errors import RevertError, RpcError
 from feeslab.frames.blocks import _empty, _int64, _object_series, _quantity
 
 __all__ = [

@@ -44,7 +44,7 @@ import pandas as pd
 import rlp
 from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
-from feeslab.fetch.errors import ConfigError, FeeslabError
+from feeslab.errors import ConfigError, FeeslabError
 from feeslab.frames.base_fees import FEE_HISTORY_DTYPES, GWEI, reward_column
 from feeslab.frames.blocks import BLOCK_DTYPES, _empty, _object_series, _utc_seconds
 from feeslab.frames.uncles import UNCLE_DTYPES, uncle_scan_frame

@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from feeslab.chainspec import ChainSpec, with_chain
+from feeslab.errors import ConfigError
 from feeslab.fetch.credits import Budget, CreditLedger, Plan
-from feeslab.fetch.errors import ConfigError
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import RpcCall, RpcResult
 

@@ -20,7 +20,7 @@ import pytest
 
 from feeslab.analysis import uncles as U
 from feeslab.chainspec import ChainSpec
-from feeslab.fetch.errors import ConfigError
+from feeslab.errors import ConfigError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -20,7 +20,7 @@ from feeslab.devnet import spawn, start
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.errors import RpcError
 from feeslab.devnet.wallet import SOLANA_MAINNET, DevnetWallet, WalletUser
-from feeslab.fetch.errors import CaipError
+from feeslab.errors import CaipError
 
 SOLANA = str(SOLANA_MAINNET)
 BLOCK_TIME = 12.0

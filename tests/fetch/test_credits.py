@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from feeslab.errors import BudgetExceeded, FeeslabError
 from feeslab.fetch.credits import FEE_ROW, Budget, CreditLedger, Plan, PlanLine
-from feeslab.fetch.errors import BudgetExceeded, FeeslabError
 
 NODE_PRICES = {
     # interface section 8

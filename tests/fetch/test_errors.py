@@ -8,8 +8,8 @@ import pytest
 from eth_abi import encode
 from eth_hash.auto import keccak
 
-from feeslab.fetch import errors as errors_module
-from feeslab.fetch.errors import (
+from feeslab import errors as errors_module
+from feeslab.errors import (
     AuthError,
     BudgetExceeded,
     ConfigError,

@@ -16,7 +16,7 @@ import pytest
 import feeslab
 import feeslab.devnet
 from feeslab.devnet._blockstore import Blockstore
-from feeslab.fetch.errors import (
+from feeslab.errors import (
     AuthError,
     CidMismatchError,
     ConfigError,

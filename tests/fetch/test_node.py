@@ -8,7 +8,8 @@ import pytest
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import fee_history, storage, uncles
 from feeslab.devnet import start
-from feeslab.fetch import CreditsExhausted, WebSocketTransport
+from feeslab.errors import CreditsExhausted
+from feeslab.fetch import WebSocketTransport
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import HTTPTransport

@@ -22,11 +22,11 @@ import httpx
 import pytest
 
 import feeslab
+from feeslab._redact import LOG_FILTER, redact, register_secrets, scrub_exception
 from feeslab.caip import Scope
 from feeslab.devnet import start
-from feeslab.fetch._redact import LOG_FILTER, redact, register_secrets, scrub_exception
+from feeslab.errors import ConfigError, TransportError
 from feeslab.fetch.credits import CreditLedger
-from feeslab.fetch.errors import ConfigError, TransportError
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
 from feeslab.fetch.transport import AsyncHTTPTransport, HTTPTransport, RpcCall

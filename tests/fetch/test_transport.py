@@ -15,20 +15,17 @@ import httpx
 import pytest
 
 from feeslab.devnet import start
-from feeslab.fetch import (
-    AsyncHTTPTransport,
+from feeslab.errors import (
     AuthError,
     ConfigError,
-    CreditGovernor,
     CreditsExhausted,
-    HTTPTransport,
     ProtocolError,
     RateLimited,
     RevertError,
-    RpcCall,
     RpcError,
     TransportError,
 )
+from feeslab.fetch import AsyncHTTPTransport, CreditGovernor, HTTPTransport, RpcCall
 from feeslab.fetch.transport import GOVERNOR_BURST, GOVERNOR_HEADROOM
 
 URL = "https://mainnet.example/v3/0123456789abcdef0123456789abcdef"

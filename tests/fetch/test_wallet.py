@@ -12,7 +12,7 @@ import feeslab
 from feeslab.caip import ChainId, Scope, Session
 from feeslab.devnet import start
 from feeslab.devnet.wallet import WalletUser
-from feeslab.fetch.errors import (
+from feeslab.errors import (
     CaipError,
     ConfigError,
     NotificationTimeout,
@@ -271,7 +271,7 @@ def test_lab_on_the_service_has_no_wallet_but_explains(monkeypatch):
 
 
 def test_wallet_errors_sit_in_the_one_tree():
-    from feeslab.fetch import errors
+    from feeslab import errors
 
     assert WalletError.__bases__ == (RpcError,)
     assert WalletUnauthorized.__bases__ == UserRejected.__bases__ == (WalletError,)

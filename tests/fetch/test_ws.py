@@ -9,14 +9,8 @@ from typing import Any
 import pytest
 
 from feeslab.devnet import start
-from feeslab.fetch import (
-    AsyncWebSocketTransport,
-    AuthError,
-    ConfigError,
-    CreditsExhausted,
-    RpcCall,
-    WebSocketTransport,
-)
+from feeslab.errors import AuthError, ConfigError, CreditsExhausted
+from feeslab.fetch import AsyncWebSocketTransport, RpcCall, WebSocketTransport
 
 
 def ws_url(devnet: Any, key: str | None = None) -> str:

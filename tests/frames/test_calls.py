@@ -7,7 +7,7 @@ import pytest
 from eth_abi import encode
 from eth_hash.auto import keccak
 
-from feeslab.fetch.errors import RevertError, RpcError
+from feeslab.errors import RevertError, RpcError
 from feeslab.frames import (
     COST_DTYPES,
     call_object,

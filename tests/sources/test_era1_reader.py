@@ -15,7 +15,7 @@ import rlp
 from eth_hash.auto import keccak
 
 import feeslab
-from feeslab.fetch.errors import ConfigError
+from feeslab.errors import ConfigError
 from feeslab.sources import era1 as era1_module
 from feeslab.sources.era1 import (
     Era1Error,

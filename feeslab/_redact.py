@@ -25,11 +25,10 @@ import base64
 import contextlib
 import logging
 import re
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
-
-import httpx
 
 __all__ = [
     "LOG_FILTER",
@@ -150,11 +149,18 @@ def _redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     return data if clean == text else clean.encode("latin-1")
 
 
+def _httpx(name: str) -> Any:
+    """httpx's class ``name``, or ``()`` (matches nothing) while httpx is not imported: an httpx
+    object cannot exist before, and the error tree stays importable without the network layer."""
+    module = sys.modules.get("httpx")
+    return getattr(module, name) if module is not None else ()
+
+
 def _clean_headers(headers: Any, secrets: Iterable[str]) -> Any:
-    if isinstance(headers, httpx.Headers):
+    if isinstance(headers, _httpx("Headers")):
         items = headers.multi_items()
         clean = [(k, redact(v, secrets)) for k, v in items]
-        return headers if clean == items else httpx.Headers(clean)
+        return headers if clean == items else type(headers)(clean)
     raw_items = getattr(headers, "raw_items", None)  # websockets' Headers
     if callable(raw_items):
         items = list(raw_items())
@@ -165,16 +171,16 @@ def _clean_headers(headers: Any, secrets: Iterable[str]) -> Any:
 
 def _scrub_message(obj: Any, secrets: Iterable[str]) -> None:
     """Mask an httpx or websockets request/response in place: URL, path, headers, body."""
-    if isinstance(obj, httpx.Request):
+    if isinstance(obj, _httpx("Request")):
         url = str(obj.url)
         clean = redact(url, secrets)
         if clean != url:
-            obj.url = httpx.URL(clean)
+            obj.url = type(obj.url)(clean)
         obj.headers = _clean_headers(obj.headers, secrets)
         if isinstance(getattr(obj, "_content", None), bytes):
             obj._content = _redact_bytes(obj._content, secrets)
         return
-    if isinstance(obj, httpx.Response):
+    if isinstance(obj, _httpx("Response")):
         obj.headers = _clean_headers(obj.headers, secrets)
         if isinstance(getattr(obj, "_content", None), bytes):
             obj._content = _redact_bytes(obj._content, secrets)
@@ -199,7 +205,7 @@ def _scrub_message(obj: Any, secrets: Iterable[str]) -> None:
 
 
 def _is_message(value: Any) -> bool:
-    if isinstance(value, httpx.Request | httpx.Response):
+    if isinstance(value, (_httpx("Request"), _httpx("Response"))):
         return True
     return type(value).__module__.startswith("websockets") and hasattr(value, "headers")
 
@@ -212,10 +218,10 @@ def _clean_value(value: Any, secrets: Iterable[str]) -> Any:
         return value if clean == value else clean
     if isinstance(value, bytes):
         return _redact_bytes(value, secrets)
-    if isinstance(value, httpx.URL):
+    if isinstance(value, _httpx("URL")):
         text = str(value)
         clean = redact(text, secrets)
-        return value if clean == text else httpx.URL(clean)
+        return value if clean == text else type(value)(clean)
     if isinstance(value, tuple):
         items = tuple(_clean_value(v, secrets) for v in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
@@ -320,7 +326,7 @@ def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     """
     scrub_exception(exc, secrets)
     text = str(exc).strip()
-    if not text and isinstance(exc, TimeoutError | httpx.TimeoutException):
+    if not text and (isinstance(exc, (TimeoutError, _httpx("TimeoutException")))):
         text = "timed out"  # anyio's own text is a cancel scope's id: noise
     link = exc.__cause__ or exc.__context__
     for _ in range(8):  # the chains here are short; a cycle must not spin

@@ -1,4 +1,4 @@
-"""The one exception tree of ``feeslab.fetch``.
+"""The one exception tree of feeslab: every error any layer raises (exported once, here).
 
 ::
 
@@ -45,13 +45,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from feeslab._redact import redact
 from feeslab._solidity import (
     ERROR_SELECTOR,
     PANIC_REASONS,
     PANIC_SELECTOR,
     panic_reason,
 )
-from feeslab.fetch._redact import redact
 
 __all__ = [
     "PANIC_REASONS",
@@ -82,7 +82,7 @@ __all__ = [
 
 
 class FeeslabError(Exception):
-    """Base of every error ``feeslab.fetch`` raises; its message is always redacted."""
+    """Base of every error feeslab raises; its message is always redacted."""
 
     def __init__(self, message: str = "", *, secrets: Iterable[str] = ()) -> None:
         self.message = redact(message, secrets)
