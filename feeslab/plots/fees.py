@@ -21,6 +21,7 @@ __all__ = [
     "REGIME_COLOURS",
     "STATE_MARKERS",
     "SUMMARY_LABELS",
+    "VISIBLE_FRACTION",
     "plot_base_fee",
     "plot_base_fee_bounds",
     "plot_block_states",
@@ -59,6 +60,8 @@ SUMMARY_LABELS: dict[str, str] = {
     "full_share": "share of full blocks [fraction]",
     "empty_share": "share of empty blocks [fraction]",
 }
+VISIBLE_FRACTION = 0.005
+"""A band narrower than this share of its plot's range does not show: it gets no legend entry."""
 _BLOCK_LABEL = "block number"
 _RATIO_LABEL = "gas used / gas target [1]"
 
@@ -147,7 +150,9 @@ def plot_utilisation(
     matplotlib.axes.Axes
         The interval (``ax.collections[0]``, from ``fill_between``), the estimate line
         (label ``inferred from base fees``), the truth markers (``from headers``) if given,
-        and dotted lines at the target (1) and at ``full_ratio``.
+        and dotted lines at the target (1) and at ``full_ratio``. The interval is in the
+        legend only where it shows: when its widest point is at least
+        :data:`VISIBLE_FRACTION` of the estimate's range.
     """
     frame = _require(
         frame,
@@ -156,14 +161,17 @@ def plot_utilisation(
     )
     ax = _axes(ax)
     x = _x(frame)
+    low = frame["gas_used_target_ratio_low"].to_numpy(dtype=float, na_value=np.nan)
+    high = frame["gas_used_target_ratio_high"].to_numpy(dtype=float, na_value=np.nan)
+    mid = frame["gas_used_target_ratio"].to_numpy(dtype=float, na_value=np.nan)
+    # at ordinary base fees the interval is under 1e-8 wide: a legend entry would name nothing
+    widest = np.nanmax(high - low, initial=0.0)
+    span = np.nanmax(mid, initial=0.0) - np.nanmin(mid, initial=0.0)
+    visible = widest >= VISIBLE_FRACTION * (span or 1.0)
     ax.fill_between(
-        x,
-        frame["gas_used_target_ratio_low"].to_numpy(),
-        frame["gas_used_target_ratio_high"].to_numpy(),
-        step="mid",
-        alpha=0.3,
-        label="rounding interval",
-    )
+        x, low, high, step="mid", alpha=0.3,
+        label="rounding interval" if visible else "_rounding interval (too narrow to see)",
+    )  # fmt: skip
     ax.plot(
         x,
         frame["gas_used_target_ratio"].to_numpy(),
@@ -184,7 +192,7 @@ def plot_utilisation(
         ax.axhline(full_ratio, color="firebrick", ls=":", lw=1, label="full block")
     ax.set_xlabel(_x_label(frame))
     ax.set_ylabel(_RATIO_LABEL)
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")
     return ax
 
 
@@ -415,6 +423,7 @@ def plot_fee_summary(
     *,
     column: str = "scaled_volatility",
     ax: Axes | None = None,
+    percent: bool = False,
     **kwargs: Any,
 ) -> Axes:
     """One value of :func:`feeslab.analysis.fees.fee_summary` per chain, as bars.
@@ -428,6 +437,9 @@ def plot_fee_summary(
         The value to show.
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure when None.
+    percent : bool, default False
+        Show a fraction (``full_share``, ``max_rise``...) in percent: bars times 100, the
+        label's ``[fraction]`` as ``[%]``.
     **kwargs
         Passed to ``Axes.barh``.
 
@@ -439,7 +451,11 @@ def plot_fee_summary(
     summary = _require(summary, {column}, f"fee_summary rows with a {column!r} column")
     ax = _axes(ax)
     names = [str(n) for n in summary.index]
-    ax.barh(names, summary[column].to_numpy(dtype=float), **kwargs)
+    label = SUMMARY_LABELS.get(column, column)
+    if percent and not label.endswith("[fraction]"):
+        raise ValueError(f"percent=True needs a fraction; {column!r} is {label!r}")
+    scale = 100.0 if percent else 1.0
+    ax.barh(names, summary[column].to_numpy(dtype=float) * scale, **kwargs)
     ax.invert_yaxis()  # first chain on top
-    ax.set_xlabel(SUMMARY_LABELS.get(column, column))
+    ax.set_xlabel(label.replace("[fraction]", "[%]") if percent else label)
     return ax
