@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = [
     "REGIME_COLOURS",
@@ -95,6 +95,7 @@ def _base_fee_frame(frame: Any, what: str) -> pd.DataFrame:
     return frame
 
 
+@_documented
 def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee per block.
 
@@ -103,8 +104,7 @@ def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any)
     frame : pandas.DataFrame
         A fee frame (``Lab.fee_history``, ``Lab.base_fee_history``, ``Lab.blocks``): the
         ``base_fee_gwei`` column (or ``base_fee_wei``), against ``block_number``.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` (e.g. ``label``, ``color``, ``lw``).
 
@@ -121,6 +121,7 @@ def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any)
     return ax
 
 
+@_documented
 def plot_utilisation(
     frame: pd.DataFrame,
     *,
@@ -135,8 +136,7 @@ def plot_utilisation(
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.infer_utilisation`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     truth : pandas.Series, optional
         The ratio from the headers (:func:`feeslab.analysis.fees.gas_used_target_ratio`),
         aligned with ``frame``, drawn as markers over the estimate.
@@ -196,6 +196,7 @@ def plot_utilisation(
     return ax
 
 
+@_documented
 def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee per block, with full, empty and unclear blocks marked.
 
@@ -204,8 +205,7 @@ def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     frame : pandas.DataFrame
         A fee frame with ``base_fee_gwei`` (or ``_wei``) and a ``state`` column
         (:func:`feeslab.analysis.fees.block_states`).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` for the base fee line.
 
@@ -239,6 +239,7 @@ def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     return ax
 
 
+@_documented
 def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Rolling volatility of the base fee.
 
@@ -247,8 +248,7 @@ def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     frame : pandas.DataFrame
         With a ``volatility`` column (:func:`feeslab.analysis.fees.rolling_volatility`
         assigned to a fee frame) and ``block_number``.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot``.
 
@@ -265,6 +265,7 @@ def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     return ax
 
 
+@_documented
 def plot_regimes(
     frame: pd.DataFrame,
     *,
@@ -278,8 +279,7 @@ def plot_regimes(
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.fee_regimes`'s frame (``drift``, ``spread``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     drift_threshold : float, optional
         Draws dotted lines at ± this drift (the rising / falling thresholds); None: none.
     **kwargs
@@ -305,6 +305,7 @@ def plot_regimes(
     return ax
 
 
+@_documented
 def plot_regime_spans(
     spans: pd.DataFrame,
     *,
@@ -318,8 +319,7 @@ def plot_regime_spans(
     ----------
     spans : pandas.DataFrame
         :func:`feeslab.analysis.fees.regime_spans`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     colours : dict, optional
         Colour per regime (default :data:`REGIME_COLOURS`).
     **kwargs
@@ -350,6 +350,7 @@ def plot_regime_spans(
     return ax
 
 
+@_documented
 def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee with the Gas API's ``baseFeePercentile`` and ``busyThreshold`` over time.
 
@@ -357,8 +358,7 @@ def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.gas_api_percentiles`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` for the base fee line.
 
@@ -385,6 +385,7 @@ def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     return ax
 
 
+@_documented
 def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """The lowest and highest base fee reachable k blocks ahead, as a fan.
 
@@ -392,8 +393,7 @@ def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.base_fee_bounds`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.fill_between`` (e.g. ``color``, ``alpha``).
 
@@ -418,6 +418,7 @@ def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     return ax
 
 
+@_documented
 def plot_fee_summary(
     summary: pd.DataFrame,
     *,
@@ -435,8 +436,7 @@ def plot_fee_summary(
         (``pd.DataFrame([fee_summary(...), ...])``).
     column : str
         The value to show.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     percent : bool, default False
         Show a fraction (``full_share``, ``max_rise``...) in percent: bars times 100, the
         label's ``[fraction]`` as ``[%]``.
