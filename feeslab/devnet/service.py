@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from feeslab.devnet import gasapi, rpc
@@ -135,3 +136,27 @@ class Devnet:
             ],
             "accounts": first.accounts_json(),
         }
+
+    def ipfs_block_file(self, cid: str) -> Path:
+        """The file on this machine's disk that holds one block of the storage API's node.
+
+        The node keeps kubo's flatfs layout, one file per block (a file's chunks and its root
+        are blocks); damaging one shows what the node's integrity check does. The file may not
+        exist: the node may not hold the block.
+
+        Parameters
+        ----------
+        cid : str
+            The block's CID (``Qm...`` or ``b...``), e.g. a link of ``object_get``.
+
+        Raises
+        ------
+        feeslab.unixfs.CidError
+            When ``cid`` is not a CID.
+        """
+        from feeslab.devnet.ipfs import IpfsNode
+        from feeslab.unixfs import CID
+
+        if self.ipfs is None:  # served devnets open one; a bare Devnet gets the default
+            self.ipfs = IpfsNode.open()
+        return self.ipfs.blocks.path(CID.parse(str(cid)))

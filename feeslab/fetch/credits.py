@@ -242,6 +242,28 @@ class CreditLedger:
                     "a node that is not the service)")  # fmt: skip
         return f"CreditLedger(spent={self.spent:,}, calls={self.calls:,}, cached={self.cached:,})"
 
+    def _repr_html_(self) -> str:
+        """The ledger as a table in Jupyter: one row per method, a total row last."""
+        with self._lock:
+            rows = sorted(self._rows.items(), key=lambda item: (-item[1].credits, item[0]))
+        esc = html.escape
+        right = "style='text-align:right'"
+        body = "".join(
+            f"<tr><td><code>{esc(name)}</code></td><td {right}>{row.calls:,}</td>"
+            f"<td {right}>{row.cached:,}</td><td {right}>{row.refused:,}</td>"
+            f"<td {right}>{row.credits:,}</td></tr>"
+            for name, row in rows
+        )
+        priced = "" if self.priced else " (not priced: a node that is not the service)"
+        return (
+            f"<table><caption>Credits spent: {self.spent:,}{priced}</caption>"
+            "<thead><tr><th>method</th><th>calls</th><th>cached</th><th>refused</th>"
+            "<th>credits</th></tr></thead>"
+            f"<tbody>{body}</tbody><tfoot><tr><th>total</th><th {right}>{self.calls:,}</th>"
+            f"<th {right}>{self.cached:,}</th><td></td><th {right}>{self.spent:,}</th></tr>"
+            "</tfoot></table>"
+        )
+
 
 @dataclass(frozen=True)
 class PlanLine:
@@ -359,6 +381,11 @@ class Plan:
     def estimated(self) -> bool:
         """Whether any line is an estimate."""
         return any(line.estimated for line in self.lines)
+
+    def count(self, method: str) -> int:
+        """Calls of ``method`` the plan makes (estimated where its lines are), summed over its
+        lines; 0 when the plan does not call it."""
+        return sum(line.count for line in self.lines if line.method == method)
 
     def minus_cached(self, counts: Mapping[str, int]) -> Plan:
         """The plan left once the cache's answers are taken off.

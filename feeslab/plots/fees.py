@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = [
     "REGIME_COLOURS",
     "STATE_MARKERS",
     "SUMMARY_LABELS",
+    "VISIBLE_FRACTION",
     "plot_base_fee",
     "plot_base_fee_bounds",
     "plot_block_states",
@@ -59,6 +60,8 @@ SUMMARY_LABELS: dict[str, str] = {
     "full_share": "share of full blocks [fraction]",
     "empty_share": "share of empty blocks [fraction]",
 }
+VISIBLE_FRACTION = 0.005
+"""A band narrower than this share of its plot's range does not show: it gets no legend entry."""
 _BLOCK_LABEL = "block number"
 _RATIO_LABEL = "gas used / gas target [1]"
 
@@ -92,6 +95,7 @@ def _base_fee_frame(frame: Any, what: str) -> pd.DataFrame:
     return frame
 
 
+@_documented
 def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee per block.
 
@@ -100,8 +104,7 @@ def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any)
     frame : pandas.DataFrame
         A fee frame (``Lab.fee_history``, ``Lab.base_fee_history``, ``Lab.blocks``): the
         ``base_fee_gwei`` column (or ``base_fee_wei``), against ``block_number``.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` (e.g. ``label``, ``color``, ``lw``).
 
@@ -118,6 +121,7 @@ def plot_base_fee(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any)
     return ax
 
 
+@_documented
 def plot_utilisation(
     frame: pd.DataFrame,
     *,
@@ -132,8 +136,7 @@ def plot_utilisation(
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.infer_utilisation`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     truth : pandas.Series, optional
         The ratio from the headers (:func:`feeslab.analysis.fees.gas_used_target_ratio`),
         aligned with ``frame``, drawn as markers over the estimate.
@@ -147,7 +150,9 @@ def plot_utilisation(
     matplotlib.axes.Axes
         The interval (``ax.collections[0]``, from ``fill_between``), the estimate line
         (label ``inferred from base fees``), the truth markers (``from headers``) if given,
-        and dotted lines at the target (1) and at ``full_ratio``.
+        and dotted lines at the target (1) and at ``full_ratio``. The interval is in the
+        legend only where it shows: when its widest point is at least
+        :data:`VISIBLE_FRACTION` of the estimate's range.
     """
     frame = _require(
         frame,
@@ -156,14 +161,17 @@ def plot_utilisation(
     )
     ax = _axes(ax)
     x = _x(frame)
+    low = frame["gas_used_target_ratio_low"].to_numpy(dtype=float, na_value=np.nan)
+    high = frame["gas_used_target_ratio_high"].to_numpy(dtype=float, na_value=np.nan)
+    mid = frame["gas_used_target_ratio"].to_numpy(dtype=float, na_value=np.nan)
+    # at ordinary base fees the interval is under 1e-8 wide: a legend entry would name nothing
+    widest = np.nanmax(high - low, initial=0.0)
+    span = np.nanmax(mid, initial=0.0) - np.nanmin(mid, initial=0.0)
+    visible = widest >= VISIBLE_FRACTION * (span or 1.0)
     ax.fill_between(
-        x,
-        frame["gas_used_target_ratio_low"].to_numpy(),
-        frame["gas_used_target_ratio_high"].to_numpy(),
-        step="mid",
-        alpha=0.3,
-        label="rounding interval",
-    )
+        x, low, high, step="mid", alpha=0.3,
+        label="rounding interval" if visible else "_rounding interval (too narrow to see)",
+    )  # fmt: skip
     ax.plot(
         x,
         frame["gas_used_target_ratio"].to_numpy(),
@@ -184,10 +192,11 @@ def plot_utilisation(
         ax.axhline(full_ratio, color="firebrick", ls=":", lw=1, label="full block")
     ax.set_xlabel(_x_label(frame))
     ax.set_ylabel(_RATIO_LABEL)
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")
     return ax
 
 
+@_documented
 def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee per block, with full, empty and unclear blocks marked.
 
@@ -196,8 +205,7 @@ def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     frame : pandas.DataFrame
         A fee frame with ``base_fee_gwei`` (or ``_wei``) and a ``state`` column
         (:func:`feeslab.analysis.fees.block_states`).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` for the base fee line.
 
@@ -231,6 +239,7 @@ def plot_block_states(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     return ax
 
 
+@_documented
 def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Rolling volatility of the base fee.
 
@@ -239,8 +248,7 @@ def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     frame : pandas.DataFrame
         With a ``volatility`` column (:func:`feeslab.analysis.fees.rolling_volatility`
         assigned to a fee frame) and ``block_number``.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot``.
 
@@ -257,6 +265,7 @@ def plot_volatility(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     return ax
 
 
+@_documented
 def plot_regimes(
     frame: pd.DataFrame,
     *,
@@ -270,8 +279,7 @@ def plot_regimes(
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.fee_regimes`'s frame (``drift``, ``spread``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     drift_threshold : float, optional
         Draws dotted lines at ± this drift (the rising / falling thresholds); None: none.
     **kwargs
@@ -297,6 +305,7 @@ def plot_regimes(
     return ax
 
 
+@_documented
 def plot_regime_spans(
     spans: pd.DataFrame,
     *,
@@ -310,8 +319,7 @@ def plot_regime_spans(
     ----------
     spans : pandas.DataFrame
         :func:`feeslab.analysis.fees.regime_spans`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     colours : dict, optional
         Colour per regime (default :data:`REGIME_COLOURS`).
     **kwargs
@@ -342,6 +350,7 @@ def plot_regime_spans(
     return ax
 
 
+@_documented
 def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Base fee with the Gas API's ``baseFeePercentile`` and ``busyThreshold`` over time.
 
@@ -349,8 +358,7 @@ def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.gas_api_percentiles`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` for the base fee line.
 
@@ -377,6 +385,7 @@ def plot_gas_api_percentiles(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     return ax
 
 
+@_documented
 def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """The lowest and highest base fee reachable k blocks ahead, as a fan.
 
@@ -384,8 +393,7 @@ def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.fees.base_fee_bounds`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.fill_between`` (e.g. ``color``, ``alpha``).
 
@@ -410,11 +418,13 @@ def plot_base_fee_bounds(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     return ax
 
 
+@_documented
 def plot_fee_summary(
     summary: pd.DataFrame,
     *,
     column: str = "scaled_volatility",
     ax: Axes | None = None,
+    percent: bool = False,
     **kwargs: Any,
 ) -> Axes:
     """One value of :func:`feeslab.analysis.fees.fee_summary` per chain, as bars.
@@ -426,8 +436,10 @@ def plot_fee_summary(
         (``pd.DataFrame([fee_summary(...), ...])``).
     column : str
         The value to show.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
+    percent : bool, default False
+        Show a fraction (``full_share``, ``max_rise``...) in percent: bars times 100, the
+        label's ``[fraction]`` as ``[%]``.
     **kwargs
         Passed to ``Axes.barh``.
 
@@ -439,7 +451,11 @@ def plot_fee_summary(
     summary = _require(summary, {column}, f"fee_summary rows with a {column!r} column")
     ax = _axes(ax)
     names = [str(n) for n in summary.index]
-    ax.barh(names, summary[column].to_numpy(dtype=float), **kwargs)
+    label = SUMMARY_LABELS.get(column, column)
+    if percent and not label.endswith("[fraction]"):
+        raise ValueError(f"percent=True needs a fraction; {column!r} is {label!r}")
+    scale = 100.0 if percent else 1.0
+    ax.barh(names, summary[column].to_numpy(dtype=float) * scale, **kwargs)
     ax.invert_yaxis()  # first chain on top
-    ax.set_xlabel(SUMMARY_LABELS.get(column, column))
+    ax.set_xlabel(label.replace("[fraction]", "[%]") if percent else label)
     return ax

@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = ["plot_cost_history", "plot_estimate_accuracy"]
 
 _COST_UNITS = {"ETH": "cost_eth", "gwei": "cost_gwei"}
 
 
+@_documented
 def plot_estimate_accuracy(
     accuracy: pd.DataFrame, *, ax: Axes | None = None, tolerance: float = 0.015, **kwargs: Any
 ) -> Axes:
@@ -33,8 +34,7 @@ def plot_estimate_accuracy(
     accuracy : pandas.DataFrame
         :func:`feeslab.analysis.gas.estimate_accuracy`'s frame: ``transaction``,
         ``overshoot_ratio`` [1] (and ``overshoot_gas`` [gas], ``error`` when present).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     tolerance : float, default 0.015
         The estimator's stopping tolerance [1], drawn as a dashed line (geth's 1.5 %).
     **kwargs
@@ -75,6 +75,7 @@ def plot_estimate_accuracy(
     return ax
 
 
+@_documented
 def plot_cost_history(
     costs: pd.DataFrame, *, ax: Axes | None = None, unit: str = "ETH", **kwargs: Any
 ) -> Axes:
@@ -84,8 +85,7 @@ def plot_cost_history(
     ----------
     costs : pandas.DataFrame
         :func:`feeslab.analysis.gas.cost_over_history`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     unit : {"ETH", "gwei"}
         The cost's unit.
     **kwargs

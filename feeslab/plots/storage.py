@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = [
     "plot_implementation_periods",
@@ -27,6 +27,7 @@ def _short(address: str) -> str:
     return f"{address[:6]}…{address[-4:]}" if len(address) == 42 else address
 
 
+@_documented
 def plot_storage_layout(table: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Draw each slot as a 32-byte word and every variable as a box at its bytes.
 
@@ -39,8 +40,7 @@ def plot_storage_layout(table: pd.DataFrame, *, ax: Axes | None = None, **kwargs
     ----------
     table : pandas.DataFrame
         :func:`feeslab.analysis.storage.layout_table`'s frame (or some of its rows).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.barh`` (e.g. ``color``, ``edgecolor``).
 
@@ -84,6 +84,7 @@ def plot_storage_layout(table: pd.DataFrame, *, ax: Axes | None = None, **kwargs
     return ax
 
 
+@_documented
 def plot_token_balances(
     balances: pd.DataFrame, *, ax: Axes | None = None, column: str = "balance", **kwargs: Any
 ) -> Axes:
@@ -93,8 +94,7 @@ def plot_token_balances(
     ----------
     balances : pandas.DataFrame
         :func:`feeslab.analysis.storage.token_balances`' frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     column : {"balance", "share"}
         Tokens held, or the fraction of the supply (needs ``total_supply=`` in the analysis).
     **kwargs
@@ -119,6 +119,7 @@ def plot_token_balances(
     return ax
 
 
+@_documented
 def plot_implementation_periods(
     periods: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
 ) -> Axes:
@@ -128,8 +129,7 @@ def plot_implementation_periods(
     ----------
     periods : pandas.DataFrame
         :func:`feeslab.analysis.storage.implementation_periods`' frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` for the periods.
 
@@ -161,6 +161,7 @@ def plot_implementation_periods(
     return ax
 
 
+@_documented
 def plot_oracle_answers(
     rounds: pd.DataFrame,
     *,
@@ -175,8 +176,7 @@ def plot_oracle_answers(
     ----------
     rounds : pandas.DataFrame
         :func:`feeslab.analysis.storage.oracle_rounds`' or ``round_updates``' frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     x : {"updated_at", "block_number"}
         The round's own time, or the block where it was sampled.
     unit : str, default "USD"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = [
     "REWARD_PARTS",
@@ -57,6 +57,7 @@ def _categories(ax: Axes, labels: Any) -> np.ndarray:
     return positions
 
 
+@_documented
 def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Uncle rate per group with its confidence interval as error bars.
 
@@ -68,8 +69,7 @@ def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
         against block number), :func:`~feeslab.analysis.uncles.uncle_rate_by_day` (against
         the UTC day) or :func:`~feeslab.analysis.uncles.uncle_rate_by_era` (one tick per era):
         ``rate``, ``lower``, ``upper`` [uncles/block].
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.errorbar`` (e.g. ``label``, ``color``, ``fmt``).
 
@@ -96,6 +96,7 @@ def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     return ax
 
 
+@_documented
 def plot_depth_distribution(
     frame: pd.DataFrame, *, ax: Axes | None = None, log: bool = False, **kwargs: Any
 ) -> Axes:
@@ -106,8 +107,7 @@ def plot_depth_distribution(
     frame : pandas.DataFrame
         :func:`feeslab.analysis.uncles.depth_distribution`: ``share``, ``lower``, ``upper``
         indexed by ``depth`` [blocks].
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     log : bool
         A logarithmic share axis, to see the rare deep uncles (empty depths then vanish).
     **kwargs
@@ -131,6 +131,7 @@ def plot_depth_distribution(
     return ax
 
 
+@_documented
 def plot_rewards(
     frame: pd.DataFrame,
     *,
@@ -145,8 +146,7 @@ def plot_rewards(
     frame : pandas.DataFrame
         :func:`feeslab.analysis.uncles.rewards_by_era`: ``block_reward_eth``,
         ``nephew_reward_eth`` and ``uncle_reward_eth`` [ETH/block] indexed by ``era``.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     parts : sequence of str, optional
         The columns to stack, in :data:`REWARD_PARTS` order; all three when None. Pass
         ``["nephew_reward_eth", "uncle_reward_eth"]`` to zoom on the parts a 2-5 ETH block
@@ -177,6 +177,7 @@ def plot_rewards(
     return ax
 
 
+@_documented
 def plot_miner_shares(
     frame: pd.DataFrame, *, ax: Axes | None = None, top: int | None = None, **kwargs: Any
 ) -> Axes:
@@ -187,8 +188,7 @@ def plot_miner_shares(
     frame : pandas.DataFrame
         :func:`feeslab.analysis.uncles.miner_shares`: ``share``, ``lower``, ``upper``
         indexed by miner, largest first.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     top : int, optional
         Draw only the first ``top`` rows.
     **kwargs
@@ -211,6 +211,7 @@ def plot_miner_shares(
     return ax
 
 
+@_documented
 def plot_miner_uncles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Each miner's stale rate against its share of the blocks, with intervals.
 
@@ -219,8 +220,7 @@ def plot_miner_uncles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     frame : pandas.DataFrame
         :func:`feeslab.analysis.uncles.miner_uncles`: ``share`` [fraction] and
         ``stale_rate``, ``stale_lower``, ``stale_upper`` [fraction] per miner.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.errorbar``.
 
@@ -241,6 +241,7 @@ def plot_miner_uncles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     return ax
 
 
+@_documented
 def plot_concentration(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Herfindahl-Hirschman index of block production per group.
 
@@ -250,8 +251,7 @@ def plot_concentration(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
         :func:`feeslab.analysis.uncles.miner_concentration` with ``by=``: ``hhi`` and
         ``hhi_unbiased`` [1] per group (numeric groups, e.g. window starts, on a number
         axis; others one tick each).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to both ``Axes.plot`` calls.
 
@@ -275,6 +275,7 @@ def plot_concentration(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
     return ax
 
 
+@_documented
 def plot_model_vs_data(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Observed fork rate per bin (with intervals) and the delay model's prediction.
 
@@ -284,8 +285,7 @@ def plot_model_vs_data(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
         :func:`feeslab.analysis.uncles.model_vs_data`: ``x`` (bin mean of the covariate,
         named with its unit in ``attrs["x_label"]``), ``rate``, ``lower``, ``upper`` and
         ``predicted`` [forks/height].
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.errorbar`` (the observed rates).
 

@@ -112,7 +112,7 @@ def test_plot_utilisation_draws_the_interval_the_estimate_and_the_truth(history)
     truth = fees.gas_used_target_ratio(history)
     ax = plot_utilisation(inferred, truth=truth, full_ratio=2.0)
     (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
-    assert band.get_label() == "rounding interval"
+    assert band.get_label().endswith("rounding interval (too narrow to see)")  # fees of gwei
     estimate = _line(ax, "inferred from base fees")
     assert np.allclose(estimate.get_ydata(), inferred["gas_used_target_ratio"], equal_nan=True)
     headers = _line(ax, "from headers")
@@ -124,6 +124,30 @@ def test_plot_utilisation_draws_the_interval_the_estimate_and_the_truth(history)
     assert levels == [1.0, 2.0]
     assert ax.get_ylabel() == "gas used / gas target [1]"
     assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"target", "from headers"}
+
+
+def width(inferred: pd.DataFrame) -> pd.Series:
+    return inferred["gas_used_target_ratio_high"] - inferred["gas_used_target_ratio_low"]
+
+
+def test_a_rounding_interval_too_narrow_to_see_stays_out_of_the_legend(history):
+    # at 20 gwei and up the interval is a few parts in 1e10 of the target wide
+    high_fees = fees.infer_utilisation(history.iloc[:150])
+    ax = plot_utilisation(high_fees)
+    assert width(high_fees).max() < 1e-6
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert band.get_label().startswith("_")  # drawn, unnamed
+    assert "rounding interval" not in {t.get_text() for t in ax.get_legend().get_texts()}
+    # at base fees of tens of wei the change rounds off most of the information: named
+    used = [TARGET + 3_000_000, TARGET - 3_000_000] * 20
+    fee = [64]
+    for gas in used:
+        fee.append(int(fees.next_base_fee(fee[-1], gas, LIMIT)))
+    cheap = history.iloc[: len(fee)].assign(base_fee_wei=fee, gas_used=[*used, TARGET])
+    inferred = fees.infer_utilisation(cheap)
+    assert width(inferred).max() > 0.05
+    ax = plot_utilisation(inferred)
+    assert "rounding interval" in {t.get_text() for t in ax.get_legend().get_texts()}
 
 
 def test_plot_block_states_marks_full_and_empty_blocks_where_they_are(history):
@@ -203,3 +227,8 @@ def test_plot_fee_summary_draws_a_bar_per_chain_with_the_unit(history):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
     assert ax.get_xlabel() == "largest fall per block [fraction]"
     assert ax.yaxis_inverted()  # first chain on top
+    ax = plot_fee_summary(summary, column="max_fall", percent=True)
+    assert [bar.get_width() for bar in ax.patches] == [12.5, 6.25]
+    assert ax.get_xlabel() == "largest fall per block [%]"
+    with pytest.raises(ValueError, match="needs a fraction"):
+        plot_fee_summary(summary, column="median_base_fee_gwei", percent=True)
