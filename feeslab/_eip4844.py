@@ -35,8 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from feeslab._chaindata import chain_entry
-from feeslab._eip1559 import HEIGHTS, Heights
+from feeslab._chaindata import Heights, chain_half
 
 GAS_PER_BLOB = 2**17
 """Blob gas of one blob (EIP-4844 ``GAS_PER_BLOB``) [gas]."""
@@ -185,11 +184,8 @@ def blob_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[BlobRul
     ValueError
         ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
     """
-    if heights not in HEIGHTS:
-        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    entry = chain_entry(int(chain_id))[heights]
     rules = []
-    for item in entry.get("blob_schedule", ()):
+    for item in chain_half(chain_id, heights).get("blob_schedule", ()):
         key = "timestamp" if "from_timestamp" in item else "block"
         rules.append(
             BlobRule(
