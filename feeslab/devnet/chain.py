@@ -28,6 +28,11 @@ What is simulated, and how:
   siblings of ancestors.  Stale blocks not included by depth 6 are lost.
 * **Proof of stake / sequencers.**  Fixed slots with occasional missed slots,
   difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
+* **Dates.**  Chain 1's proof-of-work blocks are dated in mainnet's last weeks of
+  proof of work (from 2022-08-15, ending days before mainnet's terminal block of
+  2022-09-15); its first proof-of-stake block jumps ``merge_clock_jump_s`` (72
+  weeks) ahead into 2024.  Whole weeks, so the daily and weekly demand cycles see
+  the same hours and weekdays; forks activate by block number here, never by time.
 * **After the merge** (chains 1 and 11155111): Shanghai, Cancun, Prague, Osaka,
   BPO1 and BPO2 at scaled heights, each adding geth's header fields
   (``withdrawals`` and their ``withdrawalsRoot``, ``blobGasUsed``,
@@ -453,6 +458,7 @@ class ChainParams:
     missed_slot_probability: float = 0.0
     safe_depth: int = 32
     finalized_depth: int = 64
+    merge_clock_jump_s: int = 0
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> ChainParams:
@@ -484,6 +490,7 @@ class ChainParams:
             missed_slot_probability=float(dev.get("missed_slot_probability", 0.0)),
             safe_depth=int(dev.get("safe_depth", 32)),
             finalized_depth=int(dev.get("finalized_depth", 64)),
+            merge_clock_jump_s=int(dev.get("merge_clock_jump_s", 0)),
         )
 
     @property
@@ -1154,6 +1161,8 @@ class History:
                     while u[i][1] < p.missed_slot_probability**slots and slots < 8:
                         slots += 1
                 timestamp = s.timestamp + p.slot_time_s * slots
+                if n == p.merge_block:  # proof-of-work dates end, proof-of-stake dates begin
+                    timestamp += p.merge_clock_jump_s
                 # Bor's difficulty is the signer's in-turn score
                 difficulty = 1 + int(u[i][2] * 20) if kind == "bor" else 0
             # ---- gas limit: producers vote towards the era's target

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 import rlp
 from eth_hash.auto import keccak
@@ -405,3 +406,20 @@ def test_readers_during_generation_see_only_complete_blocks():
         t.join()
     assert not errors
     assert all(Chain(params, 991).block(n).hash == h for n, h in seen.items())
+
+
+MAINNET_GENESIS_TIME = 1_438_269_973  # block 0's timestamp (2015-07-30)
+MAINNET_TERMINAL_POW_TIME = 1_663_224_162  # block 15,537,393 (portal-spec-tests block data)
+
+
+def test_chain_1_dates_its_proof_of_work_in_mainnets_proof_of_work_era(mainnet):
+    merge = mainnet.params.merge_block
+    ts = np.array(mainnet.timestamp_range(0, mainnet.head() + 1))
+    pow_era, pos_era = ts[:merge], ts[merge:]
+    assert pow_era.min() > MAINNET_GENESIS_TIME and pow_era.max() < MAINNET_TERMINAL_POW_TIME
+    assert pow_era.max() > MAINNET_TERMINAL_POW_TIME - 14 * 86_400  # its last weeks
+    jump = mainnet.params.merge_clock_jump_s
+    assert jump % (7 * 86_400) == 0  # whole weeks: hours and weekdays of demand unchanged
+    gap = pos_era[0] - pow_era[-1]
+    assert jump < gap <= jump + 8 * mainnet.params.slot_time_s
+    assert pd.Timestamp(pos_era[0], unit="s").year == 2024
