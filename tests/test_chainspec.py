@@ -162,3 +162,43 @@ def test_attrs_survive_what_the_analysis_and_notebooks_do(tmp_path):
     # frames of different chains concatenated lose them: no spec is better than a wrong one
     other = tagged(ChainSpec.devnet(8453))
     assert pd.concat([frame, other]).attrs == {}
+
+
+# Read from ethereum/go-ethereum params/config.go (commit 02b73d4e, 2026-08-20): the
+# Default*BlobConfig values (DefaultOsakaBlobConfig from its git history, equal to Prague's)
+# and MainnetChainConfig's / SepoliaChainConfig's fork times; EIP-7607 lists the same times.
+GETH_BLOB_CONFIGS = {
+    "cancun": (3, 6, 3_338_477),
+    "prague": (6, 9, 5_007_716),
+    "osaka": (6, 9, 5_007_716),
+    "bpo1": (10, 15, 8_346_193),
+    "bpo2": (14, 21, 11_684_671),
+}
+GETH_FORK_TIMES = {
+    1: {"cancun": 1_710_338_135, "prague": 1_746_612_311, "osaka": 1_764_798_551,
+        "bpo1": 1_765_290_071, "bpo2": 1_767_747_671},
+    11155111: {"cancun": 1_706_655_072, "prague": 1_741_159_776, "osaka": 1_760_427_360,
+               "bpo1": 1_761_017_184, "bpo2": 1_761_607_008},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("chain_id", sorted(GETH_FORK_TIMES))
+def test_blob_schedules_are_go_ethereums_with_their_sources(chain_id):
+    spec = ChainSpec.from_chain(chain_id)
+    got = {r.fork: (r.target_blobs, r.max_blobs, r.update_fraction) for r in spec.blob_schedule}
+    assert got == GETH_BLOB_CONFIGS
+    assert {r.fork: r.start for r in spec.blob_schedule} == GETH_FORK_TIMES[chain_id]
+    assert {f.name: f.timestamp for f in spec.forks if f.name in GETH_BLOB_CONFIGS} == (
+        GETH_FORK_TIMES[chain_id]
+    )
+    # EIP-7918's reserve price from Osaka on, never before
+    assert [r.reserve_price for r in spec.blob_schedule] == [False, False, True, True, True]
+    # the devnet's compressed chain runs the same parameters, by block number
+    devnet = ChainSpec.devnet(chain_id).blob_schedule
+    assert [(r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price) for r in devnet] == [
+        (r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
+        for r in spec.blob_schedule
+    ]
+    for item in ENTRIES[chain_id]["protocol"]["blob_schedule"]:
+        assert "go-ethereum params/config.go" in item["source"], item["fork"]
+        assert "EIP-" in item["source"], item["fork"]
