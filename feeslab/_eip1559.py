@@ -27,15 +27,9 @@ from feeslab._chaindata import Heights, chain_half
 _KEYED_BY_PARENT: frozenset[int] = frozenset({137})
 
 
-def next_base_fee(
-    parent_base_fee: int,
-    parent_gas_used: int,
-    parent_gas_limit: int,
-    elasticity_multiplier: int = 2,
-    max_change_denominator: int = 8,
-    *,
-    gas_target_percent: int | None = None,
-) -> int:
+def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: int,
+                  elasticity_multiplier: int = 2, max_change_denominator: int = 8, *,
+                  gas_target_percent: int | None = None) -> int:  # fmt: skip
     """EIP-1559's base fee of a child block, in exact integer arithmetic [wei].
 
     ``gas_target_percent`` replaces ``parent_gas_limit // elasticity_multiplier`` as the
@@ -123,10 +117,8 @@ def eip1559_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[Eip1
 
     Raises
     ------
-    KeyError
-        The chain is not in ``data/chains.json``.
-    ValueError
-        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    KeyError, ValueError
+        As :func:`feeslab._chaindata.chain_half`: an unknown chain or ``heights``.
     """
     half = chain_half(chain_id, heights)
     shift = 1 if heights == "protocol" and int(chain_id) in _KEYED_BY_PARENT else 0

@@ -175,14 +175,8 @@ def blob_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[BlobRul
 
     The one place blob parameters are read: the devnet and the vectorised analysis both ask
     here. Real chains activate blob forks by timestamp (EIP-7892 ``blobSchedule``); the
-    devnet's compressed chains by block number.
-
-    Raises
-    ------
-    KeyError
-        The chain is not in ``data/chains.json``.
-    ValueError
-        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    devnet's compressed chains by block number. ``KeyError`` or ``ValueError`` for an unknown
+    chain or ``heights``, as :func:`feeslab._chaindata.chain_half` raises them.
     """
     rules = []
     for item in chain_half(chain_id, heights).get("blob_schedule", ()):

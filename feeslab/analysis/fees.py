@@ -49,60 +49,21 @@ import pandas as pd
 
 from feeslab import _eip1559
 from feeslab._eip1559 import nearest_rank_index
+from feeslab.analysis import blobs as _blobs
 from feeslab.analysis._spec import takes_spec
-from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported here
-    BLOB_REGIMES,
-    BLOB_STATES,
-    blob_base_fee,
-    blob_base_fees,
-    blob_fee_regimes,
-    blob_forks,
-    blob_parameters,
-    blob_states,
-    burn_by_day,
-    fee_burn,
-    infer_blob_usage,
-    next_blob_base_fees,
-    next_excess_blob_gas,
-)
+from feeslab.analysis.blobs import *  # noqa: F403 - the blob market (EIP-4844), re-exported
 from feeslab.chainspec import ChainSpec
 from feeslab.errors import ChainSpecError
 
-__all__ = [
-    "BLOB_REGIMES",
-    "BLOB_STATES",
-    "BLOCK_STATES",
-    "REGIMES",
-    "base_fee_bounds",
-    "base_fee_percentile",
-    "base_fee_range",
-    "blob_base_fee",
-    "blob_base_fees",
-    "blob_fee_regimes",
-    "blob_forks",
-    "blob_parameters",
-    "blob_states",
-    "block_states",
-    "burn_by_day",
-    "busy_threshold",
-    "eip1559_parameters",
-    "fee_burn",
-    "fee_regimes",
-    "fee_summary",
-    "gas_api_percentiles",
-    "gas_used_target_ratio",
-    "includable_blocks",
-    "infer_blob_usage",
-    "infer_utilisation",
-    "log_returns",
-    "max_fee_per_gas",
-    "next_base_fee",
-    "next_base_fees",
-    "next_blob_base_fees",
-    "next_excess_blob_gas",
-    "regime_spans",
+# the blob market's names are re-exported: feeslab.analysis.fees is the one place for fees
+__all__ = sorted([
+    *_blobs.__all__,
+    "BLOCK_STATES", "REGIMES", "base_fee_bounds", "base_fee_percentile", "base_fee_range",
+    "block_states", "busy_threshold", "eip1559_parameters", "fee_regimes", "fee_summary",
+    "gas_api_percentiles", "gas_used_target_ratio", "includable_blocks", "infer_utilisation",
+    "log_returns", "max_fee_per_gas", "next_base_fee", "next_base_fees", "regime_spans",
     "rolling_volatility",
-]
+])  # fmt: skip
 
 GWEI = 10**9
 INT64_MAX = 2**63 - 1

@@ -331,17 +331,11 @@ def uncle_rate_by_day(
 ) -> pd.DataFrame:
     """Uncles per UTC day, with Garwood's interval of the count and the rate per block.
 
-    Parameters
-    ----------
-    blocks : pandas.DataFrame
-        ``block_number``, ``uncle_count`` and ``timestamp`` (datetime64, UTC) per scanned
-        block, e.g. :func:`feeslab.frames.parse_blocks`. Days only partly scanned count only
-        the blocks scanned.
-    confidence : float
-        Two-sided coverage, in (0, 1).
-    method : {"garwood", "wilson", "clopper-pearson"}
-        The interval of the rate (see :func:`uncle_rate`); the count's interval
-        (``uncles_lower``, ``uncles_upper``) is always Garwood's.
+    ``blocks`` needs ``timestamp`` (datetime64, UTC) besides ``block_number`` and
+    ``uncle_count`` (:func:`feeslab.frames.parse_blocks`); days only partly scanned count
+    only the blocks scanned. ``confidence`` and ``method`` (the rate's interval) are as for
+    :func:`uncle_rate`; the count's interval (``uncles_lower``, ``uncles_upper``) is always
+    Garwood's.
 
     Returns
     -------
