@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
+
+#: Whose fork heights: the real chain's (``protocol``) or the embedded devnet's (``devnet``).
+Heights = Literal["protocol", "devnet"]
+HEIGHTS: tuple[str, ...] = ("protocol", "devnet")
 
 
 @cache
@@ -39,3 +43,18 @@ def chain_entry(chain_id: int) -> dict[str, Any]:
             return entry
     known = ", ".join(str(e["chain_id"]) for e in load_chains())
     raise KeyError(f"chain id {chain_id} is not in data/chains.json (known: {known})")
+
+
+def chain_half(chain_id: int, heights: Heights) -> dict[str, Any]:
+    """One half of a chain's entry: the real chain's facts or the devnet's settings.
+
+    Raises
+    ------
+    KeyError
+        If ``data/chains.json`` does not describe ``chain_id``.
+    ValueError
+        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    """
+    if heights not in HEIGHTS:
+        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
+    return chain_entry(int(chain_id))[heights]

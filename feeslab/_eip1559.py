@@ -18,12 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from feeslab._chaindata import chain_entry
-
-Heights = Literal["protocol", "devnet"]
-HEIGHTS: tuple[str, ...] = ("protocol", "devnet")
+from feeslab._chaindata import Heights, chain_half
 
 # Chains whose clients pick a fork's EIP-1559 parameters by the parent's number [2], so a
 # fork's parameters first shape the base fee of the block after the fork block. Elsewhere
@@ -31,15 +27,9 @@ HEIGHTS: tuple[str, ...] = ("protocol", "devnet")
 _KEYED_BY_PARENT: frozenset[int] = frozenset({137})
 
 
-def next_base_fee(
-    parent_base_fee: int,
-    parent_gas_used: int,
-    parent_gas_limit: int,
-    elasticity_multiplier: int = 2,
-    max_change_denominator: int = 8,
-    *,
-    gas_target_percent: int | None = None,
-) -> int:
+def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: int,
+                  elasticity_multiplier: int = 2, max_change_denominator: int = 8, *,
+                  gas_target_percent: int | None = None) -> int:  # fmt: skip
     """EIP-1559's base fee of a child block, in exact integer arithmetic [wei].
 
     ``gas_target_percent`` replaces ``parent_gas_limit // elasticity_multiplier`` as the
@@ -127,17 +117,13 @@ def eip1559_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[Eip1
 
     Raises
     ------
-    KeyError
-        The chain is not in ``data/chains.json``.
-    ValueError
-        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    KeyError, ValueError
+        As :func:`feeslab._chaindata.chain_half`: an unknown chain or ``heights``.
     """
-    if heights not in HEIGHTS:
-        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    entry = chain_entry(int(chain_id))
+    half = chain_half(chain_id, heights)
     shift = 1 if heights == "protocol" and int(chain_id) in _KEYED_BY_PARENT else 0
     rules = []
-    for i, item in enumerate(entry[heights]["eip1559"]):
+    for i, item in enumerate(half["eip1559"]):
         elasticity = item.get("elasticity_multiplier")
         percent = item.get("gas_target_percent")
         rules.append(
@@ -154,8 +140,5 @@ def eip1559_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[Eip1
 
 def initial_base_fee(chain_id: int, heights: Heights = "protocol") -> int:
     """Base fee of the chain's London block [wei]."""
-    entry = chain_entry(int(chain_id))
-    if heights not in HEIGHTS:
-        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    value = entry[heights]["initial_base_fee_wei"]
+    value = chain_half(chain_id, heights)["initial_base_fee_wei"]
     return int(value["value"] if isinstance(value, dict) else value)

@@ -35,8 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from feeslab._chaindata import chain_entry
-from feeslab._eip1559 import HEIGHTS, Heights
+from feeslab._chaindata import Heights, chain_half
 
 GAS_PER_BLOB = 2**17
 """Blob gas of one blob (EIP-4844 ``GAS_PER_BLOB``) [gas]."""
@@ -176,20 +175,11 @@ def blob_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[BlobRul
 
     The one place blob parameters are read: the devnet and the vectorised analysis both ask
     here. Real chains activate blob forks by timestamp (EIP-7892 ``blobSchedule``); the
-    devnet's compressed chains by block number.
-
-    Raises
-    ------
-    KeyError
-        The chain is not in ``data/chains.json``.
-    ValueError
-        ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
+    devnet's compressed chains by block number. ``KeyError`` or ``ValueError`` for an unknown
+    chain or ``heights``, as :func:`feeslab._chaindata.chain_half` raises them.
     """
-    if heights not in HEIGHTS:
-        raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    entry = chain_entry(int(chain_id))[heights]
     rules = []
-    for item in entry.get("blob_schedule", ()):
+    for item in chain_half(chain_id, heights).get("blob_schedule", ()):
         key = "timestamp" if "from_timestamp" in item else "block"
         rules.append(
             BlobRule(

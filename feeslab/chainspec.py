@@ -30,8 +30,9 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab._chaindata import chain_entry, load_chains
+from feeslab._chaindata import HEIGHTS, chain_entry, load_chains
 from feeslab._eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
+from feeslab._eip4844 import BlobRule, blob_schedule
 from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
 
 __all__ = [
@@ -45,8 +46,6 @@ __all__ = [
     "with_chain",
 ]
 
-#: Whose fork heights a spec follows: the real chain's or the embedded devnet's.
-HEIGHTS: tuple[str, ...] = ("protocol", "devnet")
 #: Where a frame's rows came from (``attrs["source"]``).
 SOURCES: tuple[str, ...] = ("devnet", "service", "node", "era1")
 _DEVNET_SUFFIX = "@devnet"
@@ -112,6 +111,10 @@ class ChainSpec:
         The public source of each block reward (the real chain's, which the devnet copies).
     uncles : UncleRules or None
         None on chains that never allowed uncles.
+    blob_schedule : tuple of feeslab._eip4844.BlobRule
+        The blob parameters of each fork from Cancun on, oldest first (EIP-4844, EIP-7691,
+        EIP-7892, EIP-7918); each rule's ``key`` says whether its ``start`` counts
+        timestamps (the real chains) or block numbers (the devnet). Empty: no blobs.
     """
 
     chain_id: int
@@ -125,6 +128,7 @@ class ChainSpec:
     block_rewards_wei: tuple[tuple[int, int], ...]
     reward_sources: tuple[str, ...]
     uncles: UncleRules | None
+    blob_schedule: tuple[BlobRule, ...] = ()
 
     def __repr__(self) -> str:
         return f"ChainSpec({self.label!r}: chain {self.chain_id}, {self.heights} heights)"
@@ -162,6 +166,22 @@ class ChainSpec:
             except (TypeError, ValueError):
                 raise ConfigError(f"chain_id must be an int, not {chain_id!r}") from None
         return _build(int(chain_id), heights)
+
+    @classmethod
+    def of(cls, chain: ChainSpec | str | int) -> ChainSpec:
+        """A spec as given, by its :attr:`label` (``"mainnet@devnet"``), or by chain id (the
+        real chain's heights).
+
+        Raises
+        ------
+        ConfigError
+            An unknown chain or label.
+        """
+        if isinstance(chain, ChainSpec):
+            return chain
+        if isinstance(chain, str):
+            return cls.from_label(chain)
+        return cls.from_chain(chain)
 
     @classmethod
     def devnet(cls, chain_id: int) -> ChainSpec:
@@ -240,6 +260,7 @@ def _build(chain_id: int, heights: str) -> ChainSpec:
         ),
         reward_sources=tuple(r.get("source", "") for r in protocol["block_rewards_wei"]),
         uncles=uncles,
+        blob_schedule=blob_schedule(chain_id, heights),  # type: ignore[arg-type]
     )
 
 
@@ -294,7 +315,6 @@ def resolve_spec(
     spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
     *,
-    heights: str | None = None,
     what: str = "this function",
     required: bool = True,
     alternatives: str = "",
@@ -305,7 +325,6 @@ def resolve_spec(
       attrs when they name one;
     * ``chain_id=`` alone means the real chain's spec, unless the frame says it is of that
       chain: then the frame's spec (e.g. a devnet's heights) is used;
-    * ``heights=`` (deprecated) with ``chain_id=`` picks the heights explicitly;
     * nothing: the frame's ``attrs["chain_spec"]``.
 
     Parameters
@@ -332,27 +351,16 @@ def resolve_spec(
     elif spec is not None and not isinstance(spec, ChainSpec):
         raise TypeError(f"{what}: spec must be a ChainSpec or its label, not {type(spec).__name__}")
     frame_chain, frame_chain_spec = frame_spec(frame)
-    if heights is not None and chain_id is None and spec is None:
-        if frame_chain is None:
-            raise MissingChainSpec(f"{what}: heights= needs chain_id= (or pass spec=)",
-                                   argument="chain_id")  # fmt: skip
-        chain_id = frame_chain  # the frame says which chain; heights= says whose heights
     if spec is not None:
         if chain_id is not None and int(chain_id) != spec.chain_id:
             raise ChainSpecConflict(
                 f"{what}: chain_id={chain_id} contradicts spec={spec.label!r} (chain "
                 f"{spec.chain_id})"
             )
-        if heights is not None and heights != spec.heights:
-            raise ChainSpecConflict(
-                f"{what}: heights={heights!r} contradicts spec={spec.label!r}"
-            )
         chosen = spec
     elif chain_id is not None:
         chain_id = int(chain_id)
-        if heights is not None:
-            chosen = ChainSpec.from_chain(chain_id, heights=heights)
-        elif frame_chain_spec is not None and frame_chain_spec.chain_id == chain_id:
+        if frame_chain_spec is not None and frame_chain_spec.chain_id == chain_id:
             chosen = frame_chain_spec  # the frame knows whose heights its chain follows
         else:
             chosen = ChainSpec.from_chain(chain_id)

@@ -50,6 +50,16 @@ def test_a_spec_holds_what_chains_json_says(chain_id, heights):
     initial = half["initial_base_fee_wei"]
     assert spec.initial_base_fee_wei == (initial["value"] if isinstance(initial, dict) else initial)
     assert (spec.uncles is None) == (entry["protocol"]["uncles"] is None)
+    # the blob schedule, each fork by timestamp (real chains) or block (the devnet)
+    blobs = sorted(
+        (item.get("from_timestamp", item.get("from_block")), item["fork"], item["target"],
+         item["max"], item["base_fee_update_fraction"], bool(item.get("eip7918", False)))
+        for item in half.get("blob_schedule", ())
+    )  # fmt: skip
+    assert [(r.start, r.fork, r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
+            for r in spec.blob_schedule] == blobs  # fmt: skip
+    key = "timestamp" if heights == "protocol" else "block"
+    assert all(r.key == key for r in spec.blob_schedule)
     # the label names it, survives a deep copy (pandas copies attrs so) and reads back
     assert ChainSpec.from_label(spec.label) == spec == copy.deepcopy(spec)
     assert spec.label == entry["network"] + ("@devnet" if heights == "devnet" else "")
@@ -66,6 +76,11 @@ def test_the_devnet_compresses_the_same_rules():
     assert devnet.eip1559_rule_at(120_000).max_change_denominator == 8
     assert ChainSpec.from_chain(8453).fork("canyon").timestamp == 1_704_992_401
     assert repr(devnet) == "ChainSpec('mainnet@devnet': chain 1, devnet heights)"
+    # one way to name a spec wherever a chain is taken: the spec, its label or a chain id
+    assert ChainSpec.of(devnet) is devnet and ChainSpec.of("mainnet@devnet") == devnet
+    assert ChainSpec.of(1) == real and ChainSpec.of("mainnet") == real
+    assert [r.fork for r in devnet.blob_schedule] == ["cancun", "prague", "osaka", "bpo1", "bpo2"]
+    assert real.blob_schedule[0].update_fraction == 3_338_477
 
 
 def test_unknown_chains_heights_and_labels_are_clear_errors():
@@ -98,7 +113,7 @@ def test_resolve_spec_reads_the_frame_and_checks_the_arguments():
     # without attrs chain_id= means the real chain
     bare = pd.DataFrame({"block_number": [1]})
     assert resolve_spec(bare, chain_id=8453) == ChainSpec.from_chain(8453)
-    assert resolve_spec(bare, chain_id=1, heights="devnet") == ChainSpec.devnet(1)
+    assert resolve_spec(bare, spec="mainnet@devnet") == ChainSpec.devnet(1)
     assert resolve_spec(bare, required=False) is None
     # a column keeps its frame's attrs, so a Series knows its chain too
     assert resolve_spec(frame["block_number"]) is devnet
@@ -110,9 +125,6 @@ def test_missing_and_conflicting_specs_raise_naming_the_argument():
         resolve_spec(bare, what="f")
     assert info.value.argument == "spec"
     assert isinstance(info.value, feeslab.FeeslabError) and isinstance(info.value, ValueError)
-    with pytest.raises(feeslab.MissingChainSpec, match="heights= needs chain_id=") as info:
-        resolve_spec(bare, heights="devnet")
-    assert info.value.argument == "chain_id"
     unknown = tagged(None, chain_id=1337)
     with pytest.raises(feeslab.MissingChainSpec, match=r"chain 1337, which data/chains\.json"):
         resolve_spec(unknown)
@@ -123,7 +135,7 @@ def test_missing_and_conflicting_specs_raise_naming_the_argument():
                                                         r"'base-mainnet' \(protocol"):  # fmt: skip
         resolve_spec(frame, spec=ChainSpec.from_chain(8453))
     with pytest.raises(feeslab.ChainSpecConflict, match="follows 'base-mainnet@devnet'"):
-        resolve_spec(frame, chain_id=8453, heights="protocol")
+        resolve_spec(frame, spec="base-mainnet")
     with pytest.raises(feeslab.ChainSpecConflict, match="chain_id=1 contradicts spec="):
         resolve_spec(bare, spec=ChainSpec.from_chain(8453), chain_id=1)
     with pytest.raises(feeslab.ChainSpecConflict, match="cannot follow the spec of chain 1"):
@@ -150,3 +162,43 @@ def test_attrs_survive_what_the_analysis_and_notebooks_do(tmp_path):
     # frames of different chains concatenated lose them: no spec is better than a wrong one
     other = tagged(ChainSpec.devnet(8453))
     assert pd.concat([frame, other]).attrs == {}
+
+
+# Read from ethereum/go-ethereum params/config.go (commit 02b73d4e, 2026-08-20): the
+# Default*BlobConfig values (DefaultOsakaBlobConfig from its git history, equal to Prague's)
+# and MainnetChainConfig's / SepoliaChainConfig's fork times; EIP-7607 lists the same times.
+GETH_BLOB_CONFIGS = {
+    "cancun": (3, 6, 3_338_477),
+    "prague": (6, 9, 5_007_716),
+    "osaka": (6, 9, 5_007_716),
+    "bpo1": (10, 15, 8_346_193),
+    "bpo2": (14, 21, 11_684_671),
+}
+GETH_FORK_TIMES = {
+    1: {"cancun": 1_710_338_135, "prague": 1_746_612_311, "osaka": 1_764_798_551,
+        "bpo1": 1_765_290_071, "bpo2": 1_767_747_671},
+    11155111: {"cancun": 1_706_655_072, "prague": 1_741_159_776, "osaka": 1_760_427_360,
+               "bpo1": 1_761_017_184, "bpo2": 1_761_607_008},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("chain_id", sorted(GETH_FORK_TIMES))
+def test_blob_schedules_are_go_ethereums_with_their_sources(chain_id):
+    spec = ChainSpec.from_chain(chain_id)
+    got = {r.fork: (r.target_blobs, r.max_blobs, r.update_fraction) for r in spec.blob_schedule}
+    assert got == GETH_BLOB_CONFIGS
+    assert {r.fork: r.start for r in spec.blob_schedule} == GETH_FORK_TIMES[chain_id]
+    assert {f.name: f.timestamp for f in spec.forks if f.name in GETH_BLOB_CONFIGS} == (
+        GETH_FORK_TIMES[chain_id]
+    )
+    # EIP-7918's reserve price from Osaka on, never before
+    assert [r.reserve_price for r in spec.blob_schedule] == [False, False, True, True, True]
+    # the devnet's compressed chain runs the same parameters, by block number
+    devnet = ChainSpec.devnet(chain_id).blob_schedule
+    assert [(r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price) for r in devnet] == [
+        (r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
+        for r in spec.blob_schedule
+    ]
+    for item in ENTRIES[chain_id]["protocol"]["blob_schedule"]:
+        assert "go-ethereum params/config.go" in item["source"], item["fork"]
+        assert "EIP-" in item["source"], item["fork"]

@@ -5,9 +5,9 @@ Pure functions on frames shaped like :mod:`feeslab.frames` returns them: ``Lab.b
 and ``Lab.fee_history`` (``base_fee_per_blob_gas_wei``, ``blob_gas_used_ratio``). Wei stays
 exact: int64 where it provably fits, Python ints otherwise; no float touches a fee.
 
-The rules, with each block's own fork's parameters (``data/chains.json``, read through
-:func:`feeslab._eip4844.blob_schedule`; the real chains switch by timestamp, the devnet by
-block number)::
+The rules, with each block's own fork's parameters (the chain spec's
+:attr:`~feeslab.chainspec.ChainSpec.blob_schedule`, from ``data/chains.json``; each fork
+starts at a timestamp, or at a block number on chains whose spec counts blocks)::
 
     blob_base_fee  = fake_exponential(1, excess_blob_gas, update_fraction)
     child excess   = max(0, excess + used - target * 2**17)          (EIP-4844)
@@ -30,19 +30,15 @@ References
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from feeslab import _eip4844
-from feeslab._chaindata import chain_entry
-from feeslab._eip1559 import Heights
-from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS
-from feeslab.chainspec import ChainSpec, resolve_spec
+from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
+from feeslab.analysis._spec import takes_spec
+from feeslab.chainspec import ChainSpec
 
 __all__ = [
     "BLOB_REGIMES",
@@ -75,27 +71,6 @@ _MAX_EXPONENT = 1000  # e**1000 wei per blob gas: the Taylor loop would run for 
 
 
 # -- input handling ------------------------------------------------------------------------------
-
-
-def _with_spec(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func(frame, *, chain_id, heights, ...)`` taking ``spec=``/``chain_id=``/``heights=``
-    like the rest of the analysis: the frame's ``attrs`` say the chain when they are not given
-    (:func:`feeslab.chainspec.resolve_spec`), and contradictions raise."""
-
-    @functools.wraps(func)
-    def inner(frame: Any, *, spec: ChainSpec | str | None = None, chain_id: int | None = None,
-              heights: str | None = None, **options: Any) -> Any:  # fmt: skip
-        chosen = resolve_spec(frame, spec, chain_id, heights=heights, what=func.__name__)
-        assert chosen is not None
-        return func(frame, chain_id=chosen.chain_id, heights=chosen.heights, **options)
-
-    signature = inspect.signature(func)
-    params = [p for p in signature.parameters.values() if p.name not in ("chain_id", "heights")]
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-             for name in ("spec", "chain_id", "heights")]  # fmt: skip
-    inner.__signature__ = signature.replace(parameters=[params[0], *extra, *params[1:]])  # type: ignore[attr-defined]
-    return inner
-
 
 
 def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -384,15 +359,18 @@ def _next_excess(excess, used, target, top, reserve, fraction, base, missing) ->
 # -- per-block parameters and fees ---------------------------------------------------------------
 
 
-def _positions(blocks: pd.DataFrame, heights: Heights, offset: int, what: str) -> np.ndarray:
+def _positions(blocks: pd.DataFrame, spec: ChainSpec, offset: int, what: str) -> np.ndarray:
     """What the schedule counts for each row (or its child): block numbers or timestamps."""
-    if heights == "devnet":
+    if any(rule.key == "block" for rule in spec.blob_schedule):
         if "block_number" not in blocks.columns:
-            raise ValueError(f"{what}: heights='devnet' needs a 'block_number' column")
+            raise ValueError(
+                f"{what}: {spec.label!r} switches blob forks by block number; blocks needs "
+                "'block_number'"
+            )
         return blocks["block_number"].to_numpy(dtype=np.int64) + offset
     if "timestamp" not in blocks.columns:
         raise ValueError(
-            f"{what}: the real chains switch blob forks by time; blocks needs 'timestamp'"
+            f"{what}: {spec.label!r} switches blob forks by time; blocks needs 'timestamp'"
         )
     stamps = blocks["timestamp"]
     if isinstance(stamps.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(stamps):
@@ -413,21 +391,23 @@ def _positions(blocks: pd.DataFrame, heights: Heights, offset: int, what: str) -
     return child
 
 
-@_with_spec
+@takes_spec()
 def blob_parameters(
-    blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol", offset: int = 0
+    blocks: pd.DataFrame, *, spec: ChainSpec, offset: int = 0
 ) -> pd.DataFrame:
-    """Each row's blob schedule (or its child's with ``offset=1``), from ``data/chains.json``.
+    """Each row's blob schedule (or its child's with ``offset=1``), from the chain spec.
 
     Parameters
     ----------
     blocks : pandas.DataFrame
         With ``timestamp`` (the real chains switch blob forks by time) or ``block_number``
-        (``heights="devnet"``).
-    chain_id : int
-        A chain of ``data/chains.json`` with a blob schedule (1, 11155111).
-    heights : {"protocol", "devnet"}
-        The real chain's forks, or the devnet's compressed ones.
+        (where the spec's blob forks start at block numbers).
+    spec : ChainSpec or str, optional
+        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label), with a blob
+        schedule (chains 1 and 11155111); default the frame's ``attrs["chain_spec"]``.
+    chain_id : int, optional
+        Instead of ``spec``: the real chain's (or the frame's, when its attrs say it is of
+        this chain).
     offset : {0, 1}
         0: the row's own fork; 1: its child's.
 
@@ -437,9 +417,9 @@ def blob_parameters(
         ``fork`` (str or None), ``target_blobs``, ``max_blobs``, ``update_fraction`` (Int64,
         ``<NA>`` before Cancun), ``reserve_price`` (bool, EIP-7918).
     """
-    rules = _eip4844.blob_schedule(int(chain_id), heights)
+    rules = spec.blob_schedule
     n = len(blocks)
-    at = _positions(blocks, heights, offset, "blob_parameters") if n else np.zeros(0, np.int64)
+    at = _positions(blocks, spec, offset, "blob_parameters") if n else np.zeros(0, np.int64)
     starts = np.array([r.start for r in rules], dtype=np.int64)
     which = np.searchsorted(starts, at, side="right") - 1 if len(rules) else np.full(n, -1)
     known = which >= 0
@@ -462,19 +442,24 @@ def blob_parameters(
     )
 
 
-def blob_forks(chain_id: int, *, heights: Heights = "protocol") -> pd.DataFrame:
+def blob_forks(chain: ChainSpec | str | int) -> pd.DataFrame:
     """The chain's blob schedule from ``data/chains.json``, one row per fork.
+
+    Parameters
+    ----------
+    chain : ChainSpec, str or int
+        A chain spec (or its label), or a chain id for the real chain's.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by ``fork``: ``start`` (int64: a Unix timestamp [s] on the real chains, a block
-        number on the devnet), ``key`` (``"timestamp"`` or ``"block"``), ``target_blobs``,
-        ``max_blobs``, ``update_fraction`` (int64), ``reserve_price`` (bool, EIP-7918) and
-        ``max_rise`` (float64: the fee's largest factor per block, ``e ** ((max - target) *
-        2**17 / fraction)``).
+        number where the spec counts blocks), ``key`` (``"timestamp"`` or ``"block"``),
+        ``target_blobs``, ``max_blobs``, ``update_fraction`` (int64), ``reserve_price`` (bool,
+        EIP-7918) and ``max_rise`` (float64: the fee's largest factor per block,
+        ``e ** ((max - target) * 2**17 / fraction)``).
     """
-    rules = _eip4844.blob_schedule(int(chain_id), heights)
+    rules: tuple[BlobRule, ...] = ChainSpec.of(chain).blob_schedule
     frame = pd.DataFrame(
         {
             "start": [r.start for r in rules],
@@ -502,10 +487,8 @@ def _blob_columns(blocks: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarr
     return used, excess, m1 | m2
 
 
-@_with_spec
-def blob_base_fees(
-    blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
-) -> pd.Series:
+@takes_spec()
+def blob_base_fees(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.Series:
     """Each block's own blob base fee, from its ``excess_blob_gas`` and fork [wei].
 
     Returns
@@ -514,7 +497,7 @@ def blob_base_fees(
         ``blob_base_fee_wei`` (int64, or Int64 with ``<NA>`` before Cancun).
     """
     _, excess, missing = _blob_columns(blocks, "blob_base_fees")
-    params = blob_parameters(blocks, chain_id=chain_id, heights=heights)
+    params = blob_parameters(blocks, spec=spec)
     fraction = params["update_fraction"]
     missing = missing | fraction.isna().to_numpy()
     values = _fake_exponential(
@@ -524,10 +507,8 @@ def blob_base_fees(
     return _series_result(values, missing, blocks.index, "blob_base_fee_wei")
 
 
-@_with_spec
-def next_blob_base_fees(
-    blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
-) -> pd.Series:
+@takes_spec()
+def next_blob_base_fees(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.Series:
     """The blob base fee of each block's child, with the child's fork's parameters [wei].
 
     Parameters
@@ -535,10 +516,8 @@ def next_blob_base_fees(
     blocks : pandas.DataFrame
         ``Lab.blocks``: ``block_number``, ``timestamp``, ``blob_gas_used``,
         ``excess_blob_gas`` [gas] and ``base_fee_wei`` [wei] (for EIP-7918 from Osaka).
-    chain_id : int
-        A chain of ``data/chains.json`` with a blob schedule.
-    heights : {"protocol", "devnet"}
-        The real chain's forks (by timestamp), or the devnet's (by block number).
+    spec, chain_id
+        As for :func:`blob_parameters`.
 
     Returns
     -------
@@ -554,7 +533,7 @@ def next_blob_base_fees(
     if not isinstance(blocks, pd.DataFrame):
         raise TypeError("blocks must be a DataFrame like Lab.blocks returns")
     used, excess, missing = _blob_columns(blocks, "next_blob_base_fees")
-    child = blob_parameters(blocks, chain_id=chain_id, heights=heights, offset=1)
+    child = blob_parameters(blocks, spec=spec, offset=1)
     no_child = child["update_fraction"].isna().to_numpy()
     reserve = child["reserve_price"].to_numpy()
     base = None
@@ -580,10 +559,8 @@ def next_blob_base_fees(
 # -- usage from fees alone -----------------------------------------------------------------------
 
 
-@_with_spec
-def infer_blob_usage(
-    fees: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol"
-) -> pd.DataFrame:
+@takes_spec()
+def infer_blob_usage(fees: pd.DataFrame, *, spec: ChainSpec) -> pd.DataFrame:
     """Each block's blob count, bracketed from consecutive blob base fees alone.
 
     Before Osaka ``excess[n+1] - excess[n] = used[n] - target`` whenever the excess stays
@@ -599,8 +576,8 @@ def infer_blob_usage(
     fees : pandas.DataFrame
         ``block_number``, ``timestamp`` and each block's blob base fee in
         ``base_fee_per_blob_gas_wei`` (``Lab.fee_history``) or ``blob_base_fee_wei``.
-    chain_id, heights
-        As for :func:`next_blob_base_fees`.
+    spec, chain_id
+        As for :func:`blob_parameters`.
 
     Returns
     -------
@@ -623,7 +600,7 @@ def infer_blob_usage(
         raise ValueError("fees needs block_number")
     fee, missing = _ints(fees[column], column)
     f = np.where(missing | (fee <= 0), np.nan, fee.astype(np.float64))
-    own = blob_parameters(fees, chain_id=chain_id, heights=heights)
+    own = blob_parameters(fees, spec=spec)
     n = len(fees)
     low = np.full(n, np.nan)
     high = np.full(n, np.nan)
@@ -747,8 +724,8 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([int(x) * int(y) for x, y in zip(a, b, strict=True)], dtype=object)
 
 
-@_with_spec
-def fee_burn(blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protocol") -> pd.DataFrame:
+@takes_spec()
+def fee_burn(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.DataFrame:
     """What each block burns and issues, exact in wei.
 
     Parameters
@@ -758,8 +735,8 @@ def fee_burn(blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protoco
         ``blob_gas_used``, ``excess_blob_gas`` and ``uncle_count``; a ``tips_wei`` column
         (the priority fees paid to the proposer, from receipts) is carried when present — the
         headers alone do not hold tips.
-    chain_id, heights
-        As for :func:`blob_base_fees`; also give the static block reward.
+    spec, chain_id
+        As for :func:`blob_parameters`; the spec also gives the static block reward.
 
     Returns
     -------
@@ -785,7 +762,7 @@ def fee_burn(blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protoco
     gas, _ = _ints(blocks["gas_used"], "gas_used")
     base = np.where(base_missing, 0, base)
     base_burn = _products(base, gas)
-    blob_fee = blob_base_fees(blocks, chain_id=chain_id, heights=heights)
+    blob_fee = blob_base_fees(blocks, spec=spec)
     blob_used, used_missing = _ints(blocks["blob_gas_used"], "blob_gas_used")
     fee_values, fee_missing = _ints(blob_fee, "blob_base_fee_wei")
     blob_burn = _products(
@@ -793,7 +770,7 @@ def fee_burn(blocks: pd.DataFrame, *, chain_id: int, heights: Heights = "protoco
     )
     burn = _sum_exact(base_burn, blob_burn)
     numbers = blocks["block_number"].to_numpy(dtype=np.int64)
-    rewards = _static_rewards(chain_id, heights, numbers)
+    rewards = _static_rewards(spec, numbers)
     if "uncle_count" in blocks.columns:
         uncles = blocks["uncle_count"].to_numpy(dtype=np.int64)
         rewards = _sum_exact(rewards, _products(rewards // 32, uncles))
@@ -825,11 +802,10 @@ def _sum_exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([int(x) + int(y) for x, y in zip(a, b, strict=True)], dtype=object)
 
 
-def _static_rewards(chain_id: int, heights: Heights, numbers: np.ndarray) -> np.ndarray:
+def _static_rewards(spec: ChainSpec, numbers: np.ndarray) -> np.ndarray:
     """The static block reward of each block [wei] (int64: at most 5 ETH)."""
-    eras = chain_entry(int(chain_id))[heights]["block_rewards_wei"]
-    starts = np.array([int(e["from_block"]) for e in eras], dtype=np.int64)
-    values = np.array([int(e["value"]) for e in eras], dtype=np.int64)
+    starts = np.array([start for start, _ in spec.block_rewards_wei], dtype=np.int64)
+    values = np.array([value for _, value in spec.block_rewards_wei], dtype=np.int64)
     which = np.searchsorted(starts, numbers, side="right") - 1
     return np.where(which >= 0, values[np.maximum(which, 0)], 0)
 

@@ -10,8 +10,8 @@ Per-chain parameters
     Functions that apply the base-fee rule read each block's parameters from a chain
     specification (:class:`feeslab.chainspec.ChainSpec`, from ``data/chains.json``): the
     one in the frame's ``attrs`` (every ``Lab`` frame carries it), or ``spec=``, or
-    ``chain_id=`` (the real chain's heights, unless the frame says its chain follows other
-    heights, as a devnet's does). Or they take ``elasticity_multiplier`` and
+    ``chain_id=`` (the real chain's fork blocks, unless the frame's attrs give that chain
+    another spec). Or they take ``elasticity_multiplier`` and
     ``max_change_denominator`` (ints, or arrays aligned with the rows) explicitly. With
     neither, they raise :class:`~feeslab.MissingChainSpec`. A fork's parameters apply from
     the block whose base fee they compute: on Polygon, whose client keys forks by the
@@ -49,59 +49,21 @@ import pandas as pd
 
 from feeslab import _eip1559
 from feeslab._eip1559 import nearest_rank_index
-from feeslab.analysis.blobs import (  # the blob market (EIP-4844), re-exported here
-    BLOB_REGIMES,
-    BLOB_STATES,
-    blob_base_fee,
-    blob_base_fees,
-    blob_fee_regimes,
-    blob_forks,
-    blob_parameters,
-    blob_states,
-    burn_by_day,
-    fee_burn,
-    infer_blob_usage,
-    next_blob_base_fees,
-    next_excess_blob_gas,
-)
-from feeslab.chainspec import ChainSpec, resolve_spec
+from feeslab.analysis import blobs as _blobs
+from feeslab.analysis._spec import takes_spec
+from feeslab.analysis.blobs import *  # noqa: F403 - the blob market (EIP-4844), re-exported
+from feeslab.chainspec import ChainSpec
 from feeslab.errors import ChainSpecError
 
-__all__ = [
-    "BLOB_REGIMES",
-    "BLOB_STATES",
-    "BLOCK_STATES",
-    "REGIMES",
-    "base_fee_bounds",
-    "base_fee_percentile",
-    "base_fee_range",
-    "blob_base_fee",
-    "blob_base_fees",
-    "blob_fee_regimes",
-    "blob_forks",
-    "blob_parameters",
-    "blob_states",
-    "block_states",
-    "burn_by_day",
-    "busy_threshold",
-    "eip1559_parameters",
-    "fee_burn",
-    "fee_regimes",
-    "fee_summary",
-    "gas_api_percentiles",
-    "gas_used_target_ratio",
-    "includable_blocks",
-    "infer_blob_usage",
-    "infer_utilisation",
-    "log_returns",
-    "max_fee_per_gas",
-    "next_base_fee",
-    "next_base_fees",
-    "next_blob_base_fees",
-    "next_excess_blob_gas",
-    "regime_spans",
+# the blob market's names are re-exported: feeslab.analysis.fees is the one place for fees
+__all__ = sorted([
+    *_blobs.__all__,
+    "BLOCK_STATES", "REGIMES", "base_fee_bounds", "base_fee_percentile", "base_fee_range",
+    "block_states", "busy_threshold", "eip1559_parameters", "fee_regimes", "fee_summary",
+    "gas_api_percentiles", "gas_used_target_ratio", "includable_blocks", "infer_utilisation",
+    "log_returns", "max_fee_per_gas", "next_base_fee", "next_base_fees", "regime_spans",
     "rolling_volatility",
-]
+])  # fmt: skip
 
 GWEI = 10**9
 INT64_MAX = 2**63 - 1
@@ -113,6 +75,9 @@ REGIMES: tuple[str, ...] = ("calm", "volatile", "rising", "falling")
 GAS_API_WINDOW = 500  # blocks in the Gas API's history window [4]
 _DEFAULT_ELASTICITY = 2
 _DEFAULT_DENOMINATOR = 8
+# the parameters that may replace a chain spec
+_BOTH = ("elasticity_multiplier", "max_change_denominator")
+_ALTERNATIVES = "elasticity_multiplier= and max_change_denominator="
 _BOUNDS_TARGET = 10**7  # any gas target gives the same full/empty steps when limit = e * target
 
 
@@ -207,24 +172,6 @@ def _carry(out: Any, source: Any, spec: ChainSpec | None = None) -> Any:
     return out
 
 
-def _resolve(
-    frame: Any,
-    what: str,
-    *,
-    spec: ChainSpec | str | None,
-    chain_id: int | None,
-    heights: str | None,
-    explicit: bool,
-) -> ChainSpec | None:
-    """The spec to read parameters from; None when the caller gave the parameters."""
-    if explicit:
-        if spec is not None or chain_id is not None:
-            raise ValueError(f"{what}: give spec=/chain_id= or the parameters, not both")
-        return None
-    others = "elasticity_multiplier= and max_change_denominator="
-    return resolve_spec(frame, spec, chain_id, heights=heights, what=what, alternatives=others)
-
-
 def _block_numbers(frame: pd.DataFrame, what: str, *, required: bool) -> np.ndarray | None:
     if "block_number" not in frame.columns:
         if required:
@@ -251,20 +198,16 @@ def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
 # -- parameters --------------------------------------------------------------------------------
 
 
-def eip1559_parameters(
-    chain: ChainSpec | int, block_number: Any, *, heights: str | None = None
-) -> pd.DataFrame:
+def eip1559_parameters(chain: ChainSpec | str | int, block_number: Any) -> pd.DataFrame:
     """EIP-1559 parameters that compute each block's base fee, from a chain spec.
 
     Parameters
     ----------
-    chain : ChainSpec or int
-        A chain spec, or a chain id of ``data/chains.json`` (1, 11155111, 137, 8453) for the
-        real chain's heights.
+    chain : ChainSpec, str or int
+        A chain spec (or its label), or a chain id of ``data/chains.json`` (1, 11155111, 137,
+        8453) for the real chain's fork blocks.
     block_number : int or array-like of int
         Blocks whose base fee the parameters compute (the child of the transition).
-    heights : {"protocol", "devnet"}, optional
-        Deprecated: with a chain id, ``ChainSpec.from_chain(chain, heights=...)``.
 
     Returns
     -------
@@ -296,13 +239,7 @@ def eip1559_parameters(
     .. [2] 0xPolygon/bor ``params/protocol_params.go``; PIP-6; superchain-registry
        ``base.toml`` (see ``data/chains.json`` for each value's source).
     """
-    if isinstance(chain, ChainSpec):
-        if heights is not None and heights != chain.heights:
-            raise ValueError(f"heights={heights!r} contradicts the spec {chain.label!r}")
-        spec = chain
-    else:
-        spec = ChainSpec.from_chain(chain, heights=heights or "protocol")
-    rules = spec.eip1559
+    rules = ChainSpec.of(chain).eip1559
     index = block_number.index if isinstance(block_number, pd.Series) else None
     numbers, missing = _exact(block_number, "block_number")
     if missing.any() or numbers.dtype == object:
@@ -390,8 +327,8 @@ def _check_london(frame: pd.DataFrame, numbers: np.ndarray, spec: ChainSpec, wha
         where = f"before its London block {london:,}" if london is not None else "without EIP-1559"
         raise ChainSpecError(
             f"{what}: block {first:,} has a base fee, but the spec {spec.label!r} puts it "
-            f"{where}: the frame follows other heights (a devnet's frames follow the devnet's: "
-            "ChainSpec.from_chain(chain_id, heights='devnet'), or let the frame's attrs say)"
+            f"{where}: the frame follows another spec's fork blocks (pass the spec its source "
+            "supplies, e.g. Lab.chain_spec, or let the frame's attrs say)"
         )
 
 
@@ -604,12 +541,11 @@ def _check_rule_inputs(arrays: dict[str, np.ndarray], missing: np.ndarray) -> No
     first_bad(target <= 0, "row {i}: the gas target (gas limit / elasticity) is 0")
 
 
+@takes_spec(explicit=_BOTH, alternatives=_ALTERNATIVES)
 def next_base_fees(
     blocks: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.Series:
@@ -627,8 +563,6 @@ def next_base_fees(
     chain_id : int, optional
         Instead of ``spec``: the real chain's spec (or the frame's, when its attrs say it is
         of this chain).
-    heights : {"protocol", "devnet"}, optional
-        Deprecated: with ``chain_id``, ``ChainSpec.from_chain(chain_id, heights=...)``.
     elasticity_multiplier, max_change_denominator : int or array-like, optional
         Instead of a spec, as for :func:`next_base_fee` (one given, the other defaults to 2
         or 8).
@@ -647,7 +581,7 @@ def next_base_fees(
     ChainSpecConflict
         ``spec``/``chain_id`` contradict the frame's attrs.
     ChainSpecError
-        Blocks with a base fee that the spec puts before London (another chain's heights).
+        Blocks with a base fee that the spec puts before London (another spec's fork blocks).
 
     References
     ----------
@@ -659,14 +593,11 @@ def next_base_fees(
     absent = [c for c in needed if c not in blocks.columns]
     if absent:
         raise ValueError(f"blocks lacks {absent}: pass headers from Lab.blocks")
-    explicit = elasticity_multiplier is not None or max_change_denominator is not None
-    resolved = _resolve(blocks, "next_base_fees", spec=spec, chain_id=chain_id,
-                        heights=heights, explicit=explicit)  # fmt: skip
     params = _parameters(
         blocks,
         "next_base_fees",
         offset=1,
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -685,19 +616,18 @@ def next_base_fees(
     )
     london = params["london_block"].to_numpy()
     if london.any():
-        assert resolved is not None
+        assert spec is not None
         values, missing = _exact(result.astype(object), "next_base_fee_wei")
-        values = np.where(london, resolved.initial_base_fee_wei, values)
+        values = np.where(london, spec.initial_base_fee_wei, values)
         result = _exact_result(values, missing & ~london, blocks.index, "next_base_fee_wei")
-    return _carry(result.rename("next_base_fee_wei"), blocks, resolved)
+    return _carry(result.rename("next_base_fee_wei"), blocks, spec)
 
 
+@takes_spec(explicit=("elasticity_multiplier",), alternatives=_ALTERNATIVES)
 def gas_used_target_ratio(
     blocks: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     elasticity_multiplier: Any = None,
 ) -> pd.Series:
     """Gas used over gas target of each block, from its header: the truth to compare with.
@@ -707,7 +637,7 @@ def gas_used_target_ratio(
     blocks : pandas.DataFrame
         ``gas_used`` and ``gas_limit`` [gas] (``Lab.blocks``), with ``block_number`` when
         a spec is used.
-    spec, chain_id, heights, elasticity_multiplier
+    spec, chain_id, elasticity_multiplier
         As for :func:`next_base_fees`: the target is the one the child's base fee uses.
 
     Returns
@@ -716,13 +646,11 @@ def gas_used_target_ratio(
         ``gas_used_target_ratio`` (float64) [1]: 1 at target, ``elasticity_multiplier`` for a
         full block, 0 for an empty one; NaN where no EIP-1559 rule applies.
     """
-    resolved = _resolve(blocks, "gas_used_target_ratio", spec=spec, chain_id=chain_id,
-                        heights=heights, explicit=elasticity_multiplier is not None)  # fmt: skip
     params = _parameters(
         blocks,
         "gas_used_target_ratio",
         offset=1,
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -735,7 +663,7 @@ def gas_used_target_ratio(
     ratio = np.full(len(blocks), np.nan)
     np.divide(used, target, out=ratio, where=known & (target > 0))
     return _carry(pd.Series(ratio, index=blocks.index, name="gas_used_target_ratio"), blocks,
-                  resolved)  # fmt: skip
+                  spec)  # fmt: skip
 
 
 # -- utilisation from base fees alone ------------------------------------------------------------
@@ -753,12 +681,11 @@ def _enclosing_ratio(numerator: np.ndarray, denominator: np.ndarray, toward: flo
     return np.nextafter(ratio, toward)
 
 
+@takes_spec(explicit=_BOTH, alternatives=_ALTERNATIVES)
 def infer_utilisation(
     base_fees: pd.DataFrame | pd.Series,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     elasticity_multiplier: Any = None,
     max_change_denominator: Any = None,
 ) -> pd.DataFrame:
@@ -783,7 +710,7 @@ def infer_utilisation(
         Consecutive base fees [wei], oldest first: a frame with ``base_fee_wei`` (and
         ``block_number``: a gap between rows leaves the row before it without inference), or
         a Series (e.g. the Gas API's ``baseFeeHistory``, taken as consecutive blocks).
-    spec, chain_id, heights
+    spec, chain_id
         As for :func:`next_base_fees`: ``max_change_denominator`` (and the elasticity for the
         consistency check) of each block from the chain spec (default: the frame's attrs);
         ``block_number`` is needed where the spec's parameters change.
@@ -823,9 +750,6 @@ def infer_utilisation(
     .. [1] EIP-1559, Specification (``base_fee_per_gas_delta``).
     """
     frame = _base_fee_frame(base_fees, "base_fees")
-    explicit = elasticity_multiplier is not None or max_change_denominator is not None
-    resolved = _resolve(frame, "infer_utilisation", spec=spec, chain_id=chain_id,
-                        heights=heights, explicit=explicit)  # fmt: skip
     numbers = _block_numbers(frame, "infer_utilisation", required=False)
     fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
     if fee.dtype == object:
@@ -835,7 +759,7 @@ def infer_utilisation(
         frame,
         "infer_utilisation",
         offset=1,
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -843,7 +767,7 @@ def infer_utilisation(
     parent, child = fee[:m], fee[1 : m + 1]
     d = params["max_change_denominator"].fillna(1).to_numpy(dtype=np.int64)[:m]
     full = params["full_ratio"].to_numpy()[:m]
-    if resolved is None and elasticity_multiplier is None:
+    if spec is None and elasticity_multiplier is None:
         full = np.full(m, np.inf)  # no elasticity given: no ceiling to check against
     valid = (
         _consecutive(numbers, n)
@@ -869,7 +793,7 @@ def infer_utilisation(
     next_fee = pd.arrays.IntegerArray(pad(np.where(valid, child, 0), 0), pad(~valid, True))
     flags = pd.array(pad(consistent, False), dtype="boolean")
     flags[~pad(valid, False)] = pd.NA
-    out = _carry(pd.DataFrame(index=frame.index), frame, resolved)
+    out = _carry(pd.DataFrame(index=frame.index), frame, spec)
     if numbers is not None:
         out["block_number"] = numbers
     out["base_fee_wei"] = frame["base_fee_wei"]
@@ -881,12 +805,11 @@ def infer_utilisation(
     return out
 
 
+@takes_spec(explicit=("elasticity_multiplier",), alternatives=_ALTERNATIVES)
 def block_states(
     utilisation: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     elasticity_multiplier: Any = None,
     tolerance: float = 1e-3,
 ) -> pd.Series:
@@ -902,7 +825,7 @@ def block_states(
     ----------
     utilisation : pandas.DataFrame
         :func:`infer_utilisation`'s result (``gas_used_target_ratio_low`` / ``_high``).
-    spec, chain_id, heights, elasticity_multiplier
+    spec, chain_id, elasticity_multiplier
         The full ratio per block, as for :func:`infer_utilisation` (the spec of
         ``utilisation``'s attrs, which :func:`infer_utilisation` passes on).
     tolerance : float
@@ -925,13 +848,11 @@ def block_states(
     for column in ("gas_used_target_ratio_low", "gas_used_target_ratio_high"):
         if column not in utilisation.columns:
             raise ValueError(f"utilisation lacks {column!r}: pass infer_utilisation's result")
-    resolved = _resolve(utilisation, "block_states", spec=spec, chain_id=chain_id,
-                        heights=heights, explicit=elasticity_multiplier is not None)  # fmt: skip
     params = _parameters(
         utilisation,
         "block_states",
         offset=1,
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=None,
     )
@@ -952,7 +873,7 @@ def block_states(
     )
     states = pd.Series(pd.Categorical(state, categories=BLOCK_STATES),
                        index=utilisation.index, name="state")  # fmt: skip
-    return _carry(states, utilisation, resolved)
+    return _carry(states, utilisation, spec)
 
 
 # -- volatility and regimes ----------------------------------------------------------------------
@@ -1034,14 +955,13 @@ def rolling_volatility(
     return (rolled * math.sqrt(blocks_per_period)).rename("volatility")
 
 
+@takes_spec(explicit=("max_change_denominator",), alternatives=_ALTERNATIVES)
 def fee_regimes(
     base_fees: pd.DataFrame | pd.Series,
     *,
     window: int = 64,
     center: bool = True,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     max_change_denominator: Any = None,
     drift_threshold: float = 0.25,
     spread_threshold: float = 0.4,
@@ -1068,7 +988,7 @@ def fee_regimes(
     center : bool
         Centre the window on each block (default: the regime describes the block's
         neighbourhood) or end it there (causal: what was knowable at the block).
-    spec, chain_id, heights, max_change_denominator
+    spec, chain_id, max_change_denominator
         The denominator of each block, as for :func:`infer_utilisation`.
     drift_threshold, spread_threshold : float
         In units of the gas target [1]: 0.25 is a quarter of the target.
@@ -1092,13 +1012,11 @@ def fee_regimes(
     if window < 2:
         raise ValueError(f"window must be at least 2 blocks, got {window!r}")
     frame = _base_fee_frame(base_fees, "base_fees")
-    resolved = _resolve(frame, "fee_regimes", spec=spec, chain_id=chain_id, heights=heights,
-                        explicit=max_change_denominator is not None)  # fmt: skip
     params = _parameters(
         frame,
         "fee_regimes",
         offset=0,  # the return into block n is set by the rule computing n's base fee
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=None,
         max_change_denominator=max_change_denominator,
     )
@@ -1116,7 +1034,7 @@ def fee_regimes(
         [None, "rising", "falling", "volatile"],
         default="calm",
     )
-    out = _carry(pd.DataFrame(index=frame.index), frame, resolved)
+    out = _carry(pd.DataFrame(index=frame.index), frame, spec)
     if "block_number" in frame.columns:
         out["block_number"] = frame["block_number"]
     out["log_return"] = returns
@@ -1581,12 +1499,11 @@ def includable_blocks(
 # -- chains compared ---------------------------------------------------------------------------
 
 
+@takes_spec(explicit=_BOTH, alternatives=_ALTERNATIVES)
 def fee_summary(
     base_fees: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     elasticity_multiplier: int | None = None,
     max_change_denominator: int | None = None,
     tolerance: float = 1e-3,
@@ -1599,7 +1516,7 @@ def fee_summary(
     base_fees : pandas.DataFrame
         Consecutive post-London base fees (``base_fee_wei``, with ``block_number`` where
         the spec's parameters change).
-    spec, chain_id, heights, elasticity_multiplier, max_change_denominator
+    spec, chain_id, elasticity_multiplier, max_change_denominator
         As for :func:`infer_utilisation`: the frame's attrs' spec by default, or explicit
         parameters; ``max_rise`` and ``max_fall`` use the last block's parameters.
     tolerance : float
@@ -1632,14 +1549,11 @@ def fee_summary(
     .. [1] Liu et al. 2022; the chains' parameters are in ``data/chains.json``.
     """
     frame = _base_fee_frame(base_fees, "base_fees")
-    explicit = elasticity_multiplier is not None or max_change_denominator is not None
-    resolved = _resolve(frame, "fee_summary", spec=spec, chain_id=chain_id, heights=heights,
-                        explicit=explicit)  # fmt: skip
     params = _parameters(
         frame,
         "fee_summary",
         offset=0,
-        spec=resolved,
+        spec=spec,
         elasticity_multiplier=elasticity_multiplier,
         max_change_denominator=max_change_denominator,
     )
@@ -1650,9 +1564,9 @@ def fee_summary(
         )
     if len(frame) == 0:
         raise ValueError("fee_summary: base_fees is empty")
-    if resolved is not None:
-        inferred = infer_utilisation(frame, spec=resolved)
-        states = block_states(inferred, tolerance=tolerance, spec=resolved)
+    if spec is not None:
+        inferred = infer_utilisation(frame, spec=spec)
+        states = block_states(inferred, tolerance=tolerance, spec=spec)
     else:
         inferred = infer_utilisation(frame, elasticity_multiplier=elasticity_multiplier,
                                      max_change_denominator=max_change_denominator)  # fmt: skip

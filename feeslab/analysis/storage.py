@@ -115,7 +115,7 @@ def layout_table(storage_layout: Mapping[str, Any]) -> pd.DataFrame:
     ----------
     storage_layout : dict
         solc's ``storageLayout`` output (``{"storage": [...], "types": {...}}``), as in
-        ``GET /devnet/contracts`` or a build's artifacts.
+        the service's contract listing or a build's artifacts.
 
     Returns
     -------

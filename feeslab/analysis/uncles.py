@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from feeslab.analysis._spec import takes_spec
 from feeslab.chainspec import ChainSpec, resolve_spec
 
 __all__ = [
@@ -191,12 +192,6 @@ def _labels(blocks: pd.DataFrame, by: Any) -> tuple[np.ndarray, str]:
     if len(labels) != len(blocks):
         raise ValueError(f"by has {len(labels)} labels for {len(blocks)} blocks")
     return labels, getattr(by, "name", None) or "group"
-
-
-def _spec(frame: Any, what: str, spec: Any, chain_id: Any, heights: Any) -> ChainSpec:
-    found = resolve_spec(frame, spec, chain_id, heights=heights, what=what)
-    assert found is not None
-    return found
 
 
 # -- rates -----------------------------------------------------------------------------------
@@ -336,17 +331,11 @@ def uncle_rate_by_day(
 ) -> pd.DataFrame:
     """Uncles per UTC day, with Garwood's interval of the count and the rate per block.
 
-    Parameters
-    ----------
-    blocks : pandas.DataFrame
-        ``block_number``, ``uncle_count`` and ``timestamp`` (datetime64, UTC) per scanned
-        block, e.g. :func:`feeslab.frames.parse_blocks`. Days only partly scanned count only
-        the blocks scanned.
-    confidence : float
-        Two-sided coverage, in (0, 1).
-    method : {"garwood", "wilson", "clopper-pearson"}
-        The interval of the rate (see :func:`uncle_rate`); the count's interval
-        (``uncles_lower``, ``uncles_upper``) is always Garwood's.
+    ``blocks`` needs ``timestamp`` (datetime64, UTC) besides ``block_number`` and
+    ``uncle_count`` (:func:`feeslab.frames.parse_blocks`); days only partly scanned count
+    only the blocks scanned. ``confidence`` and ``method`` (the rate's interval) are as for
+    :func:`uncle_rate`; the count's interval (``uncles_lower``, ``uncles_upper``) is always
+    Garwood's.
 
     Returns
     -------
@@ -373,12 +362,11 @@ def uncle_rate_by_day(
     return table.sort_index()
 
 
+@takes_spec()
 def uncle_rate_by_era(
     blocks: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
     confidence: float = 0.95,
     method: Method = "wilson",
 ) -> pd.DataFrame:
@@ -388,7 +376,7 @@ def uncle_rate_by_era(
     ----------
     blocks : pandas.DataFrame
         ``block_number`` and ``uncle_count`` per scanned block (``UncleScan.blocks``).
-    spec, chain_id, heights
+    spec, chain_id
         Whose eras: see :func:`uncle_rewards`.
     confidence, method
         As for :func:`uncle_rate`.
@@ -405,8 +393,7 @@ def uncle_rate_by_era(
         ``blocks``, ``uncles``, ``rate``, ``lower``, ``upper`` [uncles/block].
     """
     _require(blocks, ["block_number", "uncle_count"], "blocks")
-    chosen = _spec(blocks, "uncle_rate_by_era", spec, chain_id, heights)
-    era = reward_era(blocks["block_number"], spec=chosen)
+    era = reward_era(blocks["block_number"], spec=spec)
     return uncle_rate(blocks, by=era.to_numpy(), confidence=confidence,
                       method=method).rename_axis("era")
 
@@ -481,22 +468,17 @@ def depth_distribution(
 # -- rewards ---------------------------------------------------------------------------------
 
 
-def reward_schedule(
-    chain: ChainSpec | str | int, *, heights: str | None = None
-) -> pd.DataFrame:
+def reward_schedule(chain: ChainSpec | str | int) -> pd.DataFrame:
     """The block reward eras of a chain, from its spec (``data/chains.json``).
 
     Parameters
     ----------
     chain : ChainSpec, str or int
         A chain spec (or its label), or a chain id of ``data/chains.json`` (1, 11155111,
-        137, 8453) for the real chain's heights: mainnet pays 5 ETH from genesis, 3 ETH from
+        137, 8453) for the real chain's fork blocks: mainnet pays 5 ETH from genesis, 3 ETH from
         Byzantium at 4,370,000, 2 ETH from Constantinople at 7,280,000, nothing from the
-        merge at 15,537,394. ``ChainSpec.from_chain(1, heights="devnet")`` is the embedded
-        devnet's compressed copy (same sequence of rules; chain 1: 30,000, 60,000 and
-        165,000).
-    heights : {"protocol", "devnet"}, optional
-        Deprecated: with a chain id, ``ChainSpec.from_chain(chain, heights=...)``.
+        merge at 15,537,394. A connection's ``Lab.chain_spec`` may compress the same sequence
+        of rules into fewer blocks.
 
     Returns
     -------
@@ -511,21 +493,13 @@ def reward_schedule(
     Raises
     ------
     ConfigError
-        The chain is not in ``data/chains.json``, or ``heights`` is not a known one.
+        The chain (or label) is not in ``data/chains.json``.
 
     References
     ----------
     .. [1] EIP-649, EIP-1234, EIP-3675; go-ethereum ``consensus/ethash/consensus.go``.
     """
-    if isinstance(chain, str):
-        spec = ChainSpec.from_label(chain)
-    elif isinstance(chain, ChainSpec):
-        spec = chain
-    else:
-        spec = ChainSpec.from_chain(chain, heights=heights or "protocol")
-    if heights is not None and heights != spec.heights:
-        raise ValueError(f"heights={heights!r} contradicts the spec {spec.label!r}")
-    return _schedule(spec).copy()
+    return _schedule(ChainSpec.of(chain)).copy()
 
 
 @cache
@@ -548,7 +522,7 @@ def _schedule(spec: ChainSpec) -> pd.DataFrame:
                 "uncles_allowed": allowed,
                 "max_uncles": spec.uncles.max_per_block if allowed and spec.uncles else None,
                 "max_depth": spec.uncles.max_depth if allowed and spec.uncles else None,
-                # the devnet keeps the real chain's sequence of rules: same sources
+                # a compressed spec keeps the real chain's sequence of rules: same sources
                 "source": spec.reward_sources[i] if i < len(spec.reward_sources) else "",
             }
         )
@@ -576,12 +550,11 @@ def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
     return values.astype(np.int64).reshape(-1), None
 
 
+@takes_spec()
 def reward_era(
     block_numbers: Any,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
 ) -> pd.Series:
     """The reward era (see :func:`reward_schedule`) of each block number.
 
@@ -589,7 +562,7 @@ def reward_era(
     ----------
     block_numbers : int array-like or Series
         A Series taken from a frame (``blocks["block_number"]``) keeps its attrs' spec.
-    spec, chain_id, heights
+    spec, chain_id
         Whose eras: see :func:`uncle_rewards`.
 
     Returns
@@ -597,25 +570,23 @@ def reward_era(
     pandas.Series
         ``era`` labels (str), aligned with ``block_numbers`` (its index, if a Series).
     """
-    chosen = _spec(block_numbers, "reward_era", spec, chain_id, heights)
     numbers, index = _numbers(block_numbers)
-    schedule = _schedule(chosen)
+    schedule = _schedule(spec)
     eras = schedule["era"].to_numpy()[_era_positions(numbers, schedule)]
     out = pd.Series(eras, index=index, name="era", dtype=object)
     out.attrs.update(schedule.attrs)
     return out
 
 
+@takes_spec()
 def block_reward(
     block_numbers: Any,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
 ) -> pd.Series:
     """The static block reward of each block number [wei], exact.
 
-    ``spec``, ``chain_id`` and ``heights`` as for :func:`reward_era`.
+    ``spec`` and ``chain_id`` as for :func:`reward_era`.
 
     Returns
     -------
@@ -627,21 +598,19 @@ def block_reward(
     .. [1] EIP-649 (3 ETH), EIP-1234 (2 ETH), EIP-3675 (0); go-ethereum
        ``FrontierBlockReward``, ``ByzantiumBlockReward``, ``ConstantinopleBlockReward``.
     """
-    chosen = _spec(block_numbers, "block_reward", spec, chain_id, heights)
     numbers, index = _numbers(block_numbers)
-    schedule = _schedule(chosen)
+    schedule = _schedule(spec)
     values = schedule["block_reward_wei"].to_numpy()[_era_positions(numbers, schedule)]
     out = np.empty(len(values), dtype=object)
     out[:] = [int(v) for v in values]
     return pd.Series(out, index=index, name="block_reward_wei", dtype=object)
 
 
+@takes_spec()
 def uncle_rewards(
     uncles: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
 ) -> pd.DataFrame:
     """What each uncle earned its miner, and what its including block earned for it.
 
@@ -658,10 +627,8 @@ def uncle_rewards(
         The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
         frame's ``attrs["chain_spec"]`` (every ``Lab`` frame carries it).
     chain_id : int, optional
-        Instead of ``spec``: the real chain's heights, or the frame's spec when its attrs
-        say it is of this chain (a devnet's frames follow the devnet's heights).
-    heights : {"protocol", "devnet"}, optional
-        Deprecated: with ``chain_id``, ``ChainSpec.from_chain(chain_id, heights=...)``.
+        Instead of ``spec``: the real chain's spec, or the frame's when its attrs say it is
+        of this chain.
 
     Returns
     -------
@@ -686,7 +653,7 @@ def uncle_rewards(
     .. [3] go-ethereum ``consensus/ethash/consensus.go`` ``accumulateRewards``.
     """
     _require(uncles, ["block_number", "depth"], "uncles")
-    chosen = _spec(uncles, "uncle_rewards", spec, chain_id, heights)
+    chosen = spec
     schedule = _schedule(chosen)
     including = uncles["block_number"].to_numpy(dtype=np.int64)
     depth = uncles["depth"].to_numpy(dtype=np.int64)
@@ -696,8 +663,7 @@ def uncle_rewards(
         i = int(np.flatnonzero(~allowed)[0])
         raise ValueError(
             f"block {including[i]:,} includes an uncle, but chain {chosen.chain_id} allows none "
-            f"in its {schedule['era'].iloc[position[i]]} era ({chosen.label}, "
-            f"{chosen.heights} heights)"
+            f"in its {schedule['era'].iloc[position[i]]} era ({chosen.label!r})"
         )
     limit = schedule["max_depth"].to_numpy(dtype="float64", na_value=np.nan)[position]
     bad = (depth < 1) | (depth > limit)
@@ -726,13 +692,12 @@ def _exact(values: Sequence[int]) -> np.ndarray:
     return out
 
 
+@takes_spec(required=False)
 def rewards_by_era(
     blocks: pd.DataFrame,
     uncles: pd.DataFrame,
     *,
-    spec: ChainSpec | str | None = None,
-    chain_id: int | None = None,
-    heights: str | None = None,
+    spec: ChainSpec | None = None,
 ) -> pd.DataFrame:
     """Issuance of the scanned blocks per era: block rewards, nephew and uncle rewards.
 
@@ -744,7 +709,7 @@ def rewards_by_era(
         ``block_number`` and ``uncle_count`` per scanned block.
     uncles : pandas.DataFrame
         The uncles those blocks include (:func:`feeslab.frames.parse_uncles`).
-    spec, chain_id, heights
+    spec, chain_id
         As for :func:`uncle_rewards`; ``blocks`` and ``uncles`` must not disagree.
 
     Returns
@@ -766,9 +731,7 @@ def rewards_by_era(
     _require(blocks, ["block_number", "uncle_count"], "blocks")
     _unique_blocks(blocks)
     # either frame's attrs may say; where both do they must agree
-    chosen = resolve_spec(blocks, spec, chain_id, heights=heights, what="rewards_by_era",
-                          required=False)  # fmt: skip
-    chosen = _spec(uncles, "rewards_by_era", chosen, None, None)
+    chosen = resolve_spec(uncles, spec, what="rewards_by_era")
     paid = uncle_rewards(uncles, spec=chosen)
     numbers = blocks["block_number"].to_numpy(dtype=np.int64)
     listed = pd.Series(paid["block_number"].to_numpy(dtype=np.int64)).value_counts()

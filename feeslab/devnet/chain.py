@@ -28,9 +28,14 @@ What is simulated, and how:
   siblings of ancestors.  Stale blocks not included by depth 6 are lost.
 * **Proof of stake / sequencers.**  Fixed slots with occasional missed slots,
   difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
+* **Dates.**  Chain 1's proof-of-work blocks are dated in mainnet's last weeks of
+  proof of work (from 2022-08-15, ending days before mainnet's terminal block of
+  2022-09-15); its first proof-of-stake block jumps ``merge_clock_jump_s`` (72
+  weeks) ahead into 2024.  Whole weeks, so the daily and weekly demand cycles see
+  the same hours and weekdays; forks activate by block number here, never by time.
 * **After the merge** (chains 1 and 11155111): Shanghai, Cancun, Prague, Osaka,
   BPO1 and BPO2 at scaled heights, each adding geth's header fields
-  (``withdrawalsRoot`` of the empty withdrawals list, ``blobGasUsed``,
+  (``withdrawals`` and their ``withdrawalsRoot``, ``blobGasUsed``,
   ``excessBlobGas``, ``parentBeaconBlockRoot``, ``requestsHash`` of no requests)
   and gas limits that rise 30M -> 36M -> 45M -> 60M.
 * **Blobs.**  EIP-4844's excess and fee rule with each fork's schedule (and
@@ -58,6 +63,7 @@ References
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import math
@@ -84,10 +90,22 @@ from feeslab._eip4844 import (  # the one EIP-4844 rule, shared with the analysi
 )
 from feeslab.devnet import _store
 
+try:  # safe-pysha3 where it ships wheels (Linux x86-64): ~1.3 us a hash, eth-hash's ~9 us
+    from sha3 import keccak_256 as _keccak_256
+
+    def _keccak(data: bytes) -> bytes:
+        return _keccak_256(data).digest()
+except ImportError:  # pragma: no cover - other platforms
+    _keccak = keccak
+
 if TYPE_CHECKING:
     from feeslab.devnet.state import WorldState
 
 CHUNK = 4096
+# EIP-4895 / consensus-specs (Capella): withdrawals per execution payload
+MAX_WITHDRAWALS_PER_PAYLOAD = 16
+_VALIDATORS = 1_000_003  # the validator set the sweep walks (mainnet: about a million)
+_WITHDRAWAL_ADDRESSES = 4096  # distinct withdrawal addresses among them
 EMPTY_UNCLES_HASH = bytes.fromhex(
     "1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"
 )
@@ -138,6 +156,93 @@ def rlp_list_of_encoded(encoded: Sequence[bytes]) -> bytes:
     """RLP of a list whose items are already RLP-encoded."""
     payload = b"".join(encoded)
     return _rlp_length_prefix(len(payload), 0xC0) + payload
+
+
+# -- Merkle-Patricia roots of lists -------------------------------------------
+# go-ethereum's ``types.DeriveSha``: the root of the trie mapping ``rlp(i)`` to item i's
+# encoding, as ``withdrawalsRoot`` (and the transactions and receipts roots) are computed.
+# Written out because ``trie.HexaryTrie`` takes milliseconds per root and every block after
+# Shanghai needs one while the chain is hashed; tests compare the two.
+
+
+def _nibbles(key: bytes) -> tuple[int, ...]:
+    return tuple(half for byte in key for half in (byte >> 4, byte & 0x0F))
+
+
+def _hex_prefix(path: Sequence[int], leaf: bool) -> bytes:
+    """The compact (hex-prefix) encoding of a node's path (Yellow Paper, appendix C)."""
+    flag = 2 if leaf else 0
+    if len(path) % 2:
+        first, rest = bytes(((flag + 1) << 4 | path[0],)), path[1:]
+    else:
+        first, rest = bytes((flag << 4,)), path
+    return first + bytes(rest[i] << 4 | rest[i + 1] for i in range(0, len(rest), 2))
+
+
+def _node_ref(encoded: bytes) -> bytes:
+    """How a parent holds a child node: inline below 32 bytes, else by its hash."""
+    return encoded if len(encoded) < 32 else b"\xa0" + _keccak(encoded)
+
+
+def _trie_plan(paths: Sequence[tuple[int, ...]], order: Sequence[int], lo: int, hi: int,
+               depth: int) -> tuple[Any, ...]:  # fmt: skip
+    """The shape of the node over sorted ``paths[lo:hi]`` below ``depth`` nibbles, with each
+    leaf's item index: the shape depends only on the keys, so it is worked out once a count.
+
+    ``("leaf", path item, index)``, ``("extension", path item, child)`` or ``("branch",
+    ((nibble, child), ...), index of a value ending here or None)``.
+    """
+    first = paths[lo]
+    if hi - lo == 1:
+        return ("leaf", _rlp_item(_hex_prefix(first[depth:], True)), order[lo])
+    last = paths[hi - 1]  # sorted: the first and last share what every path shares
+    end = depth
+    while end < len(first) and end < len(last) and first[end] == last[end]:
+        end += 1
+    if end > depth:
+        return ("extension", _rlp_item(_hex_prefix(first[depth:end], False)),
+                _trie_plan(paths, order, lo, hi, end))  # fmt: skip
+    own = None
+    if len(first) == depth:  # a key that ends here: the branch's own value
+        own, lo = order[lo], lo + 1
+    children = []
+    while lo < hi:
+        nibble, stop = paths[lo][depth], lo + 1
+        while stop < hi and paths[stop][depth] == nibble:
+            stop += 1
+        children.append((nibble, _trie_plan(paths, order, lo, stop, depth + 1)))
+        lo = stop
+    return ("branch", tuple(children), own)
+
+
+@functools.cache
+def _ordered_plan(count: int) -> tuple[Any, ...]:
+    """The trie shape of ``count`` items keyed by ``rlp(0..count-1)``."""
+    keyed = sorted((_nibbles(_rlp_int(i)), i) for i in range(count))
+    paths, order = [path for path, _ in keyed], [i for _, i in keyed]
+    return _trie_plan(paths, order, 0, count, 0)
+
+
+def _trie_node(plan: tuple[Any, ...], values: Sequence[bytes]) -> bytes:
+    """RLP of the node ``plan`` describes, holding ``values``."""
+    kind, a, b = plan
+    if kind == "leaf":
+        return rlp_list_of_encoded([a, _rlp_item(values[b])])
+    if kind == "extension":
+        return rlp_list_of_encoded([a, _node_ref(_trie_node(b, values))])
+    slots = [b"\x80"] * 17
+    for nibble, child in a:
+        slots[nibble] = _node_ref(_trie_node(child, values))
+    if b is not None:
+        slots[16] = _rlp_item(values[b])
+    return rlp_list_of_encoded(slots)
+
+
+def ordered_trie_root(encoded: Sequence[bytes]) -> bytes:
+    """The Merkle-Patricia root of a list of encoded items keyed by ``rlp(index)``."""
+    if not encoded:
+        return EMPTY_TRIE_ROOT
+    return _keccak(_trie_node(_ordered_plan(len(encoded)), encoded))
 
 
 # -- headers and blocks -------------------------------------------------------
@@ -255,11 +360,45 @@ def _encode_later(h: Header) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class Withdrawal:
+    """A validator withdrawal of the consensus layer (EIP-4895), credited in the block.
+
+    Attributes
+    ----------
+    index : int
+        Its place in the chain's sequence of withdrawals, from 0 at Shanghai.
+    validator_index : int
+    address : bytes
+        20 bytes: the validator's withdrawal address.
+    amount_gwei : int
+        [gwei], as the consensus layer counts it.
+    """
+
+    index: int
+    validator_index: int
+    address: bytes
+    amount_gwei: int
+
+    def encode(self) -> bytes:
+        """``rlp([index, validatorIndex, address, amount])``, as in the block body."""
+        return rlp_list_of_encoded([
+            _rlp_int(self.index), _rlp_int(self.validator_index), b"\x94" + self.address,
+            _rlp_int(self.amount_gwei),
+        ])  # fmt: skip
+
+
+def withdrawals_root(withdrawals: Sequence[Withdrawal]) -> bytes:
+    """``withdrawalsRoot``: the trie root of the encoded withdrawals keyed by ``rlp(i)``."""
+    return ordered_trie_root([w.encode() for w in withdrawals])
+
+
+@dataclass(frozen=True, slots=True)
 class Block:
     """A canonical block: its header, hash, uncles and derived totals.
 
     ``size`` is the length of ``rlp([header, transactions, uncles])`` with the
-    (empty) transaction list the synthetic history serves.
+    (empty) transaction list the synthetic history serves, and from Shanghai the
+    ``withdrawals`` appended.
     """
 
     header: Header
@@ -267,6 +406,7 @@ class Block:
     uncles: tuple[Header, ...]
     total_difficulty: int
     size: int
+    withdrawals: tuple[Withdrawal, ...] = ()
 
     @property
     def number(self) -> int:
@@ -284,11 +424,13 @@ def uncles_hash(uncles: Sequence[Header]) -> bytes:
     return keccak(rlp_list_of_encoded([u.encode() for u in uncles]))
 
 
-def block_size(header: Header, uncles: Sequence[Header]) -> int:
-    """Length of ``rlp([header, [], uncles])`` [bytes], with ``[]`` withdrawals from Shanghai."""
+def block_size(
+    header: Header, uncles: Sequence[Header], withdrawals: Sequence[Withdrawal] = ()
+) -> int:
+    """Length of ``rlp([header, [], uncles])`` [bytes], with the withdrawals from Shanghai."""
     parts = [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
-    if header.withdrawals_root is not None:
-        parts.append(b"\xc0")  # geth's extblock: Withdrawals `rlp:"optional"`
+    if header.withdrawals_root is not None:  # geth's extblock: Withdrawals `rlp:"optional"`
+        parts.append(rlp_list_of_encoded([w.encode() for w in withdrawals]))
     return len(rlp_list_of_encoded(parts))
 
 
@@ -316,6 +458,7 @@ class ChainParams:
     missed_slot_probability: float = 0.0
     safe_depth: int = 32
     finalized_depth: int = 64
+    merge_clock_jump_s: int = 0
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> ChainParams:
@@ -347,6 +490,7 @@ class ChainParams:
             missed_slot_probability=float(dev.get("missed_slot_probability", 0.0)),
             safe_depth=int(dev.get("safe_depth", 32)),
             finalized_depth=int(dev.get("finalized_depth", 64)),
+            merge_clock_jump_s=int(dev.get("merge_clock_jump_s", 0)),
         )
 
     @property
@@ -522,6 +666,7 @@ class History:
         self._blob_gas_used = np.zeros(0, dtype=np.int64)
         self._excess_blob_gas = np.zeros(0, dtype=np.int64)
         self._uncles: dict[int, tuple[Header, ...]] = {}
+        self._addresses: dict[int, bytes] = {}  # withdrawal addresses, by slot
         # blocks below this are complete in every column; readers take no lock
         self._ready = 0
         self._stored = False  # the on-disk store was consulted
@@ -681,13 +826,46 @@ class History:
         self._ensure(number)
         header = self._header(number)
         uncles = self._uncles.get(number, ())
+        withdrawals = self.withdrawals(number)
         return Block(
             header=header,
             hash=self._hashes[number],
             uncles=uncles,
             total_difficulty=self._total_difficulty[number],
-            size=block_size(header, uncles),
+            size=block_size(header, uncles, withdrawals),
+            withdrawals=withdrawals,
         )
+
+    def withdrawals(self, number: int) -> tuple[Withdrawal, ...]:
+        """The withdrawals block ``number`` credits: none before Shanghai, then a full payload
+        of 16 a block (``MAX_WITHDRAWALS_PER_PAYLOAD``), as mainnet's blocks carry.
+
+        The consensus layer's sweep walks the validators in order; most withdrawals skim a
+        validator's rewards above 32 ETH (0.012-0.02 ETH), one in 500 is a full exit. A
+        pure function of the seed and ``number``, so it needs no stored state.
+        """
+        start = self.params.forks.get("shanghai")
+        if start is None or number < start:
+            return ()
+        first = (number - start) * MAX_WITHDRAWALS_PER_PAYLOAD
+        rnd = self._random(number, b"withdrawals", 4 * MAX_WITHDRAWALS_PER_PAYLOAD)
+        out = []
+        for i in range(MAX_WITHDRAWALS_PER_PAYLOAD):
+            u = int.from_bytes(rnd[4 * i : 4 * i + 4], "big")
+            validator = (first + i) % _VALIDATORS  # the sweep takes the next in order
+            amount = 32 * 10**9 + u % 10**8 if u % 500 == 0 else 12_000_000 + u % 8_000_000
+            out.append(Withdrawal(first + i, validator, self._withdrawal_address(validator),
+                                  amount))  # fmt: skip
+        return tuple(out)
+
+    def _withdrawal_address(self, validator: int) -> bytes:
+        # validators share withdrawal addresses, as staking pools' do
+        slot = validator % _WITHDRAWAL_ADDRESSES
+        address = self._addresses.get(slot)
+        if address is None:
+            address = self._addresses[slot] = keccak(self._salt + b"withdrawal"
+                                                     + slot.to_bytes(4, "big"))[12:]  # fmt: skip
+        return address
 
     def _header(self, number: int) -> Header:
         uncles = self._uncles.get(number, ())
@@ -713,6 +891,7 @@ class History:
     ) -> Header:  # fmt: skip
         p = self.params
         cancun = blob_gas_used is not None
+        shanghai = p.has_fork("shanghai", number)
         # shake's output is a stream: asking for 32 more bytes keeps the first 904 unchanged
         size = 32 * 4 + 8 + 256 * 3 + (32 if cancun else 0)
         rnd = self._random(number, tag + miner.to_bytes(2, "big"), size)
@@ -755,8 +934,7 @@ class History:
             mix_hash=mix,
             nonce=nonce,
             base_fee_per_gas=base_fee,
-            # the devnet's blocks carry no withdrawals: the root of the empty list
-            withdrawals_root=EMPTY_TRIE_ROOT if p.has_fork("shanghai", number) else None,
+            withdrawals_root=withdrawals_root(self.withdrawals(number)) if shanghai else None,
             blob_gas_used=blob_gas_used,
             excess_blob_gas=excess_blob_gas,
             parent_beacon_block_root=rnd[904:936] if cancun else None,
@@ -983,6 +1161,8 @@ class History:
                     while u[i][1] < p.missed_slot_probability**slots and slots < 8:
                         slots += 1
                 timestamp = s.timestamp + p.slot_time_s * slots
+                if n == p.merge_block:  # proof-of-work dates end, proof-of-stake dates begin
+                    timestamp += p.merge_clock_jump_s
                 # Bor's difficulty is the signer's in-turn score
                 difficulty = 1 + int(u[i][2] * 20) if kind == "bor" else 0
             # ---- gas limit: producers vote towards the era's target
@@ -1049,7 +1229,7 @@ class History:
                 timestamp=timestamp, base_fee=base_fee, blob_gas_used=blob_used,
                 excess_blob_gas=excess,
             )  # fmt: skip
-            block_hash = keccak(header.encode())
+            block_hash = _keccak(header.encode())
             # ---- the stale sibling of this height, if a fork happened
             if fork is not None:
                 self._record_stale(n, s, fork, gas_limit, gas_used, base_fee, u[i])

@@ -141,7 +141,11 @@ def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     fields["transactions"] = []
     fields["uncles"] = [data(u.hash) for u in block.uncles]
     if getattr(block.header, "withdrawals_root", None) is not None:
-        fields["withdrawals"] = []  # the devnet's blocks carry none (root: the empty trie)
+        fields["withdrawals"] = [  # as geth's RPCMarshalBlock: EIP-4895's four fields
+            {"index": quantity(w.index), "validatorIndex": quantity(w.validator_index),
+             "address": data(w.address), "amount": quantity(w.amount_gwei)}
+            for w in getattr(block, "withdrawals", ())
+        ]  # fmt: skip
     if pending:
         for key in ("hash", "nonce", "miner", "totalDifficulty"):
             fields[key] = None

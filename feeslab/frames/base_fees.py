@@ -389,7 +389,7 @@ def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
     said = {
         (f.attrs.get("chain_id"), f.attrs.get("chain_spec")): f.attrs for f in items if f.attrs
     }
-    if len(said) > 1:  # snapshots of two chains (or heights) would stitch into nonsense
+    if len(said) > 1:  # snapshots of two chains (or two specs of one) would stitch into nonsense
         from feeslab.errors import ChainSpecConflict
 
         raise ChainSpecConflict(f"the snapshots are of different chains: {sorted(said, key=str)}")

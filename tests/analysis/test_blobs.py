@@ -18,6 +18,7 @@ import rlp
 from protocol_reference import calc_excess_blob_gas, eip1559_base_fee, fake_exponential
 
 from feeslab.analysis import fees
+from feeslab.chainspec import ChainSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mainnet_fork_headers.json"
 CANCUN_FRACTION, PRAGUE_FRACTION = 3_338_477, 5_007_716  # EIP-4844, EIP-7691
@@ -165,17 +166,17 @@ def devnet_blocks(devnet, tmp_path_factory):
 def test_devnet_blocks_follow_the_rule_across_prague(devnet_blocks):
     blocks = devnet_blocks
     assert str(blocks["blob_gas_used"].dtype) == "Int64"
-    nxt = fees.next_blob_base_fees(blocks, chain_id=1, heights="devnet")
-    own = fees.blob_base_fees(blocks, chain_id=1, heights="devnet")
+    nxt = fees.next_blob_base_fees(blocks, spec=ChainSpec.devnet(1))
+    own = fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1))
     assert (nxt.iloc[:-1].to_numpy() == own.iloc[1:].to_numpy()).all()
-    params = fees.blob_parameters(blocks, chain_id=1, heights="devnet")
+    params = fees.blob_parameters(blocks, spec=ChainSpec.devnet(1))
     assert set(params["fork"]) == {"cancun", "prague"}
 
 
 def test_usage_inferred_from_fees_brackets_the_truth(devnet_blocks):
     blocks = devnet_blocks.copy()
-    blocks["blob_base_fee_wei"] = fees.blob_base_fees(blocks, chain_id=1, heights="devnet")
-    usage = fees.infer_blob_usage(blocks, chain_id=1, heights="devnet")
+    blocks["blob_base_fee_wei"] = fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1))
+    usage = fees.infer_blob_usage(blocks, spec=ChainSpec.devnet(1))
     truth = (blocks["blob_gas_used"] // 2**17).astype(float).to_numpy()
     known = ~np.isnan(usage["blobs_low"].to_numpy())
     assert known.sum() > 1000
@@ -190,8 +191,8 @@ def test_usage_inferred_from_fees_brackets_the_truth(devnet_blocks):
 
 def test_burn_is_exact_and_sums_per_day(devnet_blocks):
     blocks = devnet_blocks
-    burn = fees.fee_burn(blocks, chain_id=1, heights="devnet")
-    own = fees.blob_base_fees(blocks, chain_id=1, heights="devnet")
+    burn = fees.fee_burn(blocks, spec=ChainSpec.devnet(1))
+    own = fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1))
     for k in (0, 500, 2_999):
         assert burn["base_fee_burn_wei"][k] == int(blocks["base_fee_wei"][k]) * int(
             blocks["gas_used"][k]
@@ -207,7 +208,7 @@ def test_burn_is_exact_and_sums_per_day(devnet_blocks):
 
 def test_regimes_see_the_floor_and_the_bursts(devnet_blocks):
     blocks = devnet_blocks.copy()
-    blocks["blob_base_fee_wei"] = fees.blob_base_fees(blocks, chain_id=1, heights="devnet")
+    blocks["blob_base_fee_wei"] = fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1))
     regimes = fees.blob_fee_regimes(blocks)
     seen = set(regimes["regime"].astype(str))
     assert "floor" in seen and "rising" in seen
@@ -263,7 +264,7 @@ def test_issuance_before_the_merge_is_the_block_reward_and_nephew_rewards(devnet
         blocks = lab.blocks(119_900, 120_100)  # the devnet's London at 120,000 (chains.json)
     finally:
         lab.close()
-    burn = fees.fee_burn(blocks, chain_id=1, heights="devnet")
+    burn = fees.fee_burn(blocks, spec=ChainSpec.devnet(1))
     reward = 2 * 10**18  # Constantinople's block reward (EIP-1234), from 60,000 on the devnet
     want = [reward + reward // 32 * int(u) for u in blocks["uncle_count"]]
     assert burn["issuance_wei"].tolist() == want

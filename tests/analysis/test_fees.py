@@ -20,6 +20,7 @@ import pytest
 
 import feeslab
 from feeslab.analysis import fees
+from feeslab.chainspec import ChainSpec
 
 CHAINS_JSON = Path(__file__).resolve().parents[2] / "data" / "chains.json"
 INT64_MAX = 2**63 - 1
@@ -270,7 +271,8 @@ def test_parameters_follow_chains_json_at_every_fork(half):
     for chain in _chains():
         starts = [r["from_block"] for r in chain[half]["eip1559"]]
         numbers = sorted({max(0, s + k) for s in starts for k in (-1, 0, 1, 2)} | {10**9})
-        got = fees.eip1559_parameters(chain["chain_id"], numbers, heights=half)
+        spec = ChainSpec.from_chain(chain["chain_id"], heights=half)
+        got = fees.eip1559_parameters(spec, numbers)
         for row in got.itertuples():
             rule = _expected_rule(chain, half, row.block_number)
             where = f"{chain['network']} {half} block {row.block_number}"
@@ -297,11 +299,14 @@ def test_polygon_forks_apply_from_the_block_after_the_fork_block():
 def test_unknown_chain_and_schedule_are_clear_errors():
     with pytest.raises(feeslab.ConfigError, match=r"chain id 42 is not in data/chains\.json"):
         fees.eip1559_parameters(42, [1])
-    with pytest.raises(feeslab.ConfigError, match=r"heights must be 'protocol'.* not 'testnet'"):
-        fees.eip1559_parameters(1, [1], heights="testnet")
+    with pytest.raises(feeslab.ConfigError, match="no chain spec is labelled 'mainnet@testnet'"):
+        fees.eip1559_parameters("mainnet@testnet", [1])
     frame = pd.DataFrame({"block_number": [1, 2], "base_fee_wei": [10, 11]})
     with pytest.raises(ValueError, match="chain_id= or the parameters, not both"):
         fees.infer_utilisation(frame, chain_id=1, max_change_denominator=8)
+    # a choice of heights is the spec's business, not an argument of the analysis
+    with pytest.raises(TypeError, match="unexpected keyword argument 'heights'"):
+        fees.infer_utilisation(frame, chain_id=1, heights="devnet")
     # Base's denominator changes at Canyon: which rows are past it needs their numbers
     with pytest.raises(ValueError, match="needs a 'block_number' column"):
         fees.infer_utilisation(frame["base_fee_wei"], chain_id=8453)
@@ -346,7 +351,7 @@ def test_next_base_fees_reproduce_every_devnet_header_across_forks(
     network_lab, network, chain_id, start, stop
 ):
     blocks = network_lab(network).blocks(start, stop)
-    predicted = fees.next_base_fees(blocks, chain_id=chain_id, heights="devnet")
+    predicted = fees.next_base_fees(blocks, spec=ChainSpec.devnet(chain_id))
     actual = blocks["base_fee_wei"].shift(-1)
     compared = actual.notna() & predicted.notna()
     assert compared.sum() >= stop - start - 1 - (20 if chain_id == 1 else 0)
@@ -362,7 +367,7 @@ def test_next_base_fees_reproduce_every_devnet_header_across_forks(
 
 def test_the_london_block_gets_the_initial_base_fee(network_lab):
     blocks = network_lab("mainnet").blocks(119_995, 120_001)
-    predicted = fees.next_base_fees(blocks, chain_id=1, heights="devnet")
+    predicted = fees.next_base_fees(blocks, spec=ChainSpec.devnet(1))
     assert predicted.isna().tolist() == [True] * 4 + [False, False]
     assert predicted.iloc[4] == 10**9 == blocks["base_fee_wei"].iloc[5]
 
@@ -386,12 +391,12 @@ def test_utilisation_from_fees_alone_brackets_the_true_gas_used_on_every_block(
 ):
     blocks = network_lab(network).blocks(*span)
     inferred = fees.infer_utilisation(
-        blocks[["block_number", "base_fee_wei"]], chain_id=chain_id, heights="devnet"
+        blocks[["block_number", "base_fee_wei"]], spec=ChainSpec.devnet(chain_id)
     )
     assert inferred["gas_used_target_ratio"].iloc[:-1].notna().all()
     assert inferred["gas_used_target_ratio"].iloc[-1:].isna().all()  # no next block
     assert inferred["consistent"].iloc[:-1].all()
-    params = fees.eip1559_parameters(chain_id, blocks["block_number"] + 1, heights="devnet")
+    params = fees.eip1559_parameters(ChainSpec.devnet(chain_id), blocks["block_number"] + 1)
     for i in range(len(blocks) - 1):
         e = params["elasticity_multiplier"].iloc[i]
         truth = _true_ratio(blocks.iloc[i], int(e), None)
@@ -445,8 +450,8 @@ def test_utilisation_from_the_gas_api_history_alone(lab):
 def test_full_and_empty_blocks_are_found_from_fees(lab):
     head = lab.node.head()
     history = lab.fee_history(head - 8191, head + 1)
-    inferred = fees.infer_utilisation(history, chain_id=1, heights="devnet")
-    states = fees.block_states(inferred, chain_id=1, heights="devnet")
+    inferred = fees.infer_utilisation(history, spec=ChainSpec.devnet(1))
+    states = fees.block_states(inferred, spec=ChainSpec.devnet(1))
     ratio = history["gas_used_ratio"]  # gasUsed / gasLimit from eth_feeHistory
     full, empty = ratio == 1.0, ratio == 0.0
     assert full.sum() >= 20 and empty.sum() >= 20
@@ -647,12 +652,11 @@ def test_fee_summary_compares_chains_in_their_own_units(network_lab):
         head = lab.node.head()
         history = lab.fee_history(head - 2047, head + 1)
         summaries[network] = fees.fee_summary(
-            history, chain_id=chain_id, heights="devnet", name=network
+            history, spec=ChainSpec.devnet(chain_id), name=network
         )
         states = fees.block_states(
-            fees.infer_utilisation(history, chain_id=chain_id, heights="devnet"),
-            chain_id=chain_id,
-            heights="devnet",
+            fees.infer_utilisation(history, spec=ChainSpec.devnet(chain_id)),
+            spec=ChainSpec.devnet(chain_id),
         )
         assert summaries[network]["full_share"] == pytest.approx(
             (states == "full").sum() / states.isin(["full", "partial", "empty"]).sum()

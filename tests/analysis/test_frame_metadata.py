@@ -118,7 +118,7 @@ def test_base_with_the_real_heights_would_be_wrong_so_it_is_refused(frames):
     with pytest.raises(feeslab.ChainSpecConflict, match=r"'base-mainnet@devnet'.*'base-mainnet'"):
         fees.fee_summary(history, spec=ChainSpec.from_chain(8453))
     with pytest.raises(feeslab.ChainSpecConflict):
-        fees.fee_summary(history, chain_id=8453, heights="protocol")
+        fees.fee_summary(history, spec="base-mainnet")  # the real heights by label
     with pytest.raises(feeslab.ChainSpecConflict, match=r"frame is of chain 8453.*say chain 1"):
         fees.fee_summary(history, chain_id=1)
 
@@ -196,7 +196,7 @@ def test_storage_calls_and_estimates_carry_the_chain_too(labs):
 def test_blob_fees_read_the_spec_from_the_frame_too(frames):
     _, blocks = frames["mainnet"]  # the devnet's chain 1 is past Cancun at its head
     own = fees.blob_base_fees(blocks)
-    pd.testing.assert_series_equal(own, fees.blob_base_fees(blocks, chain_id=1, heights="devnet"))
+    pd.testing.assert_series_equal(own, fees.blob_base_fees(blocks, chain_id=1))
     pd.testing.assert_series_equal(own, fees.blob_base_fees(blocks, spec=ChainSpec.devnet(1)))
     assert own.notna().all()
     with pytest.raises(feeslab.ChainSpecConflict):

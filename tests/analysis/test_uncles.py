@@ -352,8 +352,8 @@ def test_other_chains_come_from_chains_json():
     assert polygon["max_depth"].isna().all()
     with pytest.raises(ConfigError, match=r"chain id 5 is not in data/chains\.json"):
         U.reward_schedule(5)
-    with pytest.raises(ConfigError, match=r"'protocol'.*'devnet'"):
-        U.reward_schedule(1, heights="mainnet")
+    with pytest.raises(ConfigError, match="no chain spec is labelled 'mainnet@testnet'"):
+        U.reward_schedule("mainnet@testnet")
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from protocol_reference import (
     fake_exponential,
     header_hash,
 )
+from trie import HexaryTrie
 
 from feeslab.devnet.chain import Header
 
@@ -80,9 +81,17 @@ def test_blocks_carry_each_forks_fields_and_hash_to_them(rpc, network, chain_id)
                 assert (field in block) == (number >= start), (network, number, field)
             assert ("withdrawals" in block) == (number >= forks["shanghai"])
             if number >= forks["shanghai"]:
-                assert block["withdrawals"] == []
-                # the root of the empty list: keccak(rlp(b"")) of an empty trie
-                assert block["withdrawalsRoot"] == "0x" + keccak(rlp.encode(b"")).hex()
+                # a full payload of withdrawals, whose trie root (py-trie's, keyed by rlp(i))
+                # is the header's withdrawalsRoot
+                served = block["withdrawals"]
+                assert len(served) == 16
+                tree = HexaryTrie(db={})
+                for i, w in enumerate(served):
+                    tree[rlp.encode(i)] = rlp.encode([
+                        int(w["index"], 16), int(w["validatorIndex"], 16),
+                        bytes.fromhex(w["address"][2:]), int(w["amount"], 16),
+                    ])  # fmt: skip
+                assert block["withdrawalsRoot"] == "0x" + tree.root_hash.hex()
             if number >= forks["prague"]:
                 assert block["requestsHash"] == (
                     "0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

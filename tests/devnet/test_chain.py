@@ -5,18 +5,22 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 import rlp
 from eth_hash.auto import keccak
 from protocol_reference import eip1559_base_fee
+from trie import HexaryTrie
 
 from feeslab._chaindata import load_chains
 from feeslab.devnet.chain import (
+    EMPTY_TRIE_ROOT,
     EMPTY_UNCLES_HASH,
     Chain,
     Header,
     build_chains,
     devnet_params,
+    ordered_trie_root,
 )
 
 SEED = 11
@@ -305,9 +309,73 @@ def test_block_size_is_the_rlp_length_of_the_block(mainnet):
     for n in (5, 100_000, 150_000, 200_000):
         block = mainnet.block(n)
         body = [header_fields(block.header), [], [header_fields(u) for u in block.uncles]]
-        if block.header.withdrawals_root is not None:
-            body.append([])  # geth's extblock: Withdrawals, optional, from Shanghai
+        if block.header.withdrawals_root is not None:  # geth's extblock: optional, Shanghai on
+            body.append([[w.index, w.validator_index, w.address, w.amount_gwei]
+                         for w in block.withdrawals])  # fmt: skip
         assert block.size == len(rlp.encode(body))
+
+
+# Mainnet block 17,062,257's withdrawals (its body's third item) and header withdrawalsRoot:
+# ethereum/portal-spec-tests tests/mainnet/history/block_data/block-data-17062257.yaml
+MAINNET_17062257_WITHDRAWALS = bytes.fromhex(
+    "f90230e28306af4d83034ed8948e609ac80f4324e499a6efd24f221a2caa86822484957b0184e28306af4e83"
+    "034ed9948e609ac80f4324e499a6efd24f221a2caa86822484923ae233e28306af4f83034eda948e609ac80f"
+    "4324e499a6efd24f221a2caa8682248495ca96b9e28306af5083034edb948e609ac80f4324e499a6efd24f22"
+    "1a2caa8682248493fa49aae28306af5183034edc948e609ac80f4324e499a6efd24f221a2caa86822484943c"
+    "fa0ee28306af5283034edd948e609ac80f4324e499a6efd24f221a2caa86822484838851e4e28306af538303"
+    "4ede948e609ac80f4324e499a6efd24f221a2caa8682248495d404ace28306af5483034edf948e609ac80f43"
+    "24e499a6efd24f221a2caa868224849c2483a6e28306af5583034ee0948e609ac80f4324e499a6efd24f221a"
+    "2caa8682248499913170e28306af5683034ee1948e609ac80f4324e499a6efd24f221a2caa86822484970aab"
+    "76e28306af5783034ee2948e609ac80f4324e499a6efd24f221a2caa868224849b9e7a0de28306af5883034e"
+    "e3948e609ac80f4324e499a6efd24f221a2caa868224849e3074a5e28306af5983034ee4948e609ac80f4324"
+    "e499a6efd24f221a2caa868224849251a004e28306af5a83034ee5948e609ac80f4324e499a6efd24f221a2c"
+    "aa868224848857ac64e28306af5b83034ee6948e609ac80f4324e499a6efd24f221a2caa868224849025ba82"
+    "e28306af5c83034ee7948e609ac80f4324e499a6efd24f221a2caa868224849595c7b4"
+)
+MAINNET_17062257_WITHDRAWALS_ROOT = bytes.fromhex(
+    "54894cc503cc425d00a77b8280247d0ffc7377f420249bfae2d11d7cdc8d95cd"
+)
+
+
+def test_list_roots_match_mainnet_and_py_trie():
+    items = [rlp.encode(w) for w in rlp.decode(MAINNET_17062257_WITHDRAWALS)]
+    assert len(items) == 16
+    assert ordered_trie_root(items) == MAINNET_17062257_WITHDRAWALS_ROOT
+    assert ordered_trie_root([]) == EMPTY_TRIE_ROOT
+    rng = random.Random(4895)
+    for count in (1, 2, 3, 15, 16, 17, 127, 128, 129, 300):  # shapes up to 2-byte keys
+        values = [rng.randbytes(rng.choice([1, 20, 31, 32, 33, 90])) for _ in range(count)]
+        tree = HexaryTrie(db={})
+        for i, value in enumerate(values):
+            tree[rlp.encode(i)] = value
+        assert ordered_trie_root(values) == tree.root_hash, count
+
+
+def test_blocks_after_shanghai_credit_withdrawals_under_their_root(chains):
+    for chain in (chains.by_id[1], chains.by_id[11155111]):
+        shanghai = chain.params.forks["shanghai"]
+        assert chain.block(shanghai - 1).withdrawals == ()
+        previous = None
+        for n in (shanghai, shanghai + 1, shanghai + 2, chain.head()):
+            block = chain.block(n)
+            ws = block.withdrawals
+            assert len(ws) == 16
+            first = 16 * (n - shanghai)
+            assert [w.index for w in ws] == list(range(first, first + 16))
+            tree = HexaryTrie(db={})
+            for i, w in enumerate(ws):
+                tree[rlp.encode(i)] = rlp.encode([w.index, w.validator_index, w.address,
+                                                  w.amount_gwei])  # fmt: skip
+            assert block.header.withdrawals_root == tree.root_hash != EMPTY_TRIE_ROOT
+            assert block.hash == keccak(rlp.encode(header_fields(block.header)))
+            assert all(len(w.address) == 20 and w.amount_gwei > 0 for w in ws)
+            if previous is not None and n == previous + 1:  # the sweep goes on in order
+                last = chain.block(previous).withdrawals[-1]
+                assert ws[0].validator_index == last.validator_index + 1
+            previous = n
+        # a pure function of the seed: another devnet with it credits the same
+        again = Chain(chain.params, SEED).block(shanghai + 1)
+        assert again.withdrawals == chain.block(shanghai + 1).withdrawals
 
 
 def test_readers_during_generation_see_only_complete_blocks():
@@ -338,3 +406,20 @@ def test_readers_during_generation_see_only_complete_blocks():
         t.join()
     assert not errors
     assert all(Chain(params, 991).block(n).hash == h for n, h in seen.items())
+
+
+MAINNET_GENESIS_TIME = 1_438_269_973  # block 0's timestamp (2015-07-30)
+MAINNET_TERMINAL_POW_TIME = 1_663_224_162  # block 15,537,393 (portal-spec-tests block data)
+
+
+def test_chain_1_dates_its_proof_of_work_in_mainnets_proof_of_work_era(mainnet):
+    merge = mainnet.params.merge_block
+    ts = np.array(mainnet.timestamp_range(0, mainnet.head() + 1))
+    pow_era, pos_era = ts[:merge], ts[merge:]
+    assert pow_era.min() > MAINNET_GENESIS_TIME and pow_era.max() < MAINNET_TERMINAL_POW_TIME
+    assert pow_era.max() > MAINNET_TERMINAL_POW_TIME - 14 * 86_400  # its last weeks
+    jump = mainnet.params.merge_clock_jump_s
+    assert jump % (7 * 86_400) == 0  # whole weeks: hours and weekdays of demand unchanged
+    gap = pos_era[0] - pow_era[-1]
+    assert jump < gap <= jump + 8 * mainnet.params.slot_time_s
+    assert pd.Timestamp(pos_era[0], unit="s").year == 2024

@@ -8,6 +8,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from feeslab.analysis import fees
+from feeslab.chainspec import ChainSpec
 from feeslab.plots import plot_blob_base_fee, plot_blob_regimes, plot_blob_usage, plot_burn
 
 CANCUN_FRACTION = 3_338_477
@@ -31,7 +32,7 @@ def chain() -> pd.DataFrame:
             "uncle_count": np.zeros(300, dtype=np.int64),
         }
     )
-    frame["blob_base_fee_wei"] = fees.blob_base_fees(frame, chain_id=1, heights="devnet")
+    frame["blob_base_fee_wei"] = fees.blob_base_fees(frame, spec=ChainSpec.devnet(1))
     return frame
 
 
@@ -46,7 +47,7 @@ def test_blob_base_fee_draws_the_fees_on_a_log_axis(chain):
 
 
 def test_blob_usage_shades_the_bracket_and_draws_target_and_max(chain):
-    usage = fees.infer_blob_usage(chain, chain_id=1, heights="devnet")
+    usage = fees.infer_blob_usage(chain, spec=ChainSpec.devnet(1))
     ax = plot_blob_usage(usage, truth=chain["blob_gas_used"] // 2**17)
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels == ["target", "max", "carried"]
@@ -65,7 +66,7 @@ def test_regimes_colour_each_regime(chain):
 
 
 def test_burn_stacks_blob_on_base_fee(chain):
-    daily = fees.burn_by_day(fees.fee_burn(chain, chain_id=1, heights="devnet"), freq="h")
+    daily = fees.burn_by_day(fees.fee_burn(chain, spec=ChainSpec.devnet(1)), freq="h")
     ax = plot_burn(daily)
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert len(bars) == 2 * len(daily)

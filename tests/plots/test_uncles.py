@@ -60,7 +60,7 @@ def test_plot_uncle_rate_by_era_and_by_day():
     blocks["timestamp"] = pd.to_datetime(
         [1_704_067_200 + 40_000 * i for i in range(6)], unit="s", utc=True
     )
-    eras = U.uncle_rate_by_era(blocks, chain_id=1, heights="devnet")  # the deprecated form
+    eras = U.uncle_rate_by_era(blocks, spec="mainnet@devnet")  # a spec by its label
     ax = plot_uncle_rate(eras)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["genesis", "byzantium"]
     assert list(errorbar(ax).lines[0].get_ydata()) == eras["rate"].tolist()
