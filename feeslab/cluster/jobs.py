@@ -1,0 +1,513 @@
+"""Partitioned jobs on dask.distributed: one plan, one credit bucket, one Parquet file a partition.
+
+A job is planned whole on the driver before anything runs (the dataset's own plan, its sample
+bought once), then cut into partitions: one per era1 file for archive files, one per
+``partition_blocks`` blocks for a node. Each partition runs as one dask task on a worker,
+through the same dataset code a single process runs (``feeslab.datasets.uncles.get``), and
+writes its rows to ``part-<first>-<last>.parquet`` in the job's directory, atomically (a
+temporary file renamed over the name), before the task ends. A partition whose file exists is
+done: a rerun of a killed job skips it and spends nothing for it.
+
+Workers read no SQLite cache (``cache=False``): the partition files are the settled answers, so
+no two processes ever write one cache. The driver's own cache keeps the plan's sample, which
+each worker is handed for its range, so the cluster buys exactly the calls one process would.
+Every worker's batches are booked in one token bucket on the scheduler
+(:mod:`feeslab.cluster._governor`), with the job's ``budget``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from feeslab._costs import method_cost
+from feeslab.datasets import blocks as blocks_dataset
+from feeslab.datasets import uncles as uncles_dataset
+from feeslab.datasets._checks import check_range, is_archive
+from feeslab.datasets.uncles import UncleScan
+from feeslab.errors import BudgetExceeded, ConfigError
+from feeslab.fetch.cache import default_cache_dir
+from feeslab.fetch.credits import CreditLedger, Plan
+from feeslab.fetch.node import NodeClient
+from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport, RpcCall, RpcResult
+from feeslab.frames import uncle_scan_frame
+from feeslab.frames.io import frame_from_bytes, write_frame
+from feeslab.sources.rpc import DEVNET_CLIENT, RpcSource
+
+__all__ = [
+    "DEFAULT_PARTITION_BLOCKS",
+    "MANIFEST",
+    "ClusterUncleScan",
+    "JobPlan",
+    "JobReport",
+    "Partition",
+    "plan_uncles",
+    "read_partitions",
+    "uncles",
+]
+
+DEFAULT_PARTITION_BLOCKS = 8_192
+"""Blocks per partition of a node scan [blocks]: an era1 file's worth, about 660,000 credits."""
+MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe skip it
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One task of a job: blocks ``start`` .. ``stop - 1``, from ``file`` (era1) or a node."""
+
+    start: int
+    stop: int
+    file: str | None = None
+    credits: int = 0  # planned [credits]
+
+    @property
+    def name(self) -> str:
+        """The partition's file name in the job's directory."""
+        return f"part-{self.start:09d}-{self.stop - 1:09d}.parquet"
+
+
+@dataclass(frozen=True, repr=False)
+class JobPlan:
+    """The whole job, planned before anything runs.
+
+    Attributes
+    ----------
+    job : str
+        The job's identity (dataset, range, chain): what the directory is named by.
+    plan : Plan
+        The credits the whole job costs (the dataset's plan, as one process would run it).
+    partitions : tuple of Partition
+        In block order.
+    out : Path
+        The job's directory (partition files and ``_manifest.json``).
+    """
+
+    job: str
+    dataset: str
+    start: int
+    stop: int
+    plan: Plan
+    partitions: tuple[Partition, ...]
+    out: Path
+
+    def done(self) -> list[Partition]:
+        """The partitions whose file is already written."""
+        return [p for p in self.partitions if (self.out / p.name).exists()]
+
+    def __repr__(self) -> str:
+        done = len(self.done())
+        return (f"<JobPlan {self.dataset} of blocks {self.start:,} to {self.stop - 1:,}: "
+                f"{len(self.partitions)} partitions ({done} written), "
+                f"{self.plan.total:,} credits, in {self.out}>")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What a cluster job did.
+
+    Attributes
+    ----------
+    computed, skipped : tuple of str
+        Partition files written by this run, and those found already written.
+    credits : int
+        Credits the workers' requests were charged, all workers together [credits].
+    rate_limited : int
+        HTTP 429 answers the workers met.
+    seconds : float
+        Wall time of the run [s].
+    dashboard : str or None
+        The dask dashboard's address.
+    """
+
+    out: Path
+    computed: tuple[str, ...]
+    skipped: tuple[str, ...]
+    credits: int
+    rate_limited: int
+    seconds: float
+    dashboard: str | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, repr=False)
+class ClusterUncleScan(UncleScan):
+    """An :class:`~feeslab.datasets.uncles.UncleScan` computed on a cluster, with its
+    ``report`` (:class:`JobReport`)."""
+
+    report: JobReport | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class _NodeSpec:
+    """How a worker reaches the node (the URL holds the key: never shown)."""
+
+    url: str
+    max_batch: int
+    max_concurrency: int
+    credits_per_second: float | None
+    chain_id: int
+    label: str
+    head: int
+
+    def __repr__(self) -> str:
+        return f"<_NodeSpec {self.label} chain {self.chain_id}>"
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What every partition task of one run shares."""
+
+    dataset: str
+    out: str
+    bucket: str
+    workers: int
+    node: _NodeSpec | None = None
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+def _job_id(dataset: str, start: int, stop: int, where: str) -> str:
+    digest = hashlib.sha256(f"{dataset}|{start}|{stop}|{where}".encode()).hexdigest()[:16]
+    return f"{dataset}-{start}-{stop}-{digest}"
+
+
+def plan_uncles(
+    source: Any,
+    start: int,
+    stop: int,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    budget: int | None = None,
+) -> tuple[JobPlan, dict[int, Any]]:
+    """The whole uncle scan's plan and partitions, and the sampled headers (node sources).
+
+    Parameters
+    ----------
+    source : RpcSource or Era1Source
+    out : path, optional
+        The job's directory; default ``<cache>/jobs/<job>`` (``$FEESLAB_CACHE_DIR``).
+    partition_blocks : int
+        Blocks per partition of a node scan [blocks]; era1 files are one partition each.
+    budget : int, optional
+        Refuse (``BudgetExceeded``) before the plan's sample is bought, as one process does.
+    """
+    check_range(start, stop)
+    if not isinstance(partition_blocks, int) or partition_blocks < 1:
+        raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
+    sampled: dict[int, Any] = {}
+    if is_archive(source):
+        plan = uncles_dataset.plan(source, start, stop)
+        parts = []
+        for first, after, path in source.ranges():
+            lo, hi = max(start, first), min(stop, after)
+            if lo < hi:
+                parts.append(Partition(lo, hi, file=str(path)))
+        source._covering(start, stop)  # every block covered, or Era1Error naming the gap
+        where = "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
+    else:
+        plan, sampled = uncles_dataset._plan_and_sample(
+            source, start, stop, uncles_dataset.SAMPLE, budget)  # fmt: skip
+        per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
+        per_block /= stop - start
+        header = method_cost(blocks_dataset.METHOD)
+        parts = []
+        for lo in range(start, stop, partition_blocks):
+            hi = min(stop, lo + partition_blocks)
+            fresh = sum(1 for n in range(lo, hi) if n not in sampled)
+            parts.append(Partition(lo, hi, credits=round(fresh * header + per_block * (hi - lo))))
+        where = f"{source.label}:{source.chain_id()}"
+    job = _job_id("uncles", start, stop, where)
+    directory = Path(out) if out is not None else default_cache_dir() / "jobs" / job
+    return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
+
+
+def _check_manifest(job: JobPlan) -> None:
+    """Refuse a directory that holds another job's partitions."""
+    path = job.out / MANIFEST
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a feeslab job manifest ({exc})") from None
+    if old.get("job") != job.job:
+        raise ConfigError(f"{job.out} holds the partitions of another job ({old.get('job')!r}, "
+                          f"not {job.job!r}): give another out=")  # fmt: skip
+
+
+def _write_manifest(job: JobPlan, written: dict[str, dict[str, Any]]) -> None:
+    """``_manifest.json``: the job, its partitions and which are written, atomically."""
+    body = {
+        "format": _FORMAT, "job": job.job, "dataset": job.dataset,
+        "start": job.start, "stop": job.stop, "planned_credits": job.plan.total,
+        "partitions": [
+            {"file": p.name, "start": p.start, "stop": p.stop, "planned_credits": p.credits,
+             "written": (job.out / p.name).exists(), **written.get(p.name, {})}
+            for p in job.partitions
+        ],
+    }  # fmt: skip
+    handle, temporary = tempfile.mkstemp(dir=job.out, prefix=f".{MANIFEST}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(body, file, indent=1)
+        os.replace(temporary, job.out / MANIFEST)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every written partition of the job in ``out``, in block order, exact ints kept."""
+    out = Path(out)
+    paths = sorted(out.glob("part-*.parquet"))
+    if not paths:
+        raise ConfigError(f"no partition files (part-*.parquet) in {out}")
+    return _concat([frame_from_bytes(p.read_bytes()) for p in paths])
+
+
+def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    full = [f for f in frames if not f.empty]
+    if not full:
+        return frames[0].iloc[0:0].reset_index(drop=True)
+    return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+
+
+# -- on a worker -----------------------------------------------------------------------------
+
+
+class _SeededNode(NodeClient):
+    """A worker's node client: no cache, and what the driver already knows answered for free
+    (the plan's sampled headers in this range, the head, the chain id)."""
+
+    def __init__(self, transport: Any, *, ledger: CreditLedger, seeds: dict[Any, Any],
+                 head: int) -> None:  # fmt: skip
+        super().__init__(transport, ledger=ledger, cache=False, progress=False)
+        self._seeds = seeds
+        self._head = head
+
+    def run(self, calls: Sequence[RpcCall], **options: Any) -> list[RpcResult]:
+        keys = [(c.method, json.dumps(c.params)) for c in calls]
+        todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._seeds]
+        sent = iter(super().run(todo, **options) if todo else [])
+        return [RpcResult(c, result=self._seeds[k]) if k in self._seeds else next(sent)
+                for c, k in zip(calls, keys, strict=True)]  # fmt: skip
+
+
+def _node_source(task: _Task, part: Partition, sampled: dict[int, Any]) -> RpcSource:
+    """A worker's source for one partition: paced by the cluster's bucket."""
+    from distributed import get_worker
+
+    from feeslab.cluster._governor import ClusterGovernor
+
+    spec = task.node
+    assert spec is not None
+    ledger = CreditLedger()
+    governor = ClusterGovernor(get_worker(), task.bucket, spec.credits_per_second or math.inf,
+                               task.workers)  # fmt: skip
+
+    def on_response(calls: Sequence[RpcCall], status: int) -> None:
+        credits = ledger.record_request(calls, status)
+        methods = Counter(c.method for c in calls)
+        governor.charge(credits, sum(method_cost(m) * n for m, n in methods.items()), status,
+                        dict(methods))  # fmt: skip
+
+    transport = HTTPTransport(url=spec.url, max_batch=spec.max_batch,
+                              max_concurrency=spec.max_concurrency,
+                              credits_per_second=spec.credits_per_second,
+                              on_response=on_response)  # fmt: skip
+    transport._core.governor = governor  # every batch booked in the cluster's bucket
+    seeds = {(blocks_dataset.METHOD, json.dumps(c.params)): sampled[n]
+             for n, c in zip(sampled, blocks_dataset.calls(list(sampled)), strict=True)}
+    seeds[("eth_chainId", "[]")] = hex(spec.chain_id)
+    version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
+    seeds[("web3_clientVersion", "[]")] = version
+    node = _SeededNode(transport, ledger=ledger, seeds=seeds, head=spec.head)
+    return RpcSource(node, any_node=spec.label == "node")
+
+
+def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict[str, Any]:
+    """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
+    earlier attempt wrote them. Returns what it did (a budget refusal as data: the error's
+    keyword-only constructor does not cross processes)."""
+    path = Path(task.out) / part.name
+    if path.exists():
+        return {"file": part.name, "skipped": True}
+    began = time.perf_counter()
+    source: Any = None
+    try:
+        if part.file is not None:
+            from feeslab.sources.era1 import Era1Source
+
+            source = Era1Source(part.file)
+        else:
+            source = _node_source(task, part, sampled)
+        scan = uncles_dataset.get(source, part.start, part.stop, progress=False)
+    except BudgetExceeded as exc:
+        return {"file": part.name, "budget_exceeded": [exc.planned, exc.budget, exc.spent]}
+    finally:
+        if source is not None:
+            source.close()
+    frame = scan.uncles
+    frame.attrs.clear()  # the driver tags the whole frame
+    write_frame(frame, path)
+    spent = 0 if part.file is not None else source.credits.spent
+    return {"file": part.name, "rows": len(frame), "credits": spent,
+            "seconds": round(time.perf_counter() - began, 3)}  # fmt: skip
+
+
+# -- on the driver -------------------------------------------------------------------------
+
+
+def _node_spec(source: RpcSource) -> _NodeSpec:
+    transport = source.node.transport
+    if not isinstance(transport, HTTPTransport):
+        raise ConfigError("a cluster scan reaches the node over HTTP(S): connect() without "
+                          "websocket=True")  # fmt: skip
+    governor = transport.governor
+    rate = None
+    if governor is not None:
+        governor.settle(timeout=5.0)  # a devnet's own limit, asked when connecting
+        rate = governor.ceiling / GOVERNOR_HEADROOM
+    core = transport._core
+    return _NodeSpec(url=core.url, max_batch=core.max_batch,
+                     max_concurrency=core.max_concurrency, credits_per_second=rate,
+                     chain_id=source.chain_id(), label=source.label,
+                     head=source.head())  # fmt: skip
+
+
+def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    if is_archive(source):
+        return source._attrs(frame, source.network)
+    return source.tag(frame)
+
+
+def uncles(
+    source: Any,
+    start: int,
+    stop: int,
+    *,
+    client: Any,
+    out: str | os.PathLike[str] | None = None,
+    budget: int | None = None,
+    progress: bool | None = None,
+    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+) -> ClusterUncleScan:
+    """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
+
+    The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
+
+    Parameters
+    ----------
+    source : RpcSource or Era1Source
+        Where the blocks come from (era1 files must be readable by every worker at the
+        same path; a node reachable from every worker).
+    client : distributed.Client
+        The cluster.
+    out : path, optional
+        The job's directory of partition files, on storage every worker shares; default
+        ``<cache>/jobs/<job>``. A rerun skips the partitions already written there.
+    budget : int, optional
+        The most the job may spend, the driver's plan and every worker together [credits]:
+        the plan is refused before anything runs (``BudgetExceeded``), and the cluster's
+        bucket refuses any batch that would pass it.
+    progress : bool, optional
+        A progress bar over the partitions, and the dashboard's address printed (default on).
+    partition_blocks : int
+        Blocks per partition of a node scan [blocks].
+
+    Returns
+    -------
+    ClusterUncleScan
+        ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
+    """
+    try:
+        from distributed import as_completed
+    except ImportError:
+        raise ConfigError("a cluster scan needs dask.distributed: pip install 'feeslab[dask]'"
+                          ) from None  # fmt: skip
+    from feeslab.cluster import _governor
+
+    began = time.perf_counter()
+    spent_before = source.credits.spent if not is_archive(source) else 0
+    job, sampled = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
+                               budget=budget)  # fmt: skip
+    job.out.mkdir(parents=True, exist_ok=True)
+    _check_manifest(job)
+    done = job.done()
+    todo = [p for p in job.partitions if p not in done]
+    written: dict[str, dict[str, Any]] = {}
+    _write_manifest(job, written)
+    show = True if progress is None else progress
+    dashboard = getattr(client, "dashboard_link", None)
+    if show and dashboard:
+        print(f"dask dashboard: {dashboard}", file=sys.stderr, flush=True)
+    bucket = f"{job.job}-{uuid.uuid4().hex[:8]}"
+    node = None if is_archive(source) else _node_spec(source)
+    report: dict[str, Any] = {}
+    if todo:
+        remaining = None if budget is None else budget - (source.credits.spent if node else 0)
+        _governor.install(client)
+        _governor.scheduler_call(client, "open", name=bucket,
+                                 credits_per_second=node.credits_per_second if node else None,
+                                 budget=remaining)  # fmt: skip
+        task = _Task("uncles", str(job.out), bucket, max(1, sum(client.nthreads().values())),
+                     node)  # fmt: skip
+        futures = [
+            client.submit(run_partition, task, p,
+                          {n: h for n, h in sampled.items() if p.start <= n < p.stop},
+                          key=f"feeslab-{bucket}-{p.name}", pure=False)
+            for p in todo
+        ]  # fmt: skip
+        bar = None
+        if show:
+            from feeslab._progress import progress_bar
+
+            bar = progress_bar(total=len(job.partitions), initial=len(done),
+                               description="partitions", unit="part")  # fmt: skip
+        try:
+            for future in as_completed(futures):
+                result = future.result()
+                if "budget_exceeded" in result:
+                    planned, cap, spent = result["budget_exceeded"]
+                    raise BudgetExceeded(planned=planned, budget=budget or cap,
+                                         spent=spent + spent_before)  # fmt: skip
+                written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
+                _write_manifest(job, written)
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            report = _governor.scheduler_call(client, "close", name=bucket) or {}
+            if node is not None and report.get("calls"):  # the driver's ledger shows it all
+                for method, n in report["calls"].items():
+                    source.credits.record_request([method] * n, 200)
+    _write_manifest(job, written)
+    found = _tag(source, _concat([frame_from_bytes((job.out / p.name).read_bytes())
+                                  for p in job.partitions]))
+    counts = _tag(source, uncle_scan_frame(range(start, stop), found))
+    result = JobReport(
+        out=job.out, computed=tuple(p.name for p in todo), skipped=tuple(p.name for p in done),
+        credits=report.get("spent", 0), rate_limited=report.get("refusals", 0),
+        seconds=time.perf_counter() - began, dashboard=dashboard, calls=report.get("calls", {}),
+    )  # fmt: skip
+    return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=result)
