@@ -407,6 +407,7 @@ def uncles(
     budget: int | None = None,
     progress: bool | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    planned: tuple[JobPlan, dict[int, Any]] | None = None,
 ) -> ClusterUncleScan:
     """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
 
@@ -430,6 +431,8 @@ def uncles(
         A progress bar over the partitions, and the dashboard's address printed (default on).
     partition_blocks : int
         Blocks per partition of a node scan [blocks].
+    planned : tuple, optional
+        What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
 
     Returns
     -------
@@ -445,8 +448,10 @@ def uncles(
 
     began = time.perf_counter()
     spent_before = source.credits.spent if not is_archive(source) else 0
-    job, sampled = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
-                               budget=budget)  # fmt: skip
+    if planned is None:
+        planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
+                              budget=budget)  # fmt: skip
+    job, sampled = planned
     job.out.mkdir(parents=True, exist_ok=True)
     _check_manifest(job)
     done = job.done()
