@@ -22,10 +22,10 @@ from distributed import Client, LocalCluster
 
 import feeslab
 from feeslab import cluster
+from feeslab.cli import main
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.devnet import start
 from feeslab.devnet.era1 import export_era1
-from feeslab.cli import main
 from feeslab.errors import BudgetExceeded, ConfigError
 from feeslab.frames.io import frame_from_bytes
 from feeslab.sources.era1 import Era1Source
