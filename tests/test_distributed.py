@@ -8,6 +8,7 @@ under the cluster's one bucket; a worker killed mid-job; a whole job killed and 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 
+import cloudpickle
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -23,6 +25,7 @@ from distributed import Client, LocalCluster
 import feeslab
 from feeslab import cluster
 from feeslab.cli import main
+from feeslab.cluster import _governor
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.devnet import start
 from feeslab.devnet.era1 import export_era1
@@ -137,6 +140,31 @@ def test_budget_refused_before_anything_runs(client, limited, tmp_path):
         cluster.uncles(lab.data_source, START, STOP, client=client, out=tmp_path / "j",
                        budget=50_000, progress=False, partition_blocks=PARTITION)
     assert not list((tmp_path / "j").glob("part-*"))
+
+
+def _book(bucket: str, cost: int) -> str:
+    """On a worker: book ``cost`` credits in the cluster's bucket ``bucket``."""
+    from distributed import get_worker
+
+    from feeslab.cluster._governor import ClusterGovernor
+
+    try:
+        ClusterGovernor(get_worker(), bucket, math.inf, 2).reserve(cost)
+    except BudgetExceeded as exc:
+        return f"refused at {exc.spent}"
+    return "booked"
+
+
+def test_the_budget_holds_across_workers(client):
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import it
+    _governor.install(client)
+    _governor.scheduler_call(client, "open", name="test-budget", budget=1_000)
+    workers = list(client.nthreads())
+    answers = client.gather([client.submit(_book, "test-budget", 600, workers=[w], pure=False)
+                             for w in workers])  # one booking on each worker process
+    assert sorted(answers) == ["booked", "refused at 600"]
+    report = _governor.scheduler_call(client, "close", name="test-budget")
+    assert report["spent"] == 0  # booked, never charged: nothing was sent
 
 
 def _worker_pids(client):

@@ -453,6 +453,8 @@ def uncles(
         planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
                               budget=budget)  # fmt: skip
     job, sampled = planned
+    if budget is not None and job.plan.total > budget:  # a plan made without the budget
+        raise BudgetExceeded(planned=job.plan.total, budget=budget)
     job.out.mkdir(parents=True, exist_ok=True)
     _check_manifest(job)
     done = job.done()
