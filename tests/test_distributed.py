@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import cloudpickle
 import pandas as pd
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.slow
 RATE = 20_000  # the devnet's credits per second: paced scans take seconds, not minutes
 START, STOP = 1_000, 2_500  # blocks of the node scans (about 140,000 credits)
 PARTITION = 250
+REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +135,32 @@ def test_node_scan_matches_one_process_within_the_devnets_rate(client, limited, 
     # one bucket for the cluster: under the devnet's rate, with hardly a 429
     assert scan.report.rate_limited <= 3
     assert scan.report.credits / seconds <= RATE
+
+
+def test_two_api_keys_each_with_its_own_bucket_and_ledger(client, limited, single, tmp_path):
+    """A second key: here a second devnet of the same seed (the same chain, its own key and
+    its own 20,000 credits/s), as two keys on one plan each are to the service."""
+    reference, spent = single
+    with start(seed=7, credits_per_second=RATE) as other, _lab(limited) as lab, \
+            _lab(other) as second:  # fmt: skip
+        second.data_source.head(), second.data_source.chain_id(), second.source  # asked once
+        before = second.credits.spent
+        scan = cluster.uncles(lab.data_source, START, STOP, client=client, keys=[second],
+                              out=tmp_path / "job", progress=False,
+                              partition_blocks=PARTITION)  # fmt: skip
+        ledgers = lab.credits.spent, second.credits.spent - before
+    _same(scan, reference)
+    first_key, second_key = scan.report.keys
+    # the partitions dealt in turn: each key bought about half, booked in its own ledger
+    assert first_key["spent"] > 0.3 * spent and second_key["spent"] > 0.3 * spent
+    assert ledgers[1] == second_key["spent"]
+    assert abs(sum(ledgers) - spent) <= spent / 100  # and no more than one key would
+    assert first_key["refusals"] + second_key["refusals"] <= 3
+    with _lab(limited) as lab, lab.on_network("sepolia") as sepolia:
+        for wrong, why in ((sepolia, "same chain"), (feeslab.connect(era1=REAL), "on a node")):
+            with pytest.raises(ConfigError, match=why):
+                cluster.uncles(lab.data_source, START, STOP, client=client, progress=False,
+                               keys=[wrong])
 
 
 def test_budget_refused_before_anything_runs(client, limited, tmp_path):

@@ -6,8 +6,9 @@ scheduler plugin (:class:`CreditsPlugin`) adds a few handlers, and each worker's
 books every batch there before sending it (:class:`ClusterGovernor`, a drop-in for the
 transport's ``CreditGovernor``). The bucket itself *is* a ``CreditGovernor`` (the same token
 bucket, headroom, burst and AIMD as one process), so a cluster paces exactly as one client
-would, and a 429 met by any worker slows them all. The plugin also keeps the job's ledger:
-credits the service charged, 429s met, and the ``budget`` no worker may pass.
+would, and a 429 met by any worker slows them all. The plugin also keeps each bucket's
+ledger (credits the service charged, 429s met) and the job's ``budget``, which no worker may
+pass; a job with several API keys has a bucket and a ledger per key, one budget for all.
 """
 
 from __future__ import annotations
@@ -26,14 +27,23 @@ PLUGIN_NAME = "feeslab-credits"
 _OPS = ("open", "reserve", "rate_limited", "served", "charge", "report", "close")
 
 
-class _Bucket:
-    """One job's (or one API key's) bucket and ledger on the scheduler."""
+class _Cap:
+    """A job's budget and what its workers spent and booked against it [credits]; shared by
+    the buckets of one job's API keys."""
 
-    def __init__(self, credits_per_second: float | None, budget: int | None) -> None:
-        self.governor = CreditGovernor(credits_per_second) if credits_per_second else None
+    def __init__(self, budget: int | None) -> None:
         self.budget = budget
-        self.spent = 0  # credits the service charged, every worker together [credits]
-        self.booked = 0  # credits reserved by batches not yet answered [credits]
+        self.spent = 0
+        self.booked = 0  # reserved by batches not yet answered
+
+
+class _Bucket:
+    """One API key's bucket and ledger on the scheduler."""
+
+    def __init__(self, credits_per_second: float | None, cap: _Cap) -> None:
+        self.governor = CreditGovernor(credits_per_second) if credits_per_second else None
+        self.cap = cap
+        self.spent = 0  # credits the service charged this key, every worker together
         self.requests = 0
         self.refusals = 0  # HTTP 429 answers
         self.calls: dict[str, int] = {}
@@ -59,18 +69,21 @@ class CreditsPlugin(SchedulerPlugin):
             scheduler.handlers[f"feeslab_credits_{op}"] = getattr(self, f"_{op}")
 
     def _open(self, name: str, credits_per_second: float | None = None,
-              budget: int | None = None) -> dict[str, Any]:
-        with self._lock:  # a rerun of the same job keeps its bucket
-            bucket = self.buckets.setdefault(name, _Bucket(credits_per_second, budget))
+              budget: int | None = None, group: str | None = None) -> dict[str, Any]:
+        """A bucket ``name`` (kept if it exists); ``group``: the bucket whose budget it shares
+        (another API key of the same job)."""
+        with self._lock:
+            cap = self.buckets[group].cap if group is not None else _Cap(budget)
+            bucket = self.buckets.setdefault(name, _Bucket(credits_per_second, cap))
         return bucket.report()
 
     def _reserve(self, name: str, cost: float) -> dict[str, Any]:
         bucket = self.buckets[name]
+        cap = bucket.cap
         with self._lock:
-            if bucket.budget is not None and bucket.spent + bucket.booked + cost > bucket.budget:
-                return {"refused": True, "spent": bucket.spent + bucket.booked,
-                        "budget": bucket.budget}  # fmt: skip
-            bucket.booked += int(cost)
+            if cap.budget is not None and cap.spent + cap.booked + cost > cap.budget:
+                return {"refused": True, "spent": cap.spent + cap.booked, "budget": cap.budget}
+            cap.booked += int(cost)
         wait = bucket.governor.reserve(cost) if bucket.governor else 0.0
         return {"wait": wait, "rate": bucket.governor.rate if bucket.governor else None}
 
@@ -91,7 +104,8 @@ class CreditsPlugin(SchedulerPlugin):
         bucket = self.buckets[name]
         with self._lock:
             bucket.spent += credits
-            bucket.booked = max(0, bucket.booked - booked)
+            bucket.cap.spent += credits
+            bucket.cap.booked = max(0, bucket.cap.booked - booked)
             bucket.requests += 1
             bucket.refusals += status == 429
             if status == 200:

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,8 @@ class JobReport:
     Attributes
     ----------
     computed, skipped : tuple of str
-        Partition files written by this run, and those found already written.
+        Partition files written by this run, and those found already written (when it
+        started, or by the time a worker came to them).
     credits : int
         Credits the workers' requests were charged, all workers together [credits].
     rate_limited : int
@@ -131,6 +132,11 @@ class JobReport:
         Wall time of the run [s].
     dashboard : str or None
         The dask dashboard's address.
+    calls : dict of str to int
+        Calls the workers' requests carried, per method (served requests).
+    keys : tuple of dict
+        Per API key (``source`` first, then ``keys=``): ``spent`` [credits], ``refusals``
+        (429s) and ``requests``.
     """
 
     out: Path
@@ -141,6 +147,7 @@ class JobReport:
     seconds: float
     dashboard: str | None = None
     calls: dict[str, int] = field(default_factory=dict)
+    keys: tuple[dict[str, int], ...] = ()
 
 
 @dataclass(frozen=True, repr=False)
@@ -231,7 +238,7 @@ def plan_uncles(
             hi = min(stop, lo + partition_blocks)
             fresh = sum(1 for n in range(lo, hi) if n not in sampled)
             parts.append(Partition(lo, hi, credits=round(fresh * header + per_block * (hi - lo))))
-        where = f"{source.label}:{source.chain_id()}"
+        where = f"{source.label}:{source.node.identity}"  # the chain id and genesis hash
     job = _job_id("uncles", start, stop, where)
     directory = Path(out) if out is not None else default_cache_dir() / "jobs" / job
     return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
@@ -398,6 +405,30 @@ def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
     return source.tag(frame)
 
 
+def _rpc_of(connection: Any) -> RpcSource:
+    """The node source of a Lab or an RpcSource."""
+    found = getattr(connection, "data_source", connection)
+    if not isinstance(found, RpcSource):
+        raise ConfigError(f"keys= takes Labs or RpcSources on a node, not {connection!r}")
+    return found
+
+
+def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list[_NodeSpec]]:
+    """Every API key's source and what its workers need, all on one chain."""
+    if is_archive(source):
+        if keys:
+            raise ConfigError("keys= multiplies a node's rate: era1 files need none")
+        return [], []
+    sources = [source, *(_rpc_of(k) for k in keys)]
+    specs = [_node_spec(s) for s in sources]
+    for other, spec in zip(sources[1:], specs[1:], strict=True):
+        if (spec.chain_id, spec.label) != (specs[0].chain_id, specs[0].label):
+            raise ConfigError(f"every key must reach the same chain: {other!r} is on "
+                              f"{spec.label} chain {spec.chain_id}, not {specs[0].label} "
+                              f"chain {specs[0].chain_id}")  # fmt: skip
+    return sources, specs
+
+
 def uncles(
     source: Any,
     start: int,
@@ -408,6 +439,7 @@ def uncles(
     budget: int | None = None,
     progress: bool | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    keys: Sequence[Any] = (),
     planned: tuple[JobPlan, dict[int, Any]] | None = None,
 ) -> ClusterUncleScan:
     """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
@@ -432,6 +464,11 @@ def uncles(
         A progress bar over the partitions, and the dashboard's address printed (default on).
     partition_blocks : int
         Blocks per partition of a node scan [blocks].
+    keys : sequence of Lab or RpcSource
+        Connections with other API keys to the same chain: the partitions are dealt among
+        ``source`` and these in turn, each key paced by its own bucket at its plan's rate
+        (so n keys buy n times the credits per second), its spending in its own ledger
+        (``lab.credits``); ``budget`` counts them all.
     planned : tuple, optional
         What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
 
@@ -448,7 +485,7 @@ def uncles(
     from feeslab.cluster import _governor
 
     began = time.perf_counter()
-    spent_before = source.credits.spent if not is_archive(source) else 0
+    sources, specs = _node_specs(source, keys)
     if planned is None:
         planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
                               budget=budget)  # fmt: skip
@@ -465,22 +502,27 @@ def uncles(
     dashboard = getattr(client, "dashboard_link", None)
     if show and dashboard:
         print(f"dask dashboard: {dashboard}", file=sys.stderr, flush=True)
-    bucket = f"{job.job}-{uuid.uuid4().hex[:8]}"
-    node = None if is_archive(source) else _node_spec(source)
-    report: dict[str, Any] = {}
+    run = f"{job.job}-{uuid.uuid4().hex[:8]}"
+    buckets = [f"{run}-key{i}" for i in range(max(1, len(specs)))]
+    reports: list[dict[str, Any]] = []
     if todo:
-        remaining = None if budget is None else budget - (source.credits.spent if node else 0)
+        # the workers' share: the budget less the plan's sample, bought on the driver
+        sample = len(sampled) * method_cost(blocks_dataset.METHOD)
+        remaining = None if budget is None else budget - sample
         _governor.install(client)
-        _governor.scheduler_call(client, "open", name=bucket,
-                                 credits_per_second=node.credits_per_second if node else None,
-                                 budget=remaining)  # fmt: skip
-        task = _Task("uncles", str(job.out), bucket, max(1, sum(client.nthreads().values())),
-                     node)  # fmt: skip
+        for i, bucket in enumerate(buckets):
+            _governor.scheduler_call(
+                client, "open", name=bucket, budget=remaining,
+                credits_per_second=specs[i].credits_per_second if specs else None,
+                group=buckets[0] if i else None)  # fmt: skip
+        task = _Task("uncles", str(job.out), buckets[0], max(1, sum(client.nthreads().values())))
         futures = [
-            client.submit(run_partition, task, p,
-                          {n: h for n, h in sampled.items() if p.start <= n < p.stop},
-                          key=f"feeslab-{bucket}-{p.name}", pure=False)
-            for p in todo
+            client.submit(run_partition,
+                          replace(task, bucket=buckets[i % len(buckets)],
+                                  node=specs[i % len(specs)] if specs else None),
+                          p, {n: h for n, h in sampled.items() if p.start <= n < p.stop},
+                          key=f"feeslab-{run}-{p.name}", pure=False)
+            for i, p in enumerate(todo)
         ]  # fmt: skip
         bar = None
         if show:
@@ -492,9 +534,9 @@ def uncles(
             for future in as_completed(futures):
                 result = future.result()
                 if "budget_exceeded" in result:
-                    planned, cap, spent = result["budget_exceeded"]
-                    raise BudgetExceeded(planned=planned, budget=budget or cap,
-                                         spent=spent + spent_before)  # fmt: skip
+                    planned_credits, cap, spent = result["budget_exceeded"]
+                    raise BudgetExceeded(planned=planned_credits, budget=budget or cap,
+                                         spent=spent + sample)  # fmt: skip
                 written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
                 _write_manifest(job, written)
                 if bar is not None:
@@ -505,17 +547,24 @@ def uncles(
         finally:
             if bar is not None:
                 bar.close()
-            report = _governor.scheduler_call(client, "close", name=bucket) or {}
-            if node is not None and report.get("calls"):  # the driver's ledger shows it all
-                for method, n in report["calls"].items():
-                    source.credits.record_request([method] * n, 200)
+            reports = [_governor.scheduler_call(client, "close", name=b) or {} for b in buckets]
+            for own, report in zip(sources, reports, strict=False):
+                for method, n in report.get("calls", {}).items():  # each key's own ledger
+                    own.credits.record_request([method] * n, 200)
     _write_manifest(job, written)
     found = _tag(source, _concat([frame_from_bytes((job.out / p.name).read_bytes())
                                   for p in job.partitions]))
     counts = _tag(source, uncle_scan_frame(range(start, stop), found))
+    calls: Counter[str] = Counter()
+    for report in reports:
+        calls.update(report.get("calls", {}))
     result = JobReport(
-        out=job.out, computed=tuple(p.name for p in todo), skipped=tuple(p.name for p in done),
-        credits=report.get("spent", 0), rate_limited=report.get("refusals", 0),
-        seconds=time.perf_counter() - began, dashboard=dashboard, calls=report.get("calls", {}),
+        out=job.out, computed=tuple(p.name for p in todo if not written[p.name].get("skipped")),
+        skipped=tuple(p.name for p in job.partitions
+                      if p in done or written[p.name].get("skipped")),
+        credits=sum(r.get("spent", 0) for r in reports),
+        rate_limited=sum(r.get("refusals", 0) for r in reports),
+        seconds=time.perf_counter() - began, dashboard=dashboard, calls=dict(calls),
+        keys=tuple({k: r.get(k, 0) for k in ("spent", "refusals", "requests")} for r in reports),
     )  # fmt: skip
     return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=result)
