@@ -32,7 +32,7 @@ from feeslab.devnet import start
 from feeslab.devnet.era1 import export_era1
 from feeslab.errors import BudgetExceeded, ConfigError
 from feeslab.frames.io import frame_from_bytes
-from feeslab.sources.era1 import Era1Source
+from feeslab.sources.era1 import Era1Error, Era1Source
 
 pytestmark = pytest.mark.slow
 
@@ -118,6 +118,17 @@ def test_a_rerun_skips_written_partitions_and_another_job_is_refused(client, exp
     _same(again, first)
     with pytest.raises(ConfigError, match="another job"):
         cluster.uncles(source, 0, 8_000, client=client, out=out, progress=False)
+
+
+def test_era1_files_of_two_chains_are_refused_as_one_process_refuses_them(client, tmp_path):
+    first = export_era1(tmp_path / "a", epochs=1, seed=7)
+    second = export_era1(tmp_path / "b", start_epoch=1, epochs=1, seed=8)  # another chain
+    source = Era1Source([*first, *second])
+    with pytest.raises(Era1Error, match="parentHash") as alone:
+        uncles_dataset.get(source, 0, 16_384, progress=False)
+    with pytest.raises(Era1Error, match="parentHash") as spread:
+        cluster.uncles(source, 0, 16_384, client=client, out=tmp_path / "job", progress=False)
+    assert spread.value.block == alone.value.block == 8_192
 
 
 def test_node_scan_matches_one_process_within_the_devnets_rate(client, limited, single):

@@ -18,6 +18,7 @@ Every worker's batches are booked in one token bucket on the scheduler
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -62,6 +63,7 @@ __all__ = [
 DEFAULT_PARTITION_BLOCKS = 8_192
 """Blocks per partition of a node scan [blocks]: an era1 file's worth, about 660,000 credits."""
 MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe skip it
+MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
 _FORMAT = 1
 
 
@@ -105,8 +107,9 @@ class JobPlan:
     out: Path
 
     def done(self) -> list[Partition]:
-        """The partitions whose file is already written."""
-        return [p for p in self.partitions if (self.out / p.name).exists()]
+        """The partitions whose file is already written (one directory listing)."""
+        present = {p.name for p in self.out.glob("part-*.parquet")} if self.out.is_dir() else set()
+        return [p for p in self.partitions if p.name in present]
 
     def __repr__(self) -> str:
         done = len(self.done())
@@ -244,11 +247,15 @@ def plan_uncles(
     return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
 
 
-def _check_manifest(job: JobPlan) -> None:
-    """Refuse a directory that holds another job's partitions."""
+_PLANNED = ("file", "start", "stop", "planned_credits", "written")
+
+
+def _check_manifest(job: JobPlan) -> dict[str, dict[str, Any]]:
+    """Refuse a directory that holds another job's partitions; what an earlier run of this
+    job noted of the partitions it wrote (rows, credits, seconds), by file name."""
     path = job.out / MANIFEST
     if not path.exists():
-        return
+        return {}
     try:
         old = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -256,16 +263,21 @@ def _check_manifest(job: JobPlan) -> None:
     if old.get("job") != job.job:
         raise ConfigError(f"{job.out} holds the partitions of another job ({old.get('job')!r}, "
                           f"not {job.job!r}): give another out=")  # fmt: skip
+    return {entry["file"]: {k: v for k, v in entry.items() if k not in _PLANNED}
+            for entry in old.get("partitions", []) if entry.get("written")}  # fmt: skip
 
 
-def _write_manifest(job: JobPlan, written: dict[str, dict[str, Any]]) -> None:
-    """``_manifest.json``: the job, its partitions and which are written, atomically."""
+def _write_manifest(job: JobPlan, written: dict[str, dict[str, Any]],
+                    done: Sequence[Partition]) -> None:  # fmt: skip
+    """``_manifest.json``: the job, its partitions and which are written (``done`` when the run
+    began, and ``written`` since), atomically."""
+    found = {p.name for p in done} | set(written)
     body = {
         "format": _FORMAT, "job": job.job, "dataset": job.dataset,
         "start": job.start, "stop": job.stop, "planned_credits": job.plan.total,
         "partitions": [
             {"file": p.name, "start": p.start, "stop": p.stop, "planned_credits": p.credits,
-             "written": (job.out / p.name).exists(), **written.get(p.name, {})}
+             "written": p.name in found, **written.get(p.name, {})}
             for p in job.partitions
         ],
     }  # fmt: skip
@@ -348,6 +360,36 @@ def _node_source(task: _Task, part: Partition, sampled: dict[int, Any]) -> RpcSo
     return RpcSource(node, any_node=spec.label == "node")
 
 
+def _era1_links(part: Partition) -> dict[str, str]:
+    """The hash links at a file's ends that one process checks across files and a partition
+    cannot: its first block's parent and its last block's hash (the scan has checked both
+    against the file's accumulator)."""
+    from feeslab.sources.era1 import COMPRESSED_HEADER, Era1File, _decode_header_slow, keccak
+
+    links = {}
+    with Era1File(part.file) as handle:  # type: ignore[arg-type]
+        if part.start == handle.start:
+            first = _decode_header_slow(handle._record(COMPRESSED_HEADER, 0))
+            links["first_parent"] = "0x" + first["parent_hash"].hex()
+        if part.stop == handle.stop:
+            links["last_hash"] = "0x" + keccak(handle._record(COMPRESSED_HEADER,
+                                                              handle.count - 1)).hex()
+    return links
+
+
+def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
+    """Each era1 file's first parent is the previous file's last hash, as one process checks."""
+    from feeslab.sources.era1 import Era1Error
+
+    for before, after in itertools.pairwise(job.partitions):
+        last = noted.get(before.name, {}).get("last_hash")
+        parent = noted.get(after.name, {}).get("first_parent")
+        if last is not None and parent is not None and last != parent:
+            raise Era1Error(f"{Path(after.file or '').name}: block {after.start:,}: its "
+                            "parentHash is not the previous file's last hash",
+                            path=after.file, block=after.start)  # fmt: skip
+
+
 def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict[str, Any]:
     """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
     earlier attempt wrote them. Returns what it did (a budget refusal as data: the error's
@@ -372,9 +414,10 @@ def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict
             source.close()
     frame = scan.uncles
     frame.attrs.clear()  # the driver tags the whole frame
+    links = {} if part.file is None else _era1_links(part)
     write_frame(frame, path)
     spent = 0 if part.file is not None else source.credits.spent
-    return {"file": part.name, "rows": len(frame), "credits": spent,
+    return {"file": part.name, "rows": len(frame), "credits": spent, **links,
             "seconds": round(time.perf_counter() - began, 4),
             "cpu_seconds": round(time.thread_time() - cpu, 4)}  # fmt: skip
 
@@ -493,11 +536,11 @@ def uncles(
     if budget is not None and job.plan.total > budget:  # a plan made without the budget
         raise BudgetExceeded(planned=job.plan.total, budget=budget)
     job.out.mkdir(parents=True, exist_ok=True)
-    _check_manifest(job)
+    noted_before = _check_manifest(job)
     done = job.done()
     todo = [p for p in job.partitions if p not in done]
-    written: dict[str, dict[str, Any]] = {}
-    _write_manifest(job, written)
+    written = {p.name: noted_before[p.name] for p in done if p.name in noted_before}
+    _write_manifest(job, written, done)
     show = True if progress is None else progress
     dashboard = getattr(client, "dashboard_link", None)
     if show and dashboard:
@@ -530,6 +573,7 @@ def uncles(
 
             bar = progress_bar(total=len(job.partitions), initial=len(done),
                                description="partitions", unit="part")  # fmt: skip
+        noted = time.monotonic()
         try:
             for future in as_completed(futures):
                 result = future.result()
@@ -538,20 +582,24 @@ def uncles(
                     raise BudgetExceeded(planned=planned_credits, budget=budget or cap,
                                          spent=spent + sample)  # fmt: skip
                 written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
-                _write_manifest(job, written)
+                if time.monotonic() - noted > MANIFEST_SECONDS:  # not once a partition: n^2
+                    _write_manifest(job, written, done)
+                    noted = time.monotonic()
                 if bar is not None:
                     bar.update(1)
         except BaseException:
             client.cancel(futures)
             raise
         finally:
+            _write_manifest(job, written, done)
             if bar is not None:
                 bar.close()
             reports = [_governor.scheduler_call(client, "close", name=b) or {} for b in buckets]
             for own, report in zip(sources, reports, strict=False):
                 for method, n in report.get("calls", {}).items():  # each key's own ledger
                     own.credits.record_request([method] * n, 200)
-    _write_manifest(job, written)
+    _write_manifest(job, written, done)
+    _check_links(job, written)
     found = _tag(source, _concat([frame_from_bytes((job.out / p.name).read_bytes())
                                   for p in job.partitions]))
     counts = _tag(source, uncle_scan_frame(range(start, stop), found))
