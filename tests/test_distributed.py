@@ -293,3 +293,14 @@ def test_cli_refuses_a_cluster_for_other_datasets(tmp_path, capsys):
                    "-o", str(tmp_path / "b.parquet")])  # fmt: skip
     assert status == 2 and "--scheduler/--workers run uncle scans" in capsys.readouterr().err
     assert not (tmp_path / "b.parquet").exists()
+
+
+def test_dask_is_loaded_only_by_a_cluster_job():
+    code = ("import sys, feeslab, feeslab.cluster, feeslab.cli\n"
+            "lab = feeslab.connect(era1=sys.argv[1])\n"
+            "lab.uncles(0, 100, progress=False)\n"
+            "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, str(REAL)], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -64,6 +64,7 @@ DEFAULT_PARTITION_BLOCKS = 8_192
 """Blocks per partition of a node scan [blocks]: an era1 file's worth, about 660,000 credits."""
 MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe skip it
 MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
+PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
 
 
@@ -574,8 +575,24 @@ def uncles(
             bar = progress_bar(total=len(job.partitions), initial=len(done),
                                description="partitions", unit="part")  # fmt: skip
         noted = time.monotonic()
+
+        def finished() -> Any:
+            """The futures as they finish; meanwhile the bar shows the credits spent."""
+            pending = as_completed(futures)
+            asked = time.monotonic()
+            while not pending.is_empty():
+                if pending.has_ready():
+                    yield from pending.next_batch(block=False)
+                else:
+                    time.sleep(0.05)
+                if bar is not None and specs and time.monotonic() - asked > PROGRESS_SECONDS:
+                    spent = sum((_governor.scheduler_call(client, "report", name=b) or {})
+                                .get("spent", 0) for b in buckets)  # fmt: skip
+                    bar.set_postfix(credits=f"{spent:,}", refresh=True)
+                    asked = time.monotonic()
+
         try:
-            for future in as_completed(futures):
+            for future in finished():
                 result = future.result()
                 if "budget_exceeded" in result:
                     planned_credits, cap, spent = result["budget_exceeded"]
