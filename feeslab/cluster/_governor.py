@@ -19,7 +19,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from feeslab.errors import BudgetExceeded
-from feeslab.fetch.transport import CreditGovernor
+from feeslab.fetch.transport import GOVERNOR_BURST, CreditGovernor
 
 __all__ = ["PLUGIN_NAME", "ClusterGovernor", "CreditsPlugin", "scheduler_call"]
 
@@ -42,6 +42,8 @@ class _Bucket:
 
     def __init__(self, credits_per_second: float | None, cap: _Cap) -> None:
         self.governor = CreditGovernor(credits_per_second) if credits_per_second else None
+        if self.governor is not None:  # start empty: the driver has just drawn on the same
+            self.governor.reserve(self.governor.rate * GOVERNOR_BURST)  # key (the plan's sample)
         self.cap = cap
         self.spent = 0  # credits the service charged this key, every worker together
         self.requests = 0
