@@ -242,7 +242,8 @@ def plan_uncles(
             hi = min(stop, lo + partition_blocks)
             fresh = sum(1 for n in range(lo, hi) if n not in sampled)
             parts.append(Partition(lo, hi, credits=round(fresh * header + per_block * (hi - lo))))
-        where = f"{source.label}:{source.node.identity}"  # the chain id and genesis hash
+        # the chain (id and genesis hash), and the partitioning, which names the files
+        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
     job = _job_id("uncles", start, stop, where)
     directory = Path(out) if out is not None else default_cache_dir() / "jobs" / job
     return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
@@ -329,8 +330,9 @@ class _SeededNode(NodeClient):
                 for c, k in zip(calls, keys, strict=True)]  # fmt: skip
 
 
-def _node_source(task: _Task, part: Partition, sampled: dict[int, Any]) -> RpcSource:
-    """A worker's source for one partition: paced by the cluster's bucket."""
+def _node_source(task: _Task, sampled: dict[int, Any]) -> RpcSource:
+    """A worker's source for one partition: paced by the cluster's bucket, the plan's sampled
+    headers of its range (``sampled``) answered without asking."""
     from distributed import get_worker
 
     from feeslab.cluster._governor import ClusterGovernor
@@ -406,7 +408,7 @@ def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict
 
             source = Era1Source(part.file)
         else:
-            source = _node_source(task, part, sampled)
+            source = _node_source(task, sampled)
         scan = uncles_dataset.get(source, part.start, part.stop, progress=False)
     except BudgetExceeded as exc:
         return {"file": part.name, "budget_exceeded": [exc.planned, exc.budget, exc.spent]}
