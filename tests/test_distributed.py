@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import cloudpickle
+import dask.dataframe as dd
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -97,8 +98,9 @@ def test_era1_scan_matches_one_process_and_writes_a_parquet_dataset(client, expo
     manifest = json.loads((out / cluster.MANIFEST).read_text())
     assert [p["written"] for p in manifest["partitions"]] == [True, True]
     assert sum(p["rows"] for p in manifest["partitions"]) == len(reference.uncles)
-    # readable as a dataset by pyarrow and pandas (the manifest and temporary names skipped)
+    # a dataset pyarrow, pandas and dask.dataframe read (skipping the manifest, temporary names)
     assert pq.read_table(out).num_rows == len(reference.uncles)
+    assert len(dd.read_parquet(out).compute()) == len(reference.uncles)
     assert pd.read_parquet(out)["block_number"].tolist() == reference.uncles[
         "block_number"].tolist()  # fmt: skip
     assert not list(out.glob(".*"))  # no temporary file left
