@@ -31,7 +31,7 @@ from feeslab.cluster import _governor
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.devnet import start
 from feeslab.devnet.era1 import export_era1
-from feeslab.errors import BudgetExceeded, ConfigError
+from feeslab.errors import BudgetExceeded, ConfigError, CreditsExhausted
 from feeslab.frames.io import frame_from_bytes
 from feeslab.sources.era1 import Era1Error, Era1Source
 
@@ -206,6 +206,20 @@ def test_the_budget_holds_across_workers(client):
     assert sorted(answers) == ["booked", "refused at 600"]
     report = _governor.scheduler_call(client, "close", name="test-budget")
     assert report["spent"] == 0  # booked, never charged: nothing was sent
+
+
+def test_a_402_on_a_worker_is_raised_on_the_driver_as_one_process_raises_it(client, tmp_path):
+    """The daily balance runs out mid-job: ``CreditsExhausted`` with its attributes, the
+    partitions written so far kept for a rerun."""
+    with start(seed=7, credits_per_second=RATE, daily_credits=60_000) as poor, _lab(
+            poor) as lab, pytest.raises(CreditsExhausted) as raised:  # fmt: skip
+        cluster.uncles(lab.data_source, START, STOP, client=client, out=tmp_path / "job",
+                       progress=False, partition_blocks=PARTITION)  # fmt: skip
+    assert "daily credit balance is exhausted (HTTP 402)" in str(raised.value)
+    assert isinstance(raised.value.credits_spent, int)  # its attributes came along
+    manifest = json.loads((tmp_path / "job" / cluster.MANIFEST).read_text())
+    written = [p for p in manifest["partitions"] if p["written"]]
+    assert {p["file"] for p in written} == {p.name for p in (tmp_path / "job").glob("part-*")}
 
 
 def _worker_pids(client):

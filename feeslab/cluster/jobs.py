@@ -39,7 +39,7 @@ from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.datasets._checks import check_range, is_archive
 from feeslab.datasets.uncles import UncleScan
-from feeslab.errors import BudgetExceeded, ConfigError
+from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
 from feeslab.fetch.credits import CreditLedger, Plan
 from feeslab.fetch.node import NodeClient
@@ -393,10 +393,25 @@ def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
                             path=after.file, block=after.start)  # fmt: skip
 
 
+def _error_as_data(exc: FeeslabError) -> dict[str, Any]:
+    """A feeslab error as plain data: most take keyword-only arguments, which pickle (and so
+    dask) cannot rebuild an exception from."""
+    return {"type": type(exc), "message": str(exc), "state": dict(vars(exc))}
+
+
+def _error_from_data(data: dict[str, Any]) -> BaseException:
+    """The error :func:`_error_as_data` described: its type, message and attributes."""
+    cls = data["type"]
+    exc = cls.__new__(cls)
+    BaseException.__init__(exc, data["message"])
+    exc.__dict__.update(data["state"])
+    return exc
+
+
 def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict[str, Any]:
     """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
-    earlier attempt wrote them. Returns what it did (a budget refusal as data: the error's
-    keyword-only constructor does not cross processes)."""
+    earlier attempt wrote them. Returns what it did; a feeslab error (a budget refused, a 402,
+    a damaged file) as data, raised again on the driver with its type and attributes."""
     path = Path(task.out) / part.name
     if path.exists():
         return {"file": part.name, "skipped": True}
@@ -410,8 +425,8 @@ def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict
         else:
             source = _node_source(task, sampled)
         scan = uncles_dataset.get(source, part.start, part.stop, progress=False)
-    except BudgetExceeded as exc:
-        return {"file": part.name, "budget_exceeded": [exc.planned, exc.budget, exc.spent]}
+    except FeeslabError as exc:
+        return {"file": part.name, "error": _error_as_data(exc)}
     finally:
         if source is not None:
             source.close()
@@ -596,10 +611,8 @@ def uncles(
         try:
             for future in finished():
                 result = future.result()
-                if "budget_exceeded" in result:
-                    planned_credits, cap, spent = result["budget_exceeded"]
-                    raise BudgetExceeded(planned=planned_credits, budget=budget or cap,
-                                         spent=spent + sample)  # fmt: skip
+                if "error" in result:
+                    raise _error_from_data(result["error"])
                 written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
                 if time.monotonic() - noted > MANIFEST_SECONDS:  # not once a partition: n^2
                     _write_manifest(job, written, done)
