@@ -133,6 +133,20 @@ def test_era1_files_of_two_chains_are_refused_as_one_process_refuses_them(client
     assert spread.value.block == alone.value.block == 8_192
 
 
+def test_one_plan_for_the_whole_job_before_anything_runs(limited, tmp_path):
+    with _lab(limited) as lab, _lab(limited) as alone:
+        job, sampled = cluster.plan_uncles(lab.data_source, START, STOP, out=tmp_path / "j",
+                                           partition_blocks=PARTITION)  # fmt: skip
+        assert job.plan == uncles_dataset.plan(alone.data_source, START, STOP)  # one process's
+    assert [(p.start, p.stop) for p in job.partitions] == [
+        (n, n + PARTITION) for n in range(START, STOP, PARTITION)]  # fmt: skip
+    assert set(sampled) <= set(range(START, STOP)) and len(sampled) >= uncles_dataset.SAMPLE
+    # the partitions' shares: the plan less its sample, bought while planning
+    shares = sum(p.credits for p in job.partitions)
+    assert abs(shares - (job.plan.total - 80 * len(sampled))) <= len(job.partitions)
+    assert not (tmp_path / "j").exists()  # nothing written, no worker asked
+
+
 def test_node_scan_matches_one_process_within_the_devnets_rate(client, limited, single):
     reference, spent = single
     with _lab(limited) as lab:
