@@ -38,8 +38,8 @@ from feeslab.sources.era1 import Era1Error, Era1Source
 pytestmark = pytest.mark.slow
 
 RATE = 20_000  # the devnet's credits per second: paced scans take seconds, not minutes
-START, STOP = 1_000, 2_500  # blocks of the node scans (about 140,000 credits)
-PARTITION = 250
+START, STOP = 1_000, 2_000  # blocks of the node scans (about 94,000 credits)
+PARTITION = 200
 REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"
 
 
@@ -179,7 +179,7 @@ def test_two_api_keys_each_with_its_own_bucket_and_ledger(client, limited, singl
     _same(scan, reference)
     first_key, second_key = scan.report.keys
     # the partitions dealt in turn: each key bought about half, booked in its own ledger
-    assert first_key["spent"] > 0.3 * spent and second_key["spent"] > 0.3 * spent
+    assert first_key["spent"] > 0.25 * spent and second_key["spent"] > 0.25 * spent
     assert ledgers[1] == second_key["spent"]
     assert abs(sum(ledgers) - spent) <= spent / 100  # and no more than one key would
     assert first_key["refusals"] + second_key["refusals"] <= 3, scan.report.keys
