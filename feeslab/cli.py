@@ -655,8 +655,10 @@ def _run_fetch(args: argparse.Namespace) -> int:
         return fail(130, "interrupted; nothing written (fetched answers stay in the cache)")
     finally:
         client = params.get("client")
-        if client is not None:  # a local cluster (--workers) stops with it
-            client.shutdown() if args.workers else client.close()
+        if client is not None and args.workers:  # the local cluster stops with the command
+            client.shutdown()
+        elif client is not None:
+            client.close()
         if lab is not None:
             lab.close()
 
