@@ -54,6 +54,7 @@ render: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/cluster.py  # the era1 uncle scan on dask: 1 and 2 workers
 
 serve: $(STAMP)
 	$(BIN)/feeslab serve

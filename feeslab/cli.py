@@ -344,6 +344,14 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         help="pace requests at N credits/s or a plan's rate (core, developer, team); default: "
         "what a devnet reports, else the Core plan's 500 on the service; inf: no pacing",
     )
+    scale = common.add_argument_group("on a dask cluster (uncles; pip install 'feeslab[dask]')")
+    scale.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run in partitions on this dask scheduler (tcp://host:8786); the "
+                       "partition files go to OUTPUT's stem + .parts/, and a rerun resumes")
+    scale.add_argument("--workers", type=_non_negative, metavar="N",
+                       help="start a local cluster of N worker processes instead")
+    scale.add_argument("--partition-blocks", type=_non_negative, metavar="N",
+                       help="blocks per partition on a node (default 8,192; era1: a file each)")
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -497,6 +505,8 @@ def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> t
         return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
             datasets.fee_history.get(source, args.start, args.stop,
                                      percentiles=params["percentiles"], progress=progress))
+    if args.kind == "uncles" and params.get("client") is not None:
+        return _cluster_uncles(source, args, params)
     if args.kind == "uncles":
         plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
 
@@ -511,6 +521,46 @@ def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> t
     blocks = params["blocks"]
     return datasets.storage.plan(source, args.address, args.slot, blocks), lambda: (
         datasets.storage.get(source, args.address, args.slot, blocks, progress=progress))
+
+
+def _cluster_uncles(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[
+        Any, Any]:  # fmt: skip
+    """The uncle scan on ``params["client"]``'s cluster (``feeslab.cluster``): planned once."""
+    from feeslab import cluster
+
+    output = params["output"]
+    options = {"out": output.with_name(output.stem + ".parts")}
+    if args.partition_blocks:
+        options["partition_blocks"] = args.partition_blocks
+    planned = cluster.plan_uncles(source, args.start, args.stop, budget=args.budget, **options)
+
+    def scan() -> Any:
+        found = cluster.uncles(source, args.start, args.stop, client=params["client"],
+                               budget=args.budget, progress=not args.quiet, planned=planned,
+                               **options)  # fmt: skip
+        return found.blocks if args.per_block else found.uncles
+
+    return planned[0].plan, scan
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """A ``distributed.Client`` for ``--scheduler``/``--workers`` (None without them)."""
+    if args.scheduler is None and not args.workers:
+        return None
+    if args.kind != "uncles":
+        raise UsageError("--scheduler/--workers run uncle scans (feeslab fetch uncles)")
+    if args.scheduler is not None and args.workers:
+        raise UsageError("give --scheduler (a running cluster) or --workers (a local one)")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("--scheduler/--workers need dask: pip install 'feeslab[dask]'"
+                         ) from None  # fmt: skip
+    if args.workers:
+        from feeslab.cluster import local_client
+
+        return local_client(args.workers)
+    return Client(args.scheduler)
 
 
 def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
@@ -576,6 +626,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
         return fail(USER_ERROR, str(exc))
     lab = None
     try:
+        params["client"] = _client(args)
         lab = connect(
             api_key=api_key,
             api_key_secret=secret,
@@ -603,6 +654,11 @@ def _run_fetch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return fail(130, "interrupted; nothing written (fetched answers stay in the cache)")
     finally:
+        client = params.get("client")
+        if client is not None and args.workers:  # the local cluster stops with the command
+            client.shutdown()
+        elif client is not None:
+            client.close()
         if lab is not None:
             lab.close()
 

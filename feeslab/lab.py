@@ -216,9 +216,18 @@ class Lab:
         return blocks.plan(self.data_source, start, stop)
 
     def uncles(self, start: int, stop: int, *, budget: int | None = None,
-               progress: bool | None = None) -> UncleScan:
+               progress: bool | None = None, client: Any = None, out: Any = None,
+               keys: Sequence[Lab] = ()) -> UncleScan:
         """Every uncle included by blocks ``start`` .. ``stop - 1``
-        (:func:`feeslab.datasets.uncles.get`): ``.uncles``, ``.blocks`` and ``.plan``."""
+        (:func:`feeslab.datasets.uncles.get`): ``.uncles``, ``.blocks`` and ``.plan``.
+        With ``client`` (a ``distributed.Client``) in partitions on its cluster, written to
+        ``out``, paced with ``keys`` (Labs with other API keys) too
+        (:func:`feeslab.cluster.uncles`: the same frames, and ``.report``)."""
+        if client is not None:
+            from feeslab.cluster import uncles as on_cluster  # dask only when asked for
+
+            return on_cluster(self.data_source, start, stop, client=client, out=out,
+                              budget=budget, progress=progress, keys=keys)
         return uncles.get(self.data_source, start, stop, budget=budget, progress=progress)
 
     def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE,

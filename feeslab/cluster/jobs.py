@@ -1,0 +1,650 @@
+"""Partitioned jobs on dask.distributed: one plan, one credit bucket, one Parquet file a partition.
+
+A job is planned whole on the driver before anything runs (the dataset's own plan, its sample
+bought once), then cut into partitions: one per era1 file for archive files, one per
+``partition_blocks`` blocks for a node. Each partition runs as one dask task on a worker,
+through the same dataset code a single process runs (``feeslab.datasets.uncles.get``), and
+writes its rows to ``part-<first>-<last>.parquet`` in the job's directory, atomically (a
+temporary file renamed over the name), before the task ends. A partition whose file exists is
+done: a rerun of a killed job skips it and spends nothing for it.
+
+Workers read no SQLite cache (``cache=False``): the partition files are the settled answers, so
+no two processes ever write one cache. The driver's own cache keeps the plan's sample, which
+each worker is handed for its range, so the cluster buys exactly the calls one process would.
+Every worker's batches are booked in one token bucket on the scheduler
+(:mod:`feeslab.cluster._governor`), with the job's ``budget``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from feeslab._costs import method_cost
+from feeslab.datasets import blocks as blocks_dataset
+from feeslab.datasets import uncles as uncles_dataset
+from feeslab.datasets._checks import check_range, is_archive
+from feeslab.datasets.uncles import UncleScan
+from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
+from feeslab.fetch.cache import default_cache_dir
+from feeslab.fetch.credits import CreditLedger, Plan
+from feeslab.fetch.node import NodeClient
+from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport, RpcCall, RpcResult
+from feeslab.frames import uncle_scan_frame
+from feeslab.frames.io import frame_from_bytes, write_frame
+from feeslab.sources.rpc import DEVNET_CLIENT, RpcSource
+
+__all__ = [
+    "DEFAULT_PARTITION_BLOCKS",
+    "MANIFEST",
+    "ClusterUncleScan",
+    "JobPlan",
+    "JobReport",
+    "Partition",
+    "plan_uncles",
+    "read_partitions",
+    "uncles",
+]
+
+DEFAULT_PARTITION_BLOCKS = 8_192
+"""Blocks per partition of a node scan [blocks]: an era1 file's worth, about 660,000 credits."""
+MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe skip it
+MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
+PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One task of a job: blocks ``start`` .. ``stop - 1``, from ``file`` (era1) or a node."""
+
+    start: int
+    stop: int
+    file: str | None = None
+    credits: int = 0  # planned [credits]
+
+    @property
+    def name(self) -> str:
+        """The partition's file name in the job's directory."""
+        return f"part-{self.start:09d}-{self.stop - 1:09d}.parquet"
+
+
+@dataclass(frozen=True, repr=False)
+class JobPlan:
+    """The whole job, planned before anything runs.
+
+    Attributes
+    ----------
+    job : str
+        The job's identity (dataset, range, chain): what the directory is named by.
+    plan : Plan
+        The credits the whole job costs (the dataset's plan, as one process would run it).
+    partitions : tuple of Partition
+        In block order.
+    out : Path
+        The job's directory (partition files and ``_manifest.json``).
+    """
+
+    job: str
+    dataset: str
+    start: int
+    stop: int
+    plan: Plan
+    partitions: tuple[Partition, ...]
+    out: Path
+
+    def done(self) -> list[Partition]:
+        """The partitions whose file is already written (one directory listing)."""
+        present = {p.name for p in self.out.glob("part-*.parquet")} if self.out.is_dir() else set()
+        return [p for p in self.partitions if p.name in present]
+
+    def __repr__(self) -> str:
+        done = len(self.done())
+        return (f"<JobPlan {self.dataset} of blocks {self.start:,} to {self.stop - 1:,}: "
+                f"{len(self.partitions)} partitions ({done} written), "
+                f"{self.plan.total:,} credits, in {self.out}>")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What a cluster job did.
+
+    Attributes
+    ----------
+    computed, skipped : tuple of str
+        Partition files written by this run, and those found already written (when it
+        started, or by the time a worker came to them).
+    credits : int
+        Credits the workers' requests were charged, all workers together [credits].
+    rate_limited : int
+        HTTP 429 answers the workers met.
+    seconds : float
+        Wall time of the run [s].
+    dashboard : str or None
+        The dask dashboard's address.
+    calls : dict of str to int
+        Calls the workers' requests carried, per method (served requests).
+    keys : tuple of dict
+        Per API key (``source`` first, then ``keys=``): ``spent`` [credits], ``refusals``
+        (429s) and ``requests``.
+    """
+
+    out: Path
+    computed: tuple[str, ...]
+    skipped: tuple[str, ...]
+    credits: int
+    rate_limited: int
+    seconds: float
+    dashboard: str | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    keys: tuple[dict[str, int], ...] = ()
+
+
+@dataclass(frozen=True, repr=False)
+class ClusterUncleScan(UncleScan):
+    """An :class:`~feeslab.datasets.uncles.UncleScan` computed on a cluster, with its
+    ``report`` (:class:`JobReport`)."""
+
+    report: JobReport | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class _NodeSpec:
+    """How a worker reaches the node (the URL holds the key: never shown)."""
+
+    url: str
+    max_batch: int
+    max_concurrency: int
+    credits_per_second: float | None
+    chain_id: int
+    label: str
+    head: int
+
+    def __repr__(self) -> str:
+        return f"<_NodeSpec {self.label} chain {self.chain_id}>"
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What every partition task of one run shares."""
+
+    dataset: str
+    out: str
+    bucket: str
+    workers: int
+    node: _NodeSpec | None = None
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+def _job_id(dataset: str, start: int, stop: int, where: str) -> str:
+    digest = hashlib.sha256(f"{dataset}|{start}|{stop}|{where}".encode()).hexdigest()[:16]
+    return f"{dataset}-{start}-{stop}-{digest}"
+
+
+def plan_uncles(
+    source: Any,
+    start: int,
+    stop: int,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    budget: int | None = None,
+) -> tuple[JobPlan, dict[int, Any]]:
+    """The whole uncle scan's plan and partitions, and the sampled headers (node sources).
+
+    Parameters
+    ----------
+    source : RpcSource or Era1Source
+    out : path, optional
+        The job's directory; default ``<cache>/jobs/<job>`` (``$FEESLAB_CACHE_DIR``).
+    partition_blocks : int
+        Blocks per partition of a node scan [blocks]; era1 files are one partition each.
+    budget : int, optional
+        Refuse (``BudgetExceeded``) before the plan's sample is bought, as one process does.
+    """
+    check_range(start, stop)
+    if not isinstance(partition_blocks, int) or partition_blocks < 1:
+        raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
+    sampled: dict[int, Any] = {}
+    if is_archive(source):
+        plan = uncles_dataset.plan(source, start, stop)
+        parts = []
+        for first, after, path in source.ranges():
+            lo, hi = max(start, first), min(stop, after)
+            if lo < hi:
+                parts.append(Partition(lo, hi, file=str(path)))
+        source._covering(start, stop)  # every block covered, or Era1Error naming the gap
+        where = "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
+    else:
+        plan, sampled = uncles_dataset._plan_and_sample(
+            source, start, stop, uncles_dataset.SAMPLE, budget)  # fmt: skip
+        per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
+        per_block /= stop - start
+        header = method_cost(blocks_dataset.METHOD)
+        parts = []
+        for lo in range(start, stop, partition_blocks):
+            hi = min(stop, lo + partition_blocks)
+            fresh = sum(1 for n in range(lo, hi) if n not in sampled)
+            parts.append(Partition(lo, hi, credits=round(fresh * header + per_block * (hi - lo))))
+        # the chain (id and genesis hash), and the partitioning, which names the files
+        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
+    job = _job_id("uncles", start, stop, where)
+    directory = Path(out) if out is not None else default_cache_dir() / "jobs" / job
+    return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
+
+
+_PLANNED = ("file", "start", "stop", "planned_credits", "written")
+
+
+def _check_manifest(job: JobPlan) -> dict[str, dict[str, Any]]:
+    """Refuse a directory that holds another job's partitions; what an earlier run of this
+    job noted of the partitions it wrote (rows, credits, seconds), by file name."""
+    path = job.out / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a feeslab job manifest ({exc})") from None
+    if old.get("job") != job.job:
+        raise ConfigError(f"{job.out} holds the partitions of another job ({old.get('job')!r}, "
+                          f"not {job.job!r}): give another out=")  # fmt: skip
+    return {entry["file"]: {k: v for k, v in entry.items() if k not in _PLANNED}
+            for entry in old.get("partitions", []) if entry.get("written")}  # fmt: skip
+
+
+def _write_manifest(job: JobPlan, written: dict[str, dict[str, Any]],
+                    done: Sequence[Partition]) -> None:  # fmt: skip
+    """``_manifest.json``: the job, its partitions and which are written (``done`` when the run
+    began, and ``written`` since), atomically."""
+    found = {p.name for p in done} | set(written)
+    body = {
+        "format": _FORMAT, "job": job.job, "dataset": job.dataset,
+        "start": job.start, "stop": job.stop, "planned_credits": job.plan.total,
+        "partitions": [
+            {"file": p.name, "start": p.start, "stop": p.stop, "planned_credits": p.credits,
+             "written": p.name in found, **written.get(p.name, {})}
+            for p in job.partitions
+        ],
+    }  # fmt: skip
+    handle, temporary = tempfile.mkstemp(dir=job.out, prefix=f".{MANIFEST}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(body, file, indent=1)
+        os.replace(temporary, job.out / MANIFEST)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every written partition of the job in ``out``, in block order, exact ints kept."""
+    out = Path(out)
+    paths = sorted(out.glob("part-*.parquet"))
+    if not paths:
+        raise ConfigError(f"no partition files (part-*.parquet) in {out}")
+    return _concat([frame_from_bytes(p.read_bytes()) for p in paths])
+
+
+def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    full = [f for f in frames if not f.empty]
+    if not full:
+        return frames[0].iloc[0:0].reset_index(drop=True)
+    return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+
+
+# -- on a worker -----------------------------------------------------------------------------
+
+
+class _SeededNode(NodeClient):
+    """A worker's node client: no cache, and what the driver already knows answered for free
+    (the plan's sampled headers in this range, the head, the chain id)."""
+
+    def __init__(self, transport: Any, *, ledger: CreditLedger, seeds: dict[Any, Any],
+                 head: int) -> None:  # fmt: skip
+        super().__init__(transport, ledger=ledger, cache=False, progress=False)
+        self._seeds = seeds
+        self._head = head
+
+    def run(self, calls: Sequence[RpcCall], **options: Any) -> list[RpcResult]:
+        keys = [(c.method, json.dumps(c.params)) for c in calls]
+        todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._seeds]
+        sent = iter(super().run(todo, **options) if todo else [])
+        return [RpcResult(c, result=self._seeds[k]) if k in self._seeds else next(sent)
+                for c, k in zip(calls, keys, strict=True)]  # fmt: skip
+
+
+def _node_source(task: _Task, sampled: dict[int, Any]) -> RpcSource:
+    """A worker's source for one partition: paced by the cluster's bucket, the plan's sampled
+    headers of its range (``sampled``) answered without asking."""
+    from distributed import get_worker
+
+    from feeslab.cluster._governor import ClusterGovernor
+
+    spec = task.node
+    assert spec is not None
+    ledger = CreditLedger()
+    governor = ClusterGovernor(get_worker(), task.bucket, spec.credits_per_second or math.inf,
+                               task.workers)  # fmt: skip
+
+    def on_response(calls: Sequence[RpcCall], status: int) -> None:
+        credits = ledger.record_request(calls, status)
+        methods = Counter(c.method for c in calls)
+        governor.charge(credits, sum(method_cost(m) * n for m, n in methods.items()), status,
+                        dict(methods))  # fmt: skip
+
+    transport = HTTPTransport(url=spec.url, max_batch=spec.max_batch,
+                              max_concurrency=spec.max_concurrency,
+                              credits_per_second=spec.credits_per_second,
+                              on_response=on_response)  # fmt: skip
+    transport._core.governor = governor  # every batch booked in the cluster's bucket
+    seeds = {(blocks_dataset.METHOD, json.dumps(c.params)): sampled[n]
+             for n, c in zip(sampled, blocks_dataset.calls(list(sampled)), strict=True)}
+    seeds[("eth_chainId", "[]")] = hex(spec.chain_id)
+    version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
+    seeds[("web3_clientVersion", "[]")] = version
+    node = _SeededNode(transport, ledger=ledger, seeds=seeds, head=spec.head)
+    return RpcSource(node, any_node=spec.label == "node")
+
+
+def _era1_links(part: Partition) -> dict[str, str]:
+    """The hash links at a file's ends that one process checks across files and a partition
+    cannot: its first block's parent and its last block's hash (the scan has checked both
+    against the file's accumulator)."""
+    from feeslab.sources.era1 import COMPRESSED_HEADER, Era1File, _decode_header_slow, keccak
+
+    links = {}
+    with Era1File(part.file) as handle:  # type: ignore[arg-type]
+        if part.start == handle.start:
+            first = _decode_header_slow(handle._record(COMPRESSED_HEADER, 0))
+            links["first_parent"] = "0x" + first["parent_hash"].hex()
+        if part.stop == handle.stop:
+            links["last_hash"] = "0x" + keccak(handle._record(COMPRESSED_HEADER,
+                                                              handle.count - 1)).hex()
+    return links
+
+
+def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
+    """Each era1 file's first parent is the previous file's last hash, as one process checks."""
+    from feeslab.sources.era1 import Era1Error
+
+    for before, after in itertools.pairwise(job.partitions):
+        last = noted.get(before.name, {}).get("last_hash")
+        parent = noted.get(after.name, {}).get("first_parent")
+        if last is not None and parent is not None and last != parent:
+            raise Era1Error(f"{Path(after.file or '').name}: block {after.start:,}: its "
+                            "parentHash is not the previous file's last hash",
+                            path=after.file, block=after.start)  # fmt: skip
+
+
+def _error_as_data(exc: FeeslabError) -> dict[str, Any]:
+    """A feeslab error as plain data: most take keyword-only arguments, which pickle (and so
+    dask) cannot rebuild an exception from."""
+    return {"type": type(exc), "message": str(exc), "state": dict(vars(exc))}
+
+
+def _error_from_data(data: dict[str, Any]) -> BaseException:
+    """The error :func:`_error_as_data` described: its type, message and attributes."""
+    cls = data["type"]
+    exc = cls.__new__(cls)
+    BaseException.__init__(exc, data["message"])
+    exc.__dict__.update(data["state"])
+    return exc
+
+
+def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict[str, Any]:
+    """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
+    earlier attempt wrote them. Returns what it did; a feeslab error (a budget refused, a 402,
+    a damaged file) as data, raised again on the driver with its type and attributes."""
+    path = Path(task.out) / part.name
+    if path.exists():
+        return {"file": part.name, "skipped": True}
+    began, cpu = time.perf_counter(), time.thread_time()
+    source: Any = None
+    try:
+        if part.file is not None:
+            from feeslab.sources.era1 import Era1Source
+
+            source = Era1Source(part.file)
+        else:
+            source = _node_source(task, sampled)
+        scan = uncles_dataset.get(source, part.start, part.stop, progress=False)
+    except FeeslabError as exc:
+        return {"file": part.name, "error": _error_as_data(exc)}
+    finally:
+        if source is not None:
+            source.close()
+    frame = scan.uncles
+    frame.attrs.clear()  # the driver tags the whole frame
+    links = {} if part.file is None else _era1_links(part)
+    write_frame(frame, path)
+    spent = 0 if part.file is not None else source.credits.spent
+    return {"file": part.name, "rows": len(frame), "credits": spent, **links,
+            "seconds": round(time.perf_counter() - began, 4),
+            "cpu_seconds": round(time.thread_time() - cpu, 4)}  # fmt: skip
+
+
+# -- on the driver -------------------------------------------------------------------------
+
+
+def _node_spec(source: RpcSource) -> _NodeSpec:
+    transport = source.node.transport
+    if not isinstance(transport, HTTPTransport):
+        raise ConfigError("a cluster scan reaches the node over HTTP(S): connect() without "
+                          "websocket=True")  # fmt: skip
+    governor = transport.governor
+    rate = None
+    if governor is not None:
+        governor.settle(timeout=5.0)  # a devnet's own limit, asked when connecting
+        rate = governor.ceiling / GOVERNOR_HEADROOM
+    core = transport._core
+    return _NodeSpec(url=core.url, max_batch=core.max_batch,
+                     max_concurrency=core.max_concurrency, credits_per_second=rate,
+                     chain_id=source.chain_id(), label=source.label,
+                     head=source.head())  # fmt: skip
+
+
+def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    if is_archive(source):
+        return source._attrs(frame, source.network)
+    return source.tag(frame)
+
+
+def _rpc_of(connection: Any) -> RpcSource:
+    """The node source of a Lab or an RpcSource."""
+    found = getattr(connection, "data_source", connection)
+    if not isinstance(found, RpcSource):
+        raise ConfigError(f"keys= takes Labs or RpcSources on a node, not {connection!r}")
+    return found
+
+
+def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list[_NodeSpec]]:
+    """Every API key's source and what its workers need, all on one chain."""
+    if is_archive(source):
+        if keys:
+            raise ConfigError("keys= multiplies a node's rate: era1 files need none")
+        return [], []
+    sources = [source, *(_rpc_of(k) for k in keys)]
+    specs = [_node_spec(s) for s in sources]
+    for other, spec in zip(sources[1:], specs[1:], strict=True):
+        if (spec.chain_id, spec.label) != (specs[0].chain_id, specs[0].label):
+            raise ConfigError(f"every key must reach the same chain: {other!r} is on "
+                              f"{spec.label} chain {spec.chain_id}, not {specs[0].label} "
+                              f"chain {specs[0].chain_id}")  # fmt: skip
+    return sources, specs
+
+
+def uncles(
+    source: Any,
+    start: int,
+    stop: int,
+    *,
+    client: Any,
+    out: str | os.PathLike[str] | None = None,
+    budget: int | None = None,
+    progress: bool | None = None,
+    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    keys: Sequence[Any] = (),
+    planned: tuple[JobPlan, dict[int, Any]] | None = None,
+) -> ClusterUncleScan:
+    """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
+
+    The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
+
+    Parameters
+    ----------
+    source : RpcSource or Era1Source
+        Where the blocks come from (era1 files must be readable by every worker at the
+        same path; a node reachable from every worker).
+    client : distributed.Client
+        The cluster.
+    out : path, optional
+        The job's directory of partition files, on storage every worker shares; default
+        ``<cache>/jobs/<job>``. A rerun skips the partitions already written there.
+    budget : int, optional
+        The most the job may spend, the driver's plan and every worker together [credits]:
+        the plan is refused before anything runs (``BudgetExceeded``), and the cluster's
+        bucket refuses any batch that would pass it.
+    progress : bool, optional
+        A progress bar over the partitions, and the dashboard's address printed (default on).
+    partition_blocks : int
+        Blocks per partition of a node scan [blocks].
+    keys : sequence of Lab or RpcSource
+        Connections with other API keys to the same chain: the partitions are dealt among
+        ``source`` and these in turn, each key paced by its own bucket at its plan's rate
+        (so n keys buy n times the credits per second), its spending in its own ledger
+        (``lab.credits``); ``budget`` counts them all.
+    planned : tuple, optional
+        What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
+
+    Returns
+    -------
+    ClusterUncleScan
+        ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
+    """
+    try:
+        from distributed import as_completed
+    except ImportError:
+        raise ConfigError("a cluster scan needs dask.distributed: pip install 'feeslab[dask]'"
+                          ) from None  # fmt: skip
+    from feeslab.cluster import _governor
+
+    began = time.perf_counter()
+    sources, specs = _node_specs(source, keys)
+    if planned is None:
+        planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
+                              budget=budget)  # fmt: skip
+    job, sampled = planned
+    if budget is not None and job.plan.total > budget:  # a plan made without the budget
+        raise BudgetExceeded(planned=job.plan.total, budget=budget)
+    job.out.mkdir(parents=True, exist_ok=True)
+    noted_before = _check_manifest(job)
+    done = job.done()
+    todo = [p for p in job.partitions if p not in done]
+    written = {p.name: noted_before[p.name] for p in done if p.name in noted_before}
+    _write_manifest(job, written, done)
+    show = True if progress is None else progress
+    dashboard = getattr(client, "dashboard_link", None)
+    if show and dashboard:
+        print(f"dask dashboard: {dashboard}", file=sys.stderr, flush=True)
+    run = f"{job.job}-{uuid.uuid4().hex[:8]}"
+    buckets = [f"{run}-key{i}" for i in range(max(1, len(specs)))]
+    reports: list[dict[str, Any]] = []
+    if todo:
+        # the workers' share: the budget less the plan's sample, bought on the driver
+        sample = len(sampled) * method_cost(blocks_dataset.METHOD)
+        remaining = None if budget is None else budget - sample
+        _governor.install(client)
+        for i, bucket in enumerate(buckets):
+            _governor.scheduler_call(
+                client, "open", name=bucket, budget=remaining,
+                credits_per_second=specs[i].credits_per_second if specs else None,
+                group=buckets[0] if i else None)  # fmt: skip
+        task = _Task("uncles", str(job.out), buckets[0], max(1, sum(client.nthreads().values())))
+        futures = [
+            client.submit(run_partition,
+                          replace(task, bucket=buckets[i % len(buckets)],
+                                  node=specs[i % len(specs)] if specs else None),
+                          p, {n: h for n, h in sampled.items() if p.start <= n < p.stop},
+                          key=f"feeslab-{run}-{p.name}", pure=False)
+            for i, p in enumerate(todo)
+        ]  # fmt: skip
+        bar = None
+        if show:
+            from feeslab._progress import progress_bar
+
+            bar = progress_bar(total=len(job.partitions), initial=len(done),
+                               description="partitions", unit="part")  # fmt: skip
+        noted = time.monotonic()
+
+        def finished() -> Any:
+            """The futures as they finish; meanwhile the bar shows the credits spent."""
+            pending = as_completed(futures)
+            asked = time.monotonic()
+            while not pending.is_empty():
+                if pending.has_ready():
+                    yield from pending.next_batch(block=False)
+                else:
+                    time.sleep(0.05)
+                if bar is not None and specs and time.monotonic() - asked > PROGRESS_SECONDS:
+                    spent = sum((_governor.scheduler_call(client, "report", name=b) or {})
+                                .get("spent", 0) for b in buckets)  # fmt: skip
+                    bar.set_postfix(credits=f"{spent:,}", refresh=True)
+                    asked = time.monotonic()
+
+        try:
+            for future in finished():
+                result = future.result()
+                if "error" in result:
+                    raise _error_from_data(result["error"])
+                written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
+                if time.monotonic() - noted > MANIFEST_SECONDS:  # not once a partition: n^2
+                    _write_manifest(job, written, done)
+                    noted = time.monotonic()
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        finally:
+            _write_manifest(job, written, done)
+            if bar is not None:
+                bar.close()
+            reports = [_governor.scheduler_call(client, "close", name=b) or {} for b in buckets]
+            for own, report in zip(sources, reports, strict=False):
+                for method, n in report.get("calls", {}).items():  # each key's own ledger
+                    own.credits.record_request([method] * n, 200)
+    _write_manifest(job, written, done)
+    _check_links(job, written)
+    found = _tag(source, _concat([frame_from_bytes((job.out / p.name).read_bytes())
+                                  for p in job.partitions]))
+    counts = _tag(source, uncle_scan_frame(range(start, stop), found))
+    calls: Counter[str] = Counter()
+    for report in reports:
+        calls.update(report.get("calls", {}))
+    result = JobReport(
+        out=job.out, computed=tuple(p.name for p in todo if not written[p.name].get("skipped")),
+        skipped=tuple(p.name for p in job.partitions
+                      if p in done or written[p.name].get("skipped")),
+        credits=sum(r.get("spent", 0) for r in reports),
+        rate_limited=sum(r.get("refusals", 0) for r in reports),
+        seconds=time.perf_counter() - began, dashboard=dashboard, calls=dict(calls),
+        keys=tuple({k: r.get(k, 0) for k in ("spent", "refusals", "requests")} for r in reports),
+    )  # fmt: skip
+    return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=result)
