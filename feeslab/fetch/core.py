@@ -136,7 +136,6 @@ def retry_after(value: str | None, *, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-
 @dataclass(frozen=True)
 class Limits:
     """How much a client sends at once.

@@ -46,6 +46,7 @@ from feeslab.errors import (
     RpcError,
     TransportError,
 )
+from feeslab.fetch import jsonrpc
 from feeslab.fetch.core import (
     Limits,
     Retry,
@@ -57,17 +58,7 @@ from feeslab.fetch.core import (
     send_batch,
 )
 from feeslab.fetch.credits import Budget, CreditLedger
-from feeslab.fetch.jsonrpc import (
-    RATE_LIMIT_CODE,
-    Outcome,
-    RpcCall,
-    RpcResult,
-    backoff_seconds,
-    build_body,
-    chunks,
-    read_items,
-    service_says,
-)
+from feeslab.fetch.jsonrpc import RpcCall, RpcResult
 from feeslab.fetch.loop import Blocking, LoopThread
 
 __all__ = ["AsyncSubscription", "AsyncWebSocketTransport", "Subscription", "WebSocketTransport"]
@@ -269,7 +260,7 @@ class AsyncWebSocketTransport(TransportReports):
             body = json.loads(body_bytes)
         except ValueError:
             body = None
-        said = service_says(body, body_bytes)
+        said = jsonrpc.service_says(body, body_bytes)
         secrets = self._core.secrets
         if status in (401, 403):
             return AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
@@ -344,7 +335,8 @@ class AsyncWebSocketTransport(TransportReports):
             self._fail_all(self._exhausted)  # the service closes the socket next
             return
         group = self._waiting.get(item.get("id"))
-        if group is None and whole and item.get("id") is None and code in (429, RATE_LIMIT_CODE):
+        refused = code in (429, jsonrpc.RATE_LIMIT_CODE)
+        if group is None and whole and item.get("id") is None and refused:
             # a refused batch is answered with id null: the service answers a connection's
             # messages in order, so it is the oldest batch still waiting for any answer
             group = next(
@@ -357,7 +349,7 @@ class AsyncWebSocketTransport(TransportReports):
             )
         if group is None:
             return
-        if whole and code in (429, RATE_LIMIT_CODE) and len(group.ids) > 1:
+        if whole and refused and len(group.ids) > 1:
             group.fail_whole(item)
         else:
             group.add(item)
@@ -387,13 +379,14 @@ class AsyncWebSocketTransport(TransportReports):
             async with limit:
                 return await self._send_batch(chunk)
 
-        parts = await gather_or_cancel([run(c) for c in chunks(calls, self._core.max_batch)])
+        batches = jsonrpc.chunks(calls, self._core.max_batch)
+        parts = await gather_or_cancel([run(c) for c in batches])
         return [result for part in parts for result in part]
 
     async def _send_batch(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
         return await send_batch(self._core, calls, self._exchange, self._sleep)
 
-    async def _exchange(self, pending: Mapping[int, RpcCall]) -> Outcome:
+    async def _exchange(self, pending: Mapping[int, RpcCall]) -> jsonrpc.Outcome:
         """One attempt: send the calls, wait for their answers, read them."""
         try:
             await self.connect()
@@ -405,7 +398,7 @@ class AsyncWebSocketTransport(TransportReports):
             self._waiting[rid] = group
         calls = list(pending.values())
         try:
-            await self._ws.send(build_body(calls, list(pending)).decode())
+            await self._ws.send(jsonrpc.build_body(calls, list(pending)).decode())
             whole = await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
         except TimeoutError:
             whole = None  # the unanswered calls count as missing and go again
@@ -420,11 +413,11 @@ class AsyncWebSocketTransport(TransportReports):
                 self._waiting.pop(rid, None)
         if whole is not None:
             self._core.record(calls, 429)
-            wait = backoff_seconds(whole)
-            said = service_says(whole, b"")
+            wait = jsonrpc.backoff_seconds(whole)
+            said = jsonrpc.service_says(whole, b"")
             raise Retryable(RateLimited(f"WebSocket 429: {said}", retry_after=wait), wait)
         self._core.record(calls, 200)
-        return read_items(group.answers, pending, secrets=self._core.secrets)
+        return jsonrpc.read_items(group.answers, pending, secrets=self._core.secrets)
 
     @property
     def closing(self) -> bool:
@@ -446,7 +439,7 @@ class AsyncWebSocketTransport(TransportReports):
         group = _Group([rid], asyncio.get_running_loop())
         self._waiting[rid] = group
         try:
-            await self._ws.send(build_body([RpcCall(method, params)], [rid]).decode())
+            await self._ws.send(jsonrpc.build_body([RpcCall(method, params)], [rid]).decode())
             await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
         except TimeoutError:
             message = f"no answer to {method} within {self._timeout:g} s"
