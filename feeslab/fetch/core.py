@@ -641,11 +641,13 @@ def make_policies(
 ) -> tuple[Limits, Retry]:
     """``limits`` and ``retry`` as given, else built from the transports' flat keywords
     (``max_batch``, ``retries``, ``backoff``, ...); both at once is a ``ConfigError``."""
-    flat_limits = {k: options[k] for k in ("max_batch", "max_concurrency", "timeout")
-                   if options.get(k) is not None}
-    flat_retry = {k: options[k] for k in ("retries", "backoff", "backoff_cap",
-                                          "rate_limit_patience", "rng")
-                  if options.get(k) is not None}
+    limit_names = ("max_batch", "max_concurrency", "timeout")
+    retry_names = ("retries", "backoff", "backoff_cap", "rate_limit_patience", "rng")
+    unknown = set(options) - {*limit_names, *retry_names}
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    flat_limits = {k: options[k] for k in limit_names if options.get(k) is not None}
+    flat_retry = {k: options[k] for k in retry_names if options.get(k) is not None}
     if (limits is not None and flat_limits) or (retry is not None and flat_retry):
         raise ConfigError("give limits=/retry= or their separate keywords, not both")
     return limits or Limits(**flat_limits), retry or Retry(**flat_retry)

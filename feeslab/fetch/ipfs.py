@@ -27,7 +27,9 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -61,6 +63,7 @@ __all__ = [
 STREAM_ERROR = "x-stream-error"
 TAIL_BYTES = 64 * 1024  # bytes of each connection kept to read trailers from [bytes]
 RETRIED_STATUSES = (502, 503, 504)
+IO_THREADS = 4  # commands of one client in flight at once
 IPFS_BACKOFF = 0.1  # [s] the retry backoff's base: a gateway's 502 is usually brief
 IPFS_BACKOFF_CAP = 2.0  # [s]
 TRAILERS = "feeslab.trailers"  # the response extension holding an answer's trailer fields
@@ -75,43 +78,42 @@ def _keep(tail: bytearray, data: bytes) -> None:
         del tail[:-TAIL_BYTES]
 
 
-class _TailStream(httpcore.AsyncNetworkStream):
-    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+class _TailStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
         self.tail = bytearray()
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = await self._stream.read(max_bytes, timeout)
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = self._stream.read(max_bytes, timeout)
         _keep(self.tail, data)
         return data
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._stream.write(buffer, timeout)
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, timeout)
 
-    async def aclose(self) -> None:
-        await self._stream.aclose()
+    def close(self) -> None:
+        self._stream.close()
 
-    async def start_tls(self, ssl_context, server_hostname=None, timeout=None):
-        return _TailStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> _TailStream:
+        return _TailStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
-class _TailBackend(httpcore.AsyncNetworkBackend):
+class _TailBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
-        self._backend = httpcore.AnyIOBackend()
+        self._backend = httpcore.SyncBackend()
 
-    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        stream = await self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _TailStream(stream)
 
-    async def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        stream = await self._backend.connect_unix_socket(path, timeout, socket_options)
-        return _TailStream(stream)
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _TailStream(self._backend.connect_unix_socket(path, timeout, socket_options))
 
-    async def sleep(self, seconds: float) -> None:
-        await self._backend.sleep(seconds)
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
 
 
 @contextlib.contextmanager
@@ -188,44 +190,44 @@ def _answer(answer: httpcore.Response) -> httpx.Response:
                           extensions=extensions)
 
 
-class _Body(httpx.AsyncByteStream):
+class _Body(httpx.SyncByteStream):
     def __init__(self, stream: Any, network: Any, slot: _TrailerSlot) -> None:
         self._stream = stream
         self._network = network
         self._slot = slot
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __iter__(self) -> Iterator[bytes]:
         with _httpx_errors():
-            async for part in self._stream:
-                yield part
+            yield from self._stream
+        # read now: once the body is closed the connection may serve another request
         tail = getattr(self._network, "tail", None)
         self._slot.fields = {} if self._network is None else _parse_tail(bytes(tail or b""))
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         with _httpx_errors():
-            await self._stream.aclose()
+            self._stream.close()
 
 
-class TrailerTransport(httpx.AsyncBaseTransport):
+class TrailerTransport(httpx.BaseTransport):
     """An httpx transport (HTTP/1.1, TLS verified) whose answers keep their trailers.
 
     ``response_trailers(response)`` reads them once the body has been read.
     """
 
     def __init__(self, *, max_connections: int = 10) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
+        self._pool = httpcore.ConnectionPool(
             ssl_context=shared_ssl_context(),
             max_connections=max_connections,
             network_backend=_TailBackend(),
         )
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         with _httpx_errors():
-            answer = await self._pool.handle_async_request(_core_request(request))
+            answer = self._pool.handle_request(_core_request(request))
         return _answer(answer)
 
-    async def aclose(self) -> None:
-        await self._pool.aclose()
+    def close(self) -> None:
+        self._pool.close()
 
 
 def response_trailers(response: httpx.Response) -> dict[str, str] | None:
@@ -479,7 +481,7 @@ class AsyncIpfsClient:
     retries : int
         Attempts after the first when a command other than ``add`` cannot connect or meets
         502/503/504, with the backoff of ``feeslab.fetch.core.Retry``.
-    transport : httpx.AsyncBaseTransport, optional
+    transport : httpx.BaseTransport, optional
         Replaces the trailer-reading transport (then ``X-Stream-Error`` goes unseen; a cut
         ``cat`` is still caught by its length).
     """
@@ -492,7 +494,7 @@ class AsyncIpfsClient:
         api_key_secret: str,
         timeout: float = 60.0,
         retries: int = 2,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"the storage API URL must be http(s)://..., not {base_url!r}")
@@ -504,17 +506,22 @@ class AsyncIpfsClient:
         self._secrets = [api_key, api_key_secret]
         register_secrets(api_key, api_key_secret)
         self._options = {"timeout": timeout, "retries": retries}
-        self._client = httpx.AsyncClient(
+        # the I/O is blocking httpx on a small pool, each command's answer streamed from there
+        # piece by piece: httpx's sync client moves bytes about twice as fast as its asyncio
+        # one here (benchmarks/ipfs.py)
+        self._client = httpx.Client(
             auth=(api_key, api_key_secret),
             timeout=timeout,
             transport=transport or TrailerTransport(),
         )
+        self._pool = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="feeslab-ipfs")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        self._pool.shutdown(wait=True)
+        self._client.close()
 
     async def __aenter__(self) -> AsyncIpfsClient:
         return self
@@ -535,25 +542,26 @@ class AsyncIpfsClient:
             )
             raise error from exc
 
-    @contextlib.asynccontextmanager
-    async def _open(
+    @contextlib.contextmanager
+    def _open(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> AsyncIterator[httpx.Response]:
+    ) -> Iterator[httpx.Response]:
+        """The answer to one command, its status checked (blocking: runs on the pool)."""
         attempts = 1 if files is not None else 1 + self.retries  # an upload is sent once
         url = f"{self.base_url}/api/v0/{command}"
         for attempt in range(attempts):
             last = attempt + 1 == attempts
             if attempt:
-                await asyncio.sleep(self._retry.delay(attempt - 1))
+                time.sleep(self._retry.delay(attempt - 1))
             try:
                 request = self._client.build_request("POST", url, params=params, files=files)
-                response = await self._client.send(request, stream=True)
+                response = self._client.send(request, stream=True)
             except httpx.TransportError as exc:
                 self._send_failed(command, exc, last)
                 continue
             try:
                 if response.status_code != 200:
-                    body = await response.aread()
+                    body = response.read()
                     if last or response.status_code not in RETRIED_STATUSES:
                         raise _error(command, response, body, self._secrets)
                     continue
@@ -567,12 +575,45 @@ class AsyncIpfsClient:
                     ) from exc
                 return
             finally:
-                await response.aclose()
+                response.close()
+
+    def _stream(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None,
+        *, counted: bool = False,
+    ) -> Iterator[bytes]:
+        """The answer's pieces as they arrive, then its end checked (blocking); ``counted``:
+        also against its ``X-Content-Length``."""
+        with self._open(command, params, files) as response:
+            received = 0
+            for piece in response.iter_bytes():
+                received += len(piece)
+                yield piece
+            _check_end(command, response, received if counted else None, self._secrets)
+
+    async def _io(self, function: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+    async def _whole(
+        self, command: str, params: list[tuple[str, str]], *, counted: bool = False
+    ) -> bytes:
+        """The whole answer, read on the pool in one go."""
+        stream = self._stream(command, params, counted=counted)
+        return await self._io(b"".join, stream)
+
+    async def _pieces(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None,
+        *, counted: bool = False,
+    ) -> AsyncIterator[bytes]:
+        """The answer's pieces, each handed over from the pool as it arrives."""
+        stream = self._stream(command, params, files, counted=counted)
+        try:
+            while (piece := await self._io(next, stream, None)) is not None:
+                yield piece
+        finally:
+            await self._io(stream.close)
 
     async def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
-        async with self._open(command, params) as response:
-            body = await response.aread()
-            _check_end(command, response, None, self._secrets)
+        body = await self._whole(command, params)
         try:
             return json.loads(body)
         except ValueError:
@@ -583,21 +624,11 @@ class AsyncIpfsClient:
         self, command: str, params: list[tuple[str, str]], files: list | None = None
     ) -> AsyncIterator[Any]:
         lines = _Lines(command, self._secrets)
-        async with self._open(command, params, files) as response:
-            async for piece in response.aiter_bytes():
-                for obj in lines.feed(piece):
-                    yield obj
-            for obj in lines.close():
+        async for piece in self._pieces(command, params, files):
+            for obj in lines.feed(piece):
                 yield obj
-            _check_end(command, response, None, self._secrets)
-
-    async def _bytes(self, command: str, params: list[tuple[str, str]]) -> AsyncIterator[bytes]:
-        async with self._open(command, params) as response:
-            received = 0
-            async for piece in response.aiter_bytes():
-                received += len(piece)
-                yield piece
-            _check_end(command, response, received, self._secrets)
+        for obj in lines.close():
+            yield obj
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -662,13 +693,14 @@ class AsyncIpfsClient:
     ) -> AsyncIterator[bytes]:
         """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``) as they arrive."""
         params = _params([_cid_text(path)], offset=offset or None, length=length)
-        async for piece in self._bytes("cat", params):
+        async for piece in self._pieces("cat", params, counted=True):
             yield piece
 
     async def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
         """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``), from ``offset``, at most
         ``length`` of them."""
-        return b"".join([p async for p in self.iter_cat(path, offset=offset, length=length)])
+        params = _params([_cid_text(path)], offset=offset or None, length=length)
+        return await self._whole("cat", params, counted=True)
 
     async def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
         """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
@@ -698,7 +730,7 @@ class AsyncIpfsClient:
     async def block_get(self, cid: Any) -> bytes:
         """A block's bytes, checked against its CID here."""
         text = _cid_text(cid)
-        data = b"".join([p async for p in self._bytes("block/get", _params([text]))])
+        data = await self._whole("block/get", _params([text]), counted=True)
         return _check_block(text, data)
 
     async def block_stat(self, cid: Any) -> dict[str, Any]:

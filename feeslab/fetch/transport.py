@@ -6,11 +6,12 @@ A transport takes a list of ``RpcCall`` and returns one ``RpcResult`` per call, 
         block, chain = t.handle_request([RpcCall("eth_blockNumber", []),
                                          RpcCall("eth_chainId", [])])
 
-``AsyncHTTPTransport`` (``httpx.AsyncClient`` + tasks) is the transport; ``HTTPTransport``
-runs it on a private event-loop thread (``feeslab.fetch.loop``), so it works inside a running
-Jupyter kernel. Requests are built and answers matched by ``feeslab.fetch.jsonrpc``; the retry
-policy (``Retry``), limits (``Limits``), credit governor and each batch's attempts are
-``feeslab.fetch.core``'s, shared with the WebSocket transport.
+``AsyncHTTPTransport`` (tasks; each batch sent by ``httpx.Client`` on a small thread pool) is
+the transport; ``HTTPTransport`` runs it on a private event-loop thread
+(``feeslab.fetch.loop``), so it works inside a running Jupyter kernel. Requests are built and
+answers matched by ``feeslab.fetch.jsonrpc``; the retry policy (``Retry``), limits
+(``Limits``), credit governor and each batch's attempts are ``feeslab.fetch.core``'s, shared
+with the WebSocket transport.
 
 What happens to each answer
 ---------------------------
@@ -56,6 +57,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -220,8 +222,9 @@ class AsyncHTTPTransport(TransportReports):
         Extra request headers.
     auth : tuple or httpx.Auth, optional
         E.g. ``(key, secret)`` for HTTP Basic.
-    transport : httpx.AsyncBaseTransport, optional
-        An httpx transport to send through (e.g. ``httpx.MockTransport`` in tests).
+    transport : httpx.BaseTransport, optional
+        An httpx transport to send through (e.g. ``httpx.MockTransport`` in tests); the
+        requests go through it from a pool of ``max_concurrency`` threads.
     ledger : CreditLedger, optional
         The one count of credits: every answer is booked there (a private ledger when None);
         ``credits_spent`` and ``CreditsExhausted`` report its total.
@@ -245,7 +248,7 @@ class AsyncHTTPTransport(TransportReports):
         credits_per_second: float | None = None,
         headers: Mapping[str, str] | None = None,
         auth: Any = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.BaseTransport | None = None,
         ledger: CreditLedger | None = None,
         budget: Budget | None = None,
         on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
@@ -253,10 +256,6 @@ class AsyncHTTPTransport(TransportReports):
         clock: Callable[[], float] = time.monotonic,
         **flat: Any,
     ) -> None:
-        unknown = set(flat) - {"max_batch", "max_concurrency", "timeout", "retries", "backoff",
-                               "backoff_cap", "rate_limit_patience", "rng"}
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
         limits, retry = make_policies(limits, retry, flat)
         self._core = RpcCore(
             url=url,
@@ -272,7 +271,9 @@ class AsyncHTTPTransport(TransportReports):
         self._sleep = sleep
         merged = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
         merged.update(headers or {})
-        self._client = httpx.AsyncClient(
+        # the sends are blocking httpx calls on a small pool: measured on the uncle scan
+        # (benchmarks/uncle_scan.py), httpx's sync client there beats its asyncio one by ~40%
+        self._client = httpx.Client(
             transport=transport,
             limits=httpx.Limits(max_connections=max(limits.max_concurrency, 10)),
             headers=merged,
@@ -280,6 +281,7 @@ class AsyncHTTPTransport(TransportReports):
             auth=auth,
             verify=shared_ssl_context(),
         )
+        self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-fetch")
         self._limit: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -319,10 +321,14 @@ class AsyncHTTPTransport(TransportReports):
 
     async def _exchange(self, pending: Mapping[int, RpcCall]) -> Outcome:
         """One HTTP request for the calls ``{id: call}``, its answer read."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._post, pending)
+
+    def _post(self, pending: Mapping[int, RpcCall]) -> Outcome:
         core = self._core
         calls = list(pending.values())
         try:
-            response = await self._client.post(core.url, content=build_body(calls, list(pending)))
+            response = self._client.post(core.url, content=build_body(calls, list(pending)))
         except httpx.HTTPError as exc:
             # the cause keeps its type; its request shows no key
             error = TransportError(describe(exc, core.secrets), secrets=core.secrets)
@@ -334,8 +340,9 @@ class AsyncHTTPTransport(TransportReports):
         )
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close the connection pool and its threads."""
+        self._pool.shutdown(wait=True)
+        self._client.close()
 
     async def __aenter__(self) -> AsyncHTTPTransport:
         return self

@@ -75,22 +75,22 @@ def client_with(dev, handler) -> IpfsClient:
     )
 
 
-class Tampering(httpx.AsyncBaseTransport):
+class Tampering(httpx.BaseTransport):
     """A gateway that flips one byte of every ``cat`` and ``block/get`` answer."""
 
     def __init__(self) -> None:
         self.inner = TrailerTransport()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        answer = await self.inner.handle_async_request(request)
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.inner.handle_request(request)
         if not request.url.path.endswith(("/cat", "/block/get")):
             return answer
-        body = bytearray(await answer.aread())
+        body = bytearray(answer.read())
         body[len(body) // 2] ^= 1
         return httpx.Response(answer.status_code, headers=answer.headers, content=bytes(body))
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    def close(self) -> None:
+        self.inner.close()
 
 
 def liar(dev) -> IpfsClient:
@@ -247,10 +247,10 @@ def test_ndjson_is_consumed_as_it_arrives(dev):
     first_seen = threading.Event()
     waited: list[bool] = []
 
-    async def body():  # the client is async underneath: its mock answers stream async
+    def body():
         yield b'{"Name":"a","Hash":"%s","Size":"20"}\n' % HELLO.encode()
         # the next line exists only once the caller has the first one
-        waited.append(await asyncio.to_thread(first_seen.wait, 10))
+        waited.append(first_seen.wait(10))
         yield b'{"Name":"b","Hash":"%s","Size":"20"}\n' % HELLO.encode()
 
     def handler(request):
