@@ -439,6 +439,29 @@ class RpcCore:
         self._lock = threading.Lock()
         self._paused_until = 0.0
 
+    @classmethod
+    def build(
+        cls,
+        *,
+        url: str,
+        auth: Any = None,
+        schemes: tuple[str, ...] = ("http", "https"),
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        credits_per_second: float | None = None,
+        ledger: CreditLedger | None = None,
+        budget: Budget | None = None,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        **flat: Any,
+    ) -> RpcCore:
+        """A core from a transport's keywords: ``limits``/``retry`` or their flat keywords
+        (``max_batch``, ``retries``, ...; see ``make_policies``), and the rest as above."""
+        limits, retry = make_policies(limits, retry, flat)
+        return cls(url=url, limits=limits, retry=retry, credits_per_second=credits_per_second,
+                   on_response=on_response, clock=clock, auth=auth, schemes=schemes,
+                   ledger=ledger, budget=budget)  # fmt: skip
+
     def next_ids(self, n: int) -> list[int]:
         with self._lock:
             return [next(self._ids) for _ in range(n)]

@@ -96,11 +96,9 @@ from feeslab.fetch.core import (
     RpcCore,
     TransportReports,
     gather_or_cancel,
-    make_policies,
     retry_after,
     send_batch,
 )
-from feeslab.fetch.credits import Budget, CreditLedger
 from feeslab.fetch.jsonrpc import (
     RATE_LIMIT_CODE,
     Outcome,
@@ -243,31 +241,14 @@ class AsyncHTTPTransport(TransportReports):
         self,
         *,
         url: str,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        credits_per_second: float | None = None,
         headers: Mapping[str, str] | None = None,
         auth: Any = None,
         transport: httpx.BaseTransport | None = None,
-        ledger: CreditLedger | None = None,
-        budget: Budget | None = None,
-        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Callable[[], float] = time.monotonic,
-        **flat: Any,
+        **options: Any,
     ) -> None:
-        limits, retry = make_policies(limits, retry, flat)
-        self._core = RpcCore(
-            url=url,
-            limits=limits,
-            retry=retry,
-            credits_per_second=credits_per_second,
-            on_response=on_response,
-            clock=clock,
-            ledger=ledger,
-            budget=budget,
-            auth=auth,
-        )
+        self._core = RpcCore.build(url=url, auth=auth, **options)
+        limits = self._core.limits
         self._sleep = sleep
         merged = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
         merged.update(headers or {})

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -48,16 +47,12 @@ from feeslab.errors import (
 )
 from feeslab.fetch import jsonrpc
 from feeslab.fetch.core import (
-    Limits,
-    Retry,
     Retryable,
     RpcCore,
     TransportReports,
     gather_or_cancel,
-    make_policies,
     send_batch,
 )
-from feeslab.fetch.credits import Budget, CreditLedger
 from feeslab.fetch.jsonrpc import RpcCall, RpcResult
 from feeslab.fetch.loop import Blocking, LoopThread
 
@@ -169,33 +164,14 @@ class AsyncWebSocketTransport(TransportReports):
         self,
         *,
         url: str,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        credits_per_second: float | None = None,
-        ledger: CreditLedger | None = None,
-        budget: Budget | None = None,
-        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Callable[[], float] = time.monotonic,
         max_size: int = MAX_MESSAGE_BYTES,
         on_message: Callable[[dict], None] | None = None,
         on_close: Callable[[FeeslabError | None], None] | None = None,
-        **flat: Any,
+        **options: Any,
     ) -> None:
-        limits, retry = make_policies(limits, retry, flat)
-        self._core = RpcCore(
-            url=url,
-            limits=limits,
-            retry=retry,
-            credits_per_second=credits_per_second,
-            on_response=on_response,
-            clock=clock,
-            ledger=ledger,
-            budget=budget,
-            auth=None,
-            schemes=("ws", "wss"),
-        )
-        self._timeout = limits.seconds
+        self._core = RpcCore.build(url=url, schemes=("ws", "wss"), **options)
+        self._timeout = self._core.limits.seconds
         self._sleep = sleep
         self._max_size = max_size
         self._ws: ClientConnection | None = None
