@@ -27,7 +27,7 @@ from feeslab.errors import (
     redact,
 )
 from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.core import Retry, retry_after
+from feeslab.fetch.core import Limits, Retry, retry_after
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.loop import Blocking, blocking
 from feeslab.fetch.transport import blocking_sleep
@@ -54,6 +54,8 @@ class AsyncGasClient:
         its total).
     retries : int
         Attempts after the first for 429, 5xx and network errors.
+    retry : Retry, optional
+        The whole retry policy instead of ``retries`` (the one every client takes).
     timeout : float
         Per request [s].
     transport : httpx.AsyncBaseTransport, optional
@@ -70,6 +72,7 @@ class AsyncGasClient:
         api_key_secret: str | None,
         ledger: CreditLedger,
         retries: int = 4,
+        retry: Retry | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -80,12 +83,15 @@ class AsyncGasClient:
         self._secrets = [s for s in (api_key, api_key_secret) if s]
         register_secrets(api_key, api_key_secret)
         self.ledger = ledger
-        self.retries = retries
-        self._retry = Retry(retries=retries, backoff=GAS_BACKOFF, backoff_cap=GAS_BACKOFF_CAP)
+        self._retry = retry or Retry(
+            retries=retries, backoff=GAS_BACKOFF, backoff_cap=GAS_BACKOFF_CAP
+        )
+        self.retries = self._retry.retries
         self._sleep = sleep
         auth = (api_key, api_key_secret) if api_key_secret else None
         self._client = httpx.AsyncClient(
-            timeout=timeout, auth=auth, transport=transport, verify=shared_ssl_context()
+            timeout=Limits(timeout=timeout).httpx_timeout(), auth=auth, transport=transport,
+            verify=shared_ssl_context(),
         )
 
     def __repr__(self) -> str:

@@ -50,7 +50,7 @@ from feeslab.errors import (
     TransportError,
 )
 from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.core import Retry, retry_after
+from feeslab.fetch.core import Limits, Retry, retry_after
 from feeslab.fetch.loop import Blocking, blocking
 
 __all__ = [
@@ -481,6 +481,8 @@ class AsyncIpfsClient:
     retries : int
         Attempts after the first when a command other than ``add`` cannot connect or meets
         502/503/504, with the backoff of ``feeslab.fetch.core.Retry``.
+    retry : Retry, optional
+        The whole retry policy instead of ``retries`` (the one every client takes).
     transport : httpx.BaseTransport, optional
         Replaces the trailer-reading transport (then ``X-Stream-Error`` goes unseen; a cut
         ``cat`` is still caught by its length).
@@ -494,6 +496,7 @@ class AsyncIpfsClient:
         api_key_secret: str,
         timeout: float = 60.0,
         retries: int = 2,
+        retry: Retry | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -501,8 +504,11 @@ class AsyncIpfsClient:
         if not api_key or not api_key_secret:
             raise ConfigError("the storage API needs both the API key and the API key secret")
         self.base_url = base_url.rstrip("/")
-        self.retries = retries
-        self._retry = Retry(retries=retries, backoff=IPFS_BACKOFF, backoff_cap=IPFS_BACKOFF_CAP)
+        self._retry = retry or Retry(
+            retries=retries, backoff=IPFS_BACKOFF, backoff_cap=IPFS_BACKOFF_CAP
+        )
+        self.retries = self._retry.retries
+        limits = Limits(max_concurrency=IO_THREADS, timeout=timeout)
         self._secrets = [api_key, api_key_secret]
         register_secrets(api_key, api_key_secret)
         self._options = {"timeout": timeout, "retries": retries}
@@ -511,10 +517,10 @@ class AsyncIpfsClient:
         # one here (benchmarks/ipfs.py)
         self._client = httpx.Client(
             auth=(api_key, api_key_secret),
-            timeout=timeout,
+            timeout=limits.httpx_timeout(),
             transport=transport or TrailerTransport(),
         )
-        self._pool = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="feeslab-ipfs")
+        self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-ipfs")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"

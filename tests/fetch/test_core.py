@@ -11,10 +11,11 @@ import threading
 import httpx
 import pytest
 
-from feeslab.errors import ConfigError, RateLimited
+from feeslab.errors import ConfigError, IpfsError, RateLimited, TransportError
 from feeslab.fetch.core import Limits, Retry, retry_after
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.gas import GasClient
+from feeslab.fetch.jsonrpc import RpcCall
 from feeslab.fetch.loop import LoopThread
 
 NOW = 1_700_000_000.0
@@ -96,3 +97,29 @@ def test_blocking_clients_run_inside_a_running_loop_on_their_own_thread() -> Non
         loop.stop()
     with pytest.raises(Exception, match="closed"):
         loop.run(where())
+
+
+def test_one_retry_policy_given_to_every_client() -> None:
+    from feeslab.fetch.ipfs import IpfsClient
+    from feeslab.fetch.transport import HTTPTransport
+
+    policy = Retry(retries=1, backoff=0.0, backoff_cap=0.0)
+    seen: list[str] = []
+
+    def down(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        return httpx.Response(503)
+
+    mock = httpx.MockTransport(down)
+    waits: list[float] = []
+    with gas(down, waits, retry=policy) as client, pytest.raises(TransportError):
+        client.get(1, "baseFeeHistory")
+    ipfs = IpfsClient(base_url="https://ipfs.example", api_key="k", api_key_secret="s",
+                      retry=policy, transport=mock)  # fmt: skip
+    with ipfs, pytest.raises(IpfsError):
+        ipfs.version()
+    node = HTTPTransport(url="https://node.example/v3/key", retry=policy, transport=mock)
+    with node, pytest.raises(TransportError):
+        node.handle_request([RpcCall("eth_chainId", [])])
+    # each sent once and retried once, as the one policy says
+    assert seen == ["gas.example"] * 2 + ["ipfs.example"] * 2 + ["node.example"] * 2
