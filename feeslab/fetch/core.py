@@ -44,8 +44,11 @@ __all__ = [
     "RpcCore",
     "Stopped",
     "TransportReports",
+    "check_url",
     "gather_or_cancel",
+    "make_policies",
     "retry_after",
+    "secrets_of",
     "send_batch",
 ]
 

@@ -43,7 +43,7 @@ from feeslab.errors import (
     TransportError,
     WalletError,
 )
-from feeslab.fetch.core import DEFAULT_TIMEOUT
+from feeslab.fetch.core import DEFAULT_TIMEOUT, secrets_of
 from feeslab.fetch.loop import Blocking
 from feeslab.fetch.ws import AsyncWebSocketTransport
 
@@ -144,6 +144,7 @@ class AsyncWalletClient:
             url=url, timeout=timeout, retries=0, max_batch=1,
             on_message=self._received, on_close=self._ended,
         )
+        self._secrets = secrets_of(url, None)  # masked in its errors
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._callbacks: list[Callable[[WalletNotification], None]] = []
         self.dropped = 0
@@ -163,11 +164,11 @@ class AsyncWalletClient:
             raise TransportError(
                 "the wallet connection is closed, and its session ended with it: make a new "
                 "client and create a new session",
-                secrets=transport._core.secrets,
+                secrets=self._secrets,
             )
         item = await transport.call_once(method, dict({} if params is None else params))
         if item.get("error") is not None:
-            raise WalletError.from_wallet(item["error"], secrets=transport._core.secrets)
+            raise WalletError.from_wallet(item["error"], secrets=self._secrets)
         return item.get("result")
 
     async def create(
