@@ -148,3 +148,47 @@ def plan_credits_per_second(name: str) -> int:
 # the devnet's default limits, and `feeslab serve`'s, without importing the devnet
 TEAM_PLAN_DAILY_CREDITS = PLANS["team"].daily_credits
 TEAM_PLAN_CREDITS_PER_SECOND = PLANS["team"].credits_per_second
+
+
+class TokenBucket:
+    """A token bucket of credits, refilled continuously: the client's governor and the
+    devnet's throughput limit are both one of these.
+
+    A request may go while the bucket is positive and then takes its whole cost, so one big
+    batch may drive it negative and the next requests wait. Not locked: its owner holds a lock
+    around every use.
+
+    Parameters
+    ----------
+    rate : float
+        Refill rate [credits/s].
+    burst : float
+        The bucket holds ``burst`` seconds of ``rate`` [s] (and starts full).
+    now : float
+        The owner's monotonic clock at creation [s].
+
+    Attributes
+    ----------
+    level : float
+        Credits in the bucket now (negative: owed) [credits].
+    t : float
+        The time ``level`` is measured at [s]; a booking may put it in the future.
+    """
+
+    __slots__ = ("burst", "level", "rate", "t")
+
+    def __init__(self, rate: float, *, burst: float, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.level = rate * burst
+        self.t = now
+
+    def refill(self, now: float) -> None:
+        """Add what flowed in up to ``now`` (nothing while ``t`` lies in the future)."""
+        if now > self.t:
+            self.level = min(self.rate * self.burst, self.level + (now - self.t) * self.rate)
+            self.t = now
+
+    def seconds_to_positive(self) -> float:
+        """How long after ``t`` the bucket turns positive [s] (0 when it is)."""
+        return max(0.0, -self.level / self.rate)

@@ -245,7 +245,7 @@ def _transport(where: Endpoints, settings: Settings, ledger: CreditLedger) -> An
     service = (settings.rpc_url is None and bool(settings.api_key)) or host.endswith(".infura.io")
     rate = pacing_rate(settings.credits_per_second, devnet_root=root, service=service)
     options = dict(url=url, max_batch=settings.max_batch, max_concurrency=settings.max_concurrency,
-                   credits_per_second=rate, on_response=ledger.on_response)
+                   credits_per_second=rate, ledger=ledger)  # the one count of credits
     websocket = url.startswith(("ws://", "wss://"))
     transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
     if told is not None and getattr(transport, "governor", None) is not None:

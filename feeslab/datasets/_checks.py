@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import operator
-import re
 from typing import Any
 
+from feeslab._hexbytes import check_address
 from feeslab.errors import ConfigError
 from feeslab.fetch.node import quantity
 from feeslab.sources.rpc import RpcSource
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
 
 
@@ -25,9 +24,7 @@ def check_range(start: Any, stop: Any) -> None:
 
 def address(value: Any, name: str) -> str:
     """``value`` if it is 0x and 40 hex digits, else a ValueError naming ``name``."""
-    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
-        raise ValueError(f"{name} must be 0x followed by 40 hex digits, not {value!r}")
-    return value
+    return check_address(value, name)
 
 
 def block_number(value: Any) -> int:

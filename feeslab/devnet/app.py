@@ -239,12 +239,15 @@ async def _gas_answer(request: Request, devnet: Devnet) -> Response:
         return _json({"error": str(exc)}, 400)
 
 
+def _basic_refusal(request: Request) -> Response | None:
+    """The 401 for a request without the devnet's Basic key:secret; None when it has them."""
+    problem = auth.check_basic(_devnet(request).credentials, request.headers.get("authorization"))
+    return _unauthorized(problem, basic=True) if problem else None
+
+
 async def gas_basic(request: Request) -> Response:
-    devnet = _devnet(request)
-    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
-    if problem:
-        return _unauthorized(problem, basic=True)
-    return await _gas_answer(request, devnet)
+    refusal = _basic_refusal(request)
+    return refusal or await _gas_answer(request, _devnet(request))
 
 
 async def gas_key(request: Request) -> Response:
@@ -259,37 +262,28 @@ async def gas_key(request: Request) -> Response:
 
 
 async def devnet_credits(request: Request) -> Response:
-    devnet = _devnet(request)
-    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
-    if problem:
-        return _unauthorized(problem, basic=True)
-    return _json(devnet.ledger.usage().to_json())
+    refusal = _basic_refusal(request)
+    return refusal or _json(_devnet(request).ledger.usage().to_json())
 
 
 async def devnet_contracts(request: Request) -> Response:
-    devnet = _devnet(request)
-    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
-    if problem:
-        return _unauthorized(problem, basic=True)
-    return _json(await run_in_threadpool(devnet.contracts))
+    refusal = _basic_refusal(request)
+    return refusal or _json(await run_in_threadpool(_devnet(request).contracts))
 
 
 async def devnet_info(request: Request) -> Response:
-    devnet = _devnet(request)
-    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
-    if problem:
-        return _unauthorized(problem, basic=True)
-    return _json(await run_in_threadpool(devnet.info))
+    refusal = _basic_refusal(request)
+    return refusal or _json(await run_in_threadpool(_devnet(request).info))
 
 
 USER_EDITS = ("revoke", "remove_chains", "remove_methods", "remove_accounts", "add_accounts")
 
 
 async def devnet_wallet_user(request: Request) -> Response:
+    refusal = _basic_refusal(request)
+    if refusal is not None:
+        return refusal
     devnet = _devnet(request)
-    problem = auth.check_basic(devnet.credentials, request.headers.get("authorization"))
-    if problem:
-        return _unauthorized(problem, basic=True)
     if request.method != "POST":
         return _rejected(None, 405, {"error": "method not allowed"}, {"Allow": "POST"})
     raw = await _read_body(request)  # capped as the JSON-RPC route is

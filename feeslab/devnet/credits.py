@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from feeslab._costs import TokenBucket
+
 SECONDS_PER_DAY = 86_400
 
 PAYMENT_REQUIRED_DETAILS = (
@@ -35,32 +37,22 @@ TOO_MANY_REQUESTS_DETAILS = (
 )
 
 
-def payment_required_body(request_id: Any = 1) -> dict[str, Any]:
-    """The HTTP 402 body (MetaMask docs, "Avoid rate limiting")."""
+def _error_body(request_id: Any, code: int, event: int, message: str, details: str) -> dict:
     return {
         "jsonrpc": "2.0",
         "id": request_id,
-        "error": {
-            "code": 402,
-            "event": -33000,
-            "message": "Payment Required",
-            "details": PAYMENT_REQUIRED_DETAILS,
-        },
+        "error": {"code": code, "event": event, "message": message, "details": details},
     }
+
+
+def payment_required_body(request_id: Any = 1) -> dict[str, Any]:
+    """The HTTP 402 body (MetaMask docs, "Avoid rate limiting")."""
+    return _error_body(request_id, 402, -33000, "Payment Required", PAYMENT_REQUIRED_DETAILS)
 
 
 def too_many_requests_body(request_id: Any = 1) -> dict[str, Any]:
     """The HTTP 429 body (MetaMask docs, "Avoid rate limiting")."""
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "error": {
-            "code": 429,
-            "event": -33200,
-            "message": "Too Many Requests",
-            "details": TOO_MANY_REQUESTS_DETAILS,
-        },
-    }
+    return _error_body(request_id, 429, -33200, "Too Many Requests", TOO_MANY_REQUESTS_DETAILS)
 
 
 @dataclass(frozen=True)
@@ -130,8 +122,8 @@ class CreditLedger:
         self._day = self._today()
         self._spent = 0
         self._by_method: dict[str, int] = {}
-        self._tokens = self.credits_per_second
-        self._refilled_at = self._mono()
+        # the throughput governor: one second's burst (the client's governor is the same bucket)
+        self._bucket = TokenBucket(self.credits_per_second, burst=1.0, now=self._mono())
 
     # -- internals (call with the lock held) --------------------------------------------------
 
@@ -146,11 +138,7 @@ class CreditLedger:
             self._by_method.clear()
 
     def _refill(self) -> None:
-        now = self._mono()
-        elapsed = max(0.0, now - self._refilled_at)
-        self._refilled_at = now
-        refilled = self._tokens + elapsed * self.credits_per_second
-        self._tokens = min(self.credits_per_second, refilled)
+        self._bucket.refill(self._mono())
 
     def _record(self, items: Iterable[tuple[str, int]]) -> None:
         for name, cost in items:
@@ -180,12 +168,12 @@ class CreditLedger:
             if total > self.daily_credits - self._spent:
                 return Decision(402)
             self._refill()
-            if self._tokens <= 0:
+            if self._bucket.level <= 0:
                 # whole seconds after which the bucket is strictly positive, so a client that
                 # waits exactly Retry-After is admitted
-                wait = -self._tokens / self.credits_per_second
+                wait = self._bucket.seconds_to_positive()
                 return Decision(429, retry_after=math.floor(wait) + 1)
-            self._tokens -= total
+            self._bucket.level -= total
             self._record(items)
             return Decision(200)
 
@@ -204,7 +192,7 @@ class CreditLedger:
             if cost > self.daily_credits - self._spent:
                 return False
             self._refill()
-            self._tokens -= cost
+            self._bucket.level -= cost
             self._record([(name, cost)])
             return True
 

@@ -1,8 +1,7 @@
 """The client-side fetch layer: JSON-RPC transports over HTTP and WebSocket, and their errors.
 
 Every transport has one method, ``handle_request(calls) -> results``: a list of ``RpcCall`` in,
-one ``RpcResult`` per call out, in call order. The sync and async twins share their request
-building, answer parsing, retry policy and credit governor::
+one ``RpcResult`` per call out, in call order::
 
     from feeslab.fetch import HTTPTransport, RpcCall
 
@@ -10,23 +9,25 @@ building, answer parsing, retry policy and credit governor::
         (head,) = t.handle_request([RpcCall("eth_blockNumber", [])])
         print(int(head.unwrap(), 16))
 
+One core under every client: JSON-RPC is built and read in ``jsonrpc`` (no I/O); ``core``
+holds the one retry policy (``Retry``), the limits (``Limits``), the credit governor and one
+batch's attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
+``AsyncIpfsClient``, ``AsyncGasClient``, ``AsyncWalletClient``) and each blocking client runs
+its async twin on a private loop thread (``loop``), so it works inside a running Jupyter
+kernel.
+
 ``NodeClient`` puts the on-disk cache and the credit ledger over a transport (the calls are
-built by ``feeslab.datasets``);
-``IpfsClient`` speaks the storage API (with an async twin); the multichain wallet's clients are
-in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``, which builds on these errors).
+built by ``feeslab.datasets``); ``IpfsClient`` speaks the storage API; the multichain wallet's
+clients are in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``).
 
 Errors form one tree under ``FeeslabError``, in ``feeslab.errors``.
 """
 
+from feeslab.fetch.core import CreditGovernor, Limits, Retry
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
+from feeslab.fetch.jsonrpc import RpcCall, RpcResult
 from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import (
-    AsyncHTTPTransport,
-    CreditGovernor,
-    HTTPTransport,
-    RpcCall,
-    RpcResult,
-)
+from feeslab.fetch.transport import AsyncHTTPTransport, HTTPTransport
 from feeslab.fetch.ws import (
     AsyncSubscription,
     AsyncWebSocketTransport,
@@ -42,7 +43,9 @@ __all__ = [
     "CreditGovernor",
     "HTTPTransport",
     "IpfsClient",
+    "Limits",
     "NodeClient",
+    "Retry",
     "RpcCall",
     "RpcResult",
     "Subscription",

@@ -1,12 +1,17 @@
 """The Gas API client: ``baseFeeHistory`` and friends, with Basic key:secret auth.
 
 A small client: the Gas API is four GET endpoints, each answered in one request.
-Transient failures (429, 5xx, network errors) are retried with backoff; 401/402 are not.
+Transient failures (429, 5xx, network errors) are retried with every client's backoff
+(``feeslab.fetch.core.Retry``: jittered, or the service's ``Retry-After`` in seconds or as an
+HTTP-date); 401/402 are not. ``AsyncGasClient`` is the client; ``GasClient`` runs it on a
+private event-loop thread (``feeslab.fetch.loop``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -15,19 +20,27 @@ from feeslab._redact import describe, register_secrets
 from feeslab.errors import (
     AuthError,
     CreditsExhausted,
+    FeeslabError,
     ProtocolError,
     RateLimited,
     TransportError,
     redact,
 )
 from feeslab.fetch._tls import shared_ssl_context
+from feeslab.fetch.core import Limits, Retry, retry_after
 from feeslab.fetch.credits import CreditLedger
+from feeslab.fetch.loop import Blocking, blocking
+from feeslab.fetch.transport import blocking_sleep
+
+__all__ = ["AsyncGasClient", "GasClient"]
 
 ENDPOINTS = ("baseFeeHistory", "suggestedGasFees", "baseFeePercentile", "busyThreshold")
+GAS_BACKOFF = 0.25  # [s] the backoff's base
+GAS_BACKOFF_CAP = 8.0  # [s]
 
 
-class GasClient:
-    """The Gas API of one service root.
+class AsyncGasClient:
+    """The Gas API of one service root, for ``asyncio`` code.
 
     Parameters
     ----------
@@ -37,9 +50,18 @@ class GasClient:
     api_key, api_key_secret : str
         Basic credentials; with no secret the key-only path ``/v3/<key>/networks/...`` is used.
     ledger : CreditLedger
-        Books each answered request.
+        Books each answered request; the one count of credits (``CreditsExhausted`` reports
+        its total).
     retries : int
         Attempts after the first for 429, 5xx and network errors.
+    retry : Retry, optional
+        The whole retry policy instead of ``retries`` (the one every client takes).
+    timeout : float
+        Per request [s].
+    transport : httpx.AsyncBaseTransport, optional
+        E.g. ``httpx.MockTransport`` in tests.
+    sleep : callable, optional
+        ``await sleep(seconds)``; default ``asyncio.sleep``.
     """
 
     def __init__(
@@ -50,9 +72,10 @@ class GasClient:
         api_key_secret: str | None,
         ledger: CreditLedger,
         retries: int = 4,
+        retry: Retry | None = None,
         timeout: float = 30.0,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Any = time.sleep,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._base = base_url.rstrip("/")
         self._key = api_key
@@ -60,65 +83,111 @@ class GasClient:
         self._secrets = [s for s in (api_key, api_key_secret) if s]
         register_secrets(api_key, api_key_secret)
         self.ledger = ledger
-        self.retries = retries
+        self._retry = retry or Retry(
+            retries=retries, backoff=GAS_BACKOFF, backoff_cap=GAS_BACKOFF_CAP
+        )
+        self.retries = self._retry.retries
         self._sleep = sleep
         auth = (api_key, api_key_secret) if api_key_secret else None
-        self._client = httpx.Client(
-            timeout=timeout, auth=auth, transport=transport, verify=shared_ssl_context()
+        self._client = httpx.AsyncClient(
+            timeout=Limits(timeout=timeout).httpx_timeout(), auth=auth, transport=transport,
+            verify=shared_ssl_context(),
         )
 
     def __repr__(self) -> str:
-        return f"<GasClient {redact(self._base, self._secrets)}>"
+        return f"<{type(self).__name__} {redact(self._base, self._secrets)}>"
 
-    def close(self) -> None:
-        self._client.close()
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
     def _url(self, chain_id: int, endpoint: str) -> str:
         if self._secret:
             return f"{self._base}/networks/{chain_id}/{endpoint}"
         return f"{self._base}/v3/{self._key}/networks/{chain_id}/{endpoint}"
 
-    def get(self, chain_id: int, endpoint: str) -> Any:
+    async def get(self, chain_id: int, endpoint: str) -> Any:
         """The decoded answer of one endpoint for ``chain_id``."""
         if endpoint not in ENDPOINTS:
             raise ValueError(f"unknown Gas API endpoint {endpoint!r}; known: {ENDPOINTS}")
         url = self._url(int(chain_id), endpoint)
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while True:
             try:
-                answer = self._client.get(url)
-            except httpx.HTTPError as exc:
+                return await self._attempt(url, chain_id, endpoint, attempt)
+            except _Again as again:
                 if attempt == self.retries:
-                    # no key in its request's URL/headers
-                    message = f"Gas API unreachable: {describe(exc, self._secrets)}"
-                    raise TransportError(message, secrets=self._secrets) from exc
-                self._sleep(min(8.0, 0.25 * 2**attempt))
-                continue
-            self.ledger.record(endpoint, http_status=answer.status_code, kind="gas")
-            status = answer.status_code
-            if status == 200:
-                try:
-                    return answer.json()
-                except ValueError:
-                    raise ProtocolError(f"Gas API {endpoint} answered non-JSON") from None
-            if status in (401, 403):
-                raise AuthError(redact(f"Gas API refused the credentials: {answer.text}",
-                                       self._secrets))
-            if status == 402:
-                raise CreditsExhausted(credits_spent=self.ledger.spent)
-            if status == 429 or status >= 500:
-                if attempt == self.retries:
-                    if status == 429:
-                        raise RateLimited("Gas API throughput exceeded", attempts=attempt + 1)
-                    raise TransportError(f"Gas API {endpoint}: HTTP {status}")
-                wait = answer.headers.get("retry-after")
-                self._sleep(float(wait) if wait and wait.isdigit() else 0.25 * 2**attempt)
-                continue
-            raise ProtocolError(
-                redact(f"Gas API {endpoint} for chain {chain_id}: HTTP {status}: "
-                       f"{answer.text[:200]}", self._secrets)
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
+                    raise again.error from again.error.__cause__
+                await self._sleep(self._retry.delay(attempt, again.wait))
+                attempt += 1
 
-    def base_fee_history(self, chain_id: int) -> list[str]:
+    async def _attempt(self, url: str, chain_id: int, endpoint: str, attempt: int) -> Any:
+        """One request; ``_Again`` when it is worth another."""
+        try:
+            answer = await self._client.get(url)
+        except httpx.HTTPError as exc:
+            # no key in its request's URL/headers
+            message = f"Gas API unreachable: {describe(exc, self._secrets)}"
+            error = TransportError(message, secrets=self._secrets)
+            error.__cause__ = exc
+            raise _Again(error) from None
+        status = answer.status_code
+        self.ledger.record(endpoint, http_status=status, kind="gas")
+        if status == 200:
+            try:
+                return answer.json()
+            except ValueError:
+                raise ProtocolError(f"Gas API {endpoint} answered non-JSON") from None
+        if status in (401, 403):
+            raise AuthError(redact(f"Gas API refused the credentials: {answer.text}",
+                                   self._secrets))
+        if status == 402:
+            raise CreditsExhausted(credits_spent=self.ledger.spent)
+        if status == 429:
+            wait = retry_after(answer.headers.get("retry-after"))
+            error = RateLimited("Gas API throughput exceeded", retry_after=wait,
+                                attempts=attempt + 1)
+            raise _Again(error, wait)
+        if status >= 500:
+            raise _Again(TransportError(f"Gas API {endpoint}: HTTP {status}"))
+        raise ProtocolError(
+            redact(f"Gas API {endpoint} for chain {chain_id}: HTTP {status}: "
+                   f"{answer.text[:200]}", self._secrets)
+        )
+
+    async def base_fee_history(self, chain_id: int) -> list[str]:
         """The previous 500 blocks' base fees, oldest first, as decimal gwei strings."""
-        return self.get(chain_id, "baseFeeHistory")
+        return await self.get(chain_id, "baseFeeHistory")
+
+
+class _Again(Exception):
+    def __init__(self, error: FeeslabError, wait: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.wait = wait
+
+
+class GasClient(Blocking):
+    """The Gas API, blocking: ``AsyncGasClient`` on a private event-loop thread (it works
+    inside a running Jupyter kernel). Options as ``AsyncGasClient``'s; ``sleep`` blocks
+    (``time.sleep`` by default)."""
+
+    _inner: AsyncGasClient
+
+    def __init__(self, *, sleep: Callable[[float], object] = time.sleep, **options: Any) -> None:
+        super().__init__(
+            lambda: AsyncGasClient(sleep=blocking_sleep(sleep), **options), "feeslab-gas"
+        )
+
+    def __repr__(self) -> str:
+        return repr(self._inner).replace("AsyncGasClient", "GasClient")
+
+    @property
+    def ledger(self) -> CreditLedger:
+        return self._inner.ledger
+
+    @property
+    def retries(self) -> int:
+        return self._inner.retries
+
+    get = blocking(AsyncGasClient.get)
+    base_fee_history = blocking(AsyncGasClient.base_fee_history)

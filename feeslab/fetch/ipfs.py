@@ -16,16 +16,20 @@ does not expose; the clients here use their own small transport (httpcore with a
 backend that keeps the tail of each connection's bytes) to read it, and raise
 ``IpfsStreamError``. A ``cat`` cut short of its ``X-Content-Length`` raises the same.
 
-``AsyncIpfsClient`` is the twin: the same methods, awaited, with the same request building and
-answer checks.
+``AsyncIpfsClient`` is the client; ``IpfsClient`` runs it on a private event-loop thread
+(``feeslab.fetch.loop``): the same methods, blocking. Retries back off as every client's do
+(``feeslab.fetch.core.Retry``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -46,6 +50,8 @@ from feeslab.errors import (
     TransportError,
 )
 from feeslab.fetch._tls import shared_ssl_context
+from feeslab.fetch.core import Limits, Retry, retry_after
+from feeslab.fetch.loop import Blocking, blocking
 
 __all__ = [
     "AddProgress",
@@ -57,6 +63,9 @@ __all__ = [
 STREAM_ERROR = "x-stream-error"
 TAIL_BYTES = 64 * 1024  # bytes of each connection kept to read trailers from [bytes]
 RETRIED_STATUSES = (502, 503, 504)
+IO_THREADS = 4  # commands of one client in flight at once
+IPFS_BACKOFF = 0.1  # [s] the retry backoff's base: a gateway's 502 is usually brief
+IPFS_BACKOFF_CAP = 2.0  # [s]
 TRAILERS = "feeslab.trailers"  # the response extension holding an answer's trailer fields
 
 
@@ -92,29 +101,6 @@ class _TailStream(httpcore.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
-class _AsyncTailStream(httpcore.AsyncNetworkStream):
-    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
-        self._stream = stream
-        self.tail = bytearray()
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = await self._stream.read(max_bytes, timeout)
-        _keep(self.tail, data)
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._stream.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def start_tls(self, ssl_context, server_hostname=None, timeout=None):
-        return _AsyncTailStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
 class _TailBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
@@ -128,22 +114,6 @@ class _TailBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
-
-
-class _AsyncTailBackend(httpcore.AsyncNetworkBackend):
-    def __init__(self) -> None:
-        self._backend = httpcore.AnyIOBackend()
-
-    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        stream = await self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _AsyncTailStream(stream)
-
-    async def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        stream = await self._backend.connect_unix_socket(path, timeout, socket_options)
-        return _AsyncTailStream(stream)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._backend.sleep(seconds)
 
 
 @contextlib.contextmanager
@@ -208,14 +178,14 @@ class _TrailerSlot:
         self.fields: dict[str, str] | None = None
 
 
-def _answer(answer: httpcore.Response, body_type: type) -> httpx.Response:
+def _answer(answer: httpcore.Response) -> httpx.Response:
     slot = _TrailerSlot()
     extensions = {**answer.extensions, TRAILERS: slot}
     network = answer.extensions.get("network_stream")
     chunked = any(
         k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in answer.headers
     )
-    body = body_type(answer.stream, network if chunked else None, slot)
+    body = _Body(answer.stream, network if chunked else None, slot)
     return httpx.Response(answer.status, headers=answer.headers, stream=body,
                           extensions=extensions)
 
@@ -238,24 +208,6 @@ class _Body(httpx.SyncByteStream):
             self._stream.close()
 
 
-class _AsyncBody(httpx.AsyncByteStream):
-    def __init__(self, stream: Any, network: Any, slot: _TrailerSlot) -> None:
-        self._stream = stream
-        self._network = network
-        self._slot = slot
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _httpx_errors():
-            async for part in self._stream:
-                yield part
-        tail = getattr(self._network, "tail", None)
-        self._slot.fields = {} if self._network is None else _parse_tail(bytes(tail or b""))
-
-    async def aclose(self) -> None:
-        with _httpx_errors():
-            await self._stream.aclose()
-
-
 class TrailerTransport(httpx.BaseTransport):
     """An httpx transport (HTTP/1.1, TLS verified) whose answers keep their trailers.
 
@@ -272,29 +224,10 @@ class TrailerTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         with _httpx_errors():
             answer = self._pool.handle_request(_core_request(request))
-        return _answer(answer, _Body)
+        return _answer(answer)
 
     def close(self) -> None:
         self._pool.close()
-
-
-class AsyncTrailerTransport(httpx.AsyncBaseTransport):
-    """The async twin of :class:`TrailerTransport`."""
-
-    def __init__(self, *, max_connections: int = 10) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=shared_ssl_context(),
-            max_connections=max_connections,
-            network_backend=_AsyncTailBackend(),
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        with _httpx_errors():
-            answer = await self._pool.handle_async_request(_core_request(request))
-        return _answer(answer, _AsyncBody)
-
-    async def aclose(self) -> None:
-        await self._pool.aclose()
 
 
 def response_trailers(response: httpx.Response) -> dict[str, str] | None:
@@ -474,8 +407,7 @@ def _error(command: str, response: httpx.Response, body: bytes, secrets: list[st
     if status == 401:
         return AuthError(f"the storage API refused the credentials: {message}", secrets=secrets)
     if status == 429:
-        retry = response.headers.get("retry-after")
-        wait = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+        wait = retry_after(response.headers.get("retry-after"))
         return RateLimited(f"{command}: {message}", retry_after=wait, secrets=secrets)
     what = {
         404: "no such command",
@@ -534,60 +466,8 @@ def _cid_text(cid: Any) -> str:
 # -- the clients ------------------------------------------------------------------------------
 
 
-class _Base:
-    def __init__(
-        self, base_url: str, api_key: str, api_key_secret: str, timeout: float, retries: int
-    ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"the storage API URL must be http(s)://..., not {base_url!r}")
-        if not api_key or not api_key_secret:
-            raise ConfigError("the storage API needs both the API key and the API key secret")
-        self.base_url = base_url.rstrip("/")
-        self.retries = retries
-        self._secrets = [api_key, api_key_secret]
-        register_secrets(api_key, api_key_secret)
-        self._options = {"timeout": timeout, "retries": retries}
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
-
-    def _url(self, command: str) -> str:
-        return f"{self.base_url}/api/v0/{command}"
-
-    # the retry policy and the answers' checks; the twins only do the I/O
-
-    def _request(self, command: str, params: list, files: list | None) -> httpx.Request:
-        return self._client.build_request("POST", self._url(command), params=params, files=files)
-
-    def _attempts(self, files: list | None) -> int:
-        return 1 if files is not None else 1 + self.retries  # an upload is sent once
-
-    def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
-        """Return to try again; raise ``TransportError`` when this was the last try."""
-        if last or not isinstance(exc, httpx.ConnectError):
-            # describe() scrubs it: its request's Basic header shows no secret
-            reached = describe(exc, self._secrets)
-            error = TransportError(
-                f"{command}: the storage API could not be reached: {reached}",
-                secrets=self._secrets,
-            )
-            raise error from exc
-
-    def _refused(self, command: str, response: httpx.Response, body: bytes, last: bool) -> None:
-        """A non-200 answer: return to try again (502/503/504), else raise its error."""
-        if last or response.status_code not in RETRIED_STATUSES:
-            raise _error(command, response, body, self._secrets)
-
-    def _cut(self, command: str, exc: httpx.TransportError) -> IpfsStreamError:
-        return IpfsStreamError(
-            f"{command}: the connection failed mid-answer: {describe(exc, self._secrets)}",
-            command=command,
-            secrets=self._secrets,
-        )
-
-
-class IpfsClient(_Base):
-    """The storage API of one service root (the real one or a devnet).
+class AsyncIpfsClient:
+    """The storage API of one service root (the real one or a devnet), for ``asyncio`` code.
 
     Parameters
     ----------
@@ -600,7 +480,9 @@ class IpfsClient(_Base):
         Seconds to wait for a connection or for each piece of an answer [s].
     retries : int
         Attempts after the first when a command other than ``add`` cannot connect or meets
-        502/503/504.
+        502/503/504, with the backoff of ``feeslab.fetch.core.Retry``.
+    retry : Retry, optional
+        The whole retry policy instead of ``retries`` (the one every client takes).
     transport : httpx.BaseTransport, optional
         Replaces the trailer-reading transport (then ``X-Stream-Error`` goes unseen; a cut
         ``cat`` is still caught by its length).
@@ -614,250 +496,38 @@ class IpfsClient(_Base):
         api_key_secret: str,
         timeout: float = 60.0,
         retries: int = 2,
+        retry: Retry | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, api_key_secret, timeout, retries)
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"the storage API URL must be http(s)://..., not {base_url!r}")
+        if not api_key or not api_key_secret:
+            raise ConfigError("the storage API needs both the API key and the API key secret")
+        self.base_url = base_url.rstrip("/")
+        self._retry = retry or Retry(
+            retries=retries, backoff=IPFS_BACKOFF, backoff_cap=IPFS_BACKOFF_CAP
+        )
+        self.retries = self._retry.retries
+        limits = Limits(max_concurrency=IO_THREADS, timeout=timeout)
+        self._secrets = [api_key, api_key_secret]
+        register_secrets(api_key, api_key_secret)
+        self._options = {"timeout": timeout, "retries": retries}
+        # the I/O is blocking httpx on a small pool, each command's answer streamed from there
+        # piece by piece: httpx's sync client moves bytes about twice as fast as its asyncio
+        # one here (benchmarks/ipfs.py)
         self._client = httpx.Client(
             auth=(api_key, api_key_secret),
-            timeout=timeout,
+            timeout=limits.httpx_timeout(),
             transport=transport or TrailerTransport(),
         )
+        self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-ipfs")
 
-    def replace(self, **options: Any) -> IpfsClient:
-        """A new client to the same root with the same credentials and other ``options``
-        (``timeout``, ``retries``, ``transport``)."""
-        key, secret = self._secrets
-        merged = {**self._options, **options}
-        return IpfsClient(base_url=self.base_url, api_key=key, api_key_secret=secret, **merged)
-
-    def close(self) -> None:
-        self._client.close()
-
-    def __enter__(self) -> IpfsClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- plumbing ------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _open(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> Iterator[httpx.Response]:
-        attempts = self._attempts(files)
-        for attempt in range(attempts):
-            last = attempt + 1 == attempts
-            try:
-                response = self._client.send(self._request(command, params, files), stream=True)
-            except httpx.TransportError as exc:
-                self._send_failed(command, exc, last)
-                continue
-            try:
-                if response.status_code != 200:
-                    self._refused(command, response, response.read(), last)
-                    continue
-                try:
-                    yield response
-                except httpx.TransportError as exc:
-                    raise self._cut(command, exc) from exc
-                return
-            finally:
-                response.close()
-
-    def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
-        with self._open(command, params) as response:
-            body = response.read()
-            _check_end(command, response, None, self._secrets)
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise IpfsError(f"{command}: the answer is not JSON: {body[:120]!r}",
-                            status=200, command=command) from None
-
-    def _objects(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> Iterator[Any]:
-        lines = _Lines(command, self._secrets)
-        with self._open(command, params, files) as response:
-            for piece in response.iter_bytes():
-                yield from lines.feed(piece)
-            yield from lines.close()
-            _check_end(command, response, None, self._secrets)
-
-    def _bytes(self, command: str, params: list[tuple[str, str]]) -> Iterator[bytes]:
-        with self._open(command, params) as response:
-            received = 0
-            for piece in response.iter_bytes():
-                received += len(piece)
-                yield piece
-            _check_end(command, response, received, self._secrets)
-
-    # -- commands ------------------------------------------------------------------------------
-
-    def iter_add(
-        self,
-        files: Content | Mapping[str, Content] | list,
-        *,
-        name: str | None = None,
-        cid_version: int | None = None,
-        raw_leaves: bool | None = None,
-        only_hash: bool = False,
-        pin: bool | None = None,
-        wrap_with_directory: bool = False,
-        chunker: str | None = None,
-        progress: bool = False,
-    ) -> Iterator[Added | AddProgress]:
-        """``add``, as its NDJSON answer streams in: :class:`Added` per file and directory,
-        :class:`AddProgress` events with ``progress=True``.
-
-        Parameters
-        ----------
-        files : bytes, path, binary file, mapping of name to those, or list
-            What to add; a directory path is added with everything under it.
-        name : str, optional
-            The file name of a single bytes or file object (default ``"data"``).
-        cid_version, raw_leaves, only_hash, pin, wrap_with_directory, chunker, progress
-            kubo's ``add`` flags; None leaves kubo's default (CIDv0, pinned).
-        """
-        params = _add_params(
-            cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
-            wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
-        )
-        entries = _entries(files, name)
-        with contextlib.ExitStack() as stack:
-            parts = _multipart(entries, stack)
-            for obj in self._objects("add", params, parts):
-                yield _add_event(obj)
-
-    def add(
-        self,
-        files: Content | Mapping[str, Content] | list,
-        *,
-        progress: Callable[[AddProgress], object] | None = None,
-        **options: Any,
-    ) -> list[Added]:
-        """``add`` files; returns one :class:`Added` per file and directory, the root last.
-
-        ``progress`` is called with each :class:`AddProgress` as it arrives. Other options as
-        :meth:`iter_add`.
-        """
-        added = []
-        for event in self.iter_add(files, progress=progress is not None, **options):
-            if isinstance(event, Added):
-                added.append(event)
-            elif progress is not None:
-                progress(event)
-        return added
-
-    def iter_cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
-        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``) as they arrive."""
-        params = _params([_cid_text(path)], offset=offset or None, length=length)
-        yield from self._bytes("cat", params)
-
-    def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
-        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``), from ``offset``, at most
-        ``length`` of them."""
-        return b"".join(self.iter_cat(path, offset=offset, length=length))
-
-    def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
-        """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
-        params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
-        return self._json("object/get", params)
-
-    def pin_add(self, *cids: Any, recursive: bool = True) -> list[str]:
-        """Pin ``cids`` (recursively by default); returns the pinned CIDs."""
-        params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        return self._json("pin/add", params)["Pins"]
-
-    def pin_rm(self, *cids: Any, recursive: bool = True) -> list[str]:
-        """Unpin ``cids``; returns the unpinned CIDs."""
-        params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        return self._json("pin/rm", params)["Pins"]
-
-    def iter_pin_ls(self, *cids: Any, type: str = "all") -> Iterator[tuple[str, str]]:
-        """``(cid, pin type)`` pairs as they stream in (``pin/ls`` with ``stream``)."""
-        params = _params([_cid_text(c) for c in cids], type=type, stream=True)
-        for obj in self._objects("pin/ls", params):
-            yield obj["Cid"], obj["Type"]
-
-    def pin_ls(self, *cids: Any, type: str = "all") -> dict[str, str]:
-        """Pins as ``{cid: type}``: all of them, or how each of ``cids`` is pinned."""
-        return dict(self.iter_pin_ls(*cids, type=type))
-
-    def block_get(self, cid: Any) -> bytes:
-        """A block's bytes, checked against its CID here."""
-        text = _cid_text(cid)
-        data = b"".join(self._bytes("block/get", _params([text])))
-        return _check_block(text, data)
-
-    def block_stat(self, cid: Any) -> dict[str, Any]:
-        """``{"Key": cid, "Size": bytes}``."""
-        return self._json("block/stat", _params([_cid_text(cid)]))
-
-    def version(self) -> dict[str, Any]:
-        """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
-        return self._json("version", [])
-
-    def call(self, command: str, *args: Any, **flags: Any) -> Any:
-        """Any command with a JSON answer: ``call("pin/ls", type="direct")``.
-
-        Flags are given with ``_`` for ``-`` (``cid_version=1``); booleans are sent as
-        ``true``/``false``.
-        """
-        return self._json(command.strip("/"), _params(args, **flags))
-
-    # -- files checked by CID (``Lab.publish_frame`` / ``load_frame`` send frames' bytes) --------
-
-    def publish(
-        self, data: bytes, *, name: str = "file", pin: bool = True, cid_version: int = 0
-    ) -> str:
-        """Add ``data`` as one file (pinned by default) and return its CID.
-
-        The CID is computed here too, from the same bytes, and must match the node's: a node
-        that stored something else is caught at once.
-        """
-        [entry] = self.add(data, name=name, pin=pin, cid_version=cid_version)
-        _check_file(entry.cid, data)
-        return entry.cid
-
-    def load(self, cid: Any) -> bytes:
-        """The file published under ``cid``, after checking its bytes hash to ``cid``.
-
-        Raises
-        ------
-        CidMismatchError
-            The bytes received are not the ones ``cid`` names.
-        """
-        text = _cid_text(cid)
-        data = self.cat(text)
-        _check_file(text, data)
-        return data
-
-
-class AsyncIpfsClient(_Base):
-    """The async twin of :class:`IpfsClient`: the same methods, awaited (``iter_*`` are async
-    iterators)."""
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        api_key: str,
-        api_key_secret: str,
-        timeout: float = 60.0,
-        retries: int = 2,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, api_key, api_key_secret, timeout, retries)
-        self._client = httpx.AsyncClient(
-            auth=(api_key, api_key_secret),
-            timeout=timeout,
-            transport=transport or AsyncTrailerTransport(),
-        )
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        self._pool.shutdown(wait=True)
+        self._client.close()
 
     async def __aenter__(self) -> AsyncIpfsClient:
         return self
@@ -865,35 +535,91 @@ class AsyncIpfsClient(_Base):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    @contextlib.asynccontextmanager
-    async def _open(
+    # -- plumbing: the retry policy and the answers' checks -----------------------------------
+
+    def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
+        """Return to try again; raise ``TransportError`` when this was the last try."""
+        if last or not isinstance(exc, httpx.ConnectError):
+            # describe() scrubs it: its request's Basic header shows no secret
+            reached = describe(exc, self._secrets)
+            error = TransportError(
+                f"{command}: the storage API could not be reached: {reached}",
+                secrets=self._secrets,
+            )
+            raise error from exc
+
+    @contextlib.contextmanager
+    def _open(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> AsyncIterator[httpx.Response]:
-        attempts = self._attempts(files)
+    ) -> Iterator[httpx.Response]:
+        """The answer to one command, its status checked (blocking: runs on the pool)."""
+        attempts = 1 if files is not None else 1 + self.retries  # an upload is sent once
+        url = f"{self.base_url}/api/v0/{command}"
         for attempt in range(attempts):
             last = attempt + 1 == attempts
+            if attempt:
+                time.sleep(self._retry.delay(attempt - 1))
             try:
-                request = self._request(command, params, files)
-                response = await self._client.send(request, stream=True)
+                request = self._client.build_request("POST", url, params=params, files=files)
+                response = self._client.send(request, stream=True)
             except httpx.TransportError as exc:
                 self._send_failed(command, exc, last)
                 continue
             try:
                 if response.status_code != 200:
-                    self._refused(command, response, await response.aread(), last)
+                    body = response.read()
+                    if last or response.status_code not in RETRIED_STATUSES:
+                        raise _error(command, response, body, self._secrets)
                     continue
                 try:
                     yield response
                 except httpx.TransportError as exc:
-                    raise self._cut(command, exc) from exc
+                    reached = describe(exc, self._secrets)
+                    raise IpfsStreamError(
+                        f"{command}: the connection failed mid-answer: {reached}",
+                        command=command, secrets=self._secrets,
+                    ) from exc
                 return
             finally:
-                await response.aclose()
+                response.close()
+
+    def _stream(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None,
+        *, counted: bool = False,
+    ) -> Iterator[bytes]:
+        """The answer's pieces as they arrive, then its end checked (blocking); ``counted``:
+        also against its ``X-Content-Length``."""
+        with self._open(command, params, files) as response:
+            received = 0
+            for piece in response.iter_bytes():
+                received += len(piece)
+                yield piece
+            _check_end(command, response, received if counted else None, self._secrets)
+
+    async def _io(self, function: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+    async def _whole(
+        self, command: str, params: list[tuple[str, str]], *, counted: bool = False
+    ) -> bytes:
+        """The whole answer, read on the pool in one go."""
+        stream = self._stream(command, params, counted=counted)
+        return await self._io(b"".join, stream)
+
+    async def _pieces(
+        self, command: str, params: list[tuple[str, str]], files: list | None = None,
+        *, counted: bool = False,
+    ) -> AsyncIterator[bytes]:
+        """The answer's pieces, each handed over from the pool as it arrives."""
+        stream = self._stream(command, params, files, counted=counted)
+        try:
+            while (piece := await self._io(next, stream, None)) is not None:
+                yield piece
+        finally:
+            await self._io(stream.close)
 
     async def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
-        async with self._open(command, params) as response:
-            body = await response.aread()
-            _check_end(command, response, None, self._secrets)
+        body = await self._whole(command, params)
         try:
             return json.loads(body)
         except ValueError:
@@ -904,21 +630,13 @@ class AsyncIpfsClient(_Base):
         self, command: str, params: list[tuple[str, str]], files: list | None = None
     ) -> AsyncIterator[Any]:
         lines = _Lines(command, self._secrets)
-        async with self._open(command, params, files) as response:
-            async for piece in response.aiter_bytes():
-                for obj in lines.feed(piece):
-                    yield obj
-            for obj in lines.close():
+        async for piece in self._pieces(command, params, files):
+            for obj in lines.feed(piece):
                 yield obj
-            _check_end(command, response, None, self._secrets)
+        for obj in lines.close():
+            yield obj
 
-    async def _bytes(self, command: str, params: list[tuple[str, str]]) -> AsyncIterator[bytes]:
-        async with self._open(command, params) as response:
-            received = 0
-            async for piece in response.aiter_bytes():
-                received += len(piece)
-                yield piece
-            _check_end(command, response, received, self._secrets)
+    # -- commands ------------------------------------------------------------------------------
 
     async def iter_add(
         self,
@@ -933,7 +651,19 @@ class AsyncIpfsClient(_Base):
         chunker: str | None = None,
         progress: bool = False,
     ) -> AsyncIterator[Added | AddProgress]:
-        """See :meth:`IpfsClient.iter_add` (files are read by httpx as it sends them)."""
+        """``add``, as its NDJSON answer streams in: :class:`Added` per file and directory,
+        :class:`AddProgress` events with ``progress=True``.
+
+        Parameters
+        ----------
+        files : bytes, path, binary file, mapping of name to those, or list
+            What to add; a directory path is added with everything under it (files are read
+            by httpx as it sends them).
+        name : str, optional
+            The file name of a single bytes or file object (default ``"data"``).
+        cid_version, raw_leaves, only_hash, pin, wrap_with_directory, chunker, progress
+            kubo's ``add`` flags; None leaves kubo's default (CIDv0, pinned).
+        """
         params = _add_params(
             cid_version=cid_version, raw_leaves=raw_leaves, only_hash=only_hash, pin=pin,
             wrap_with_directory=wrap_with_directory, chunker=chunker, progress=progress,
@@ -951,7 +681,11 @@ class AsyncIpfsClient(_Base):
         progress: Callable[[AddProgress], object] | None = None,
         **options: Any,
     ) -> list[Added]:
-        """See :meth:`IpfsClient.add`."""
+        """``add`` files; returns one :class:`Added` per file and directory, the root last.
+
+        ``progress`` is called with each :class:`AddProgress` as it arrives (for
+        ``IpfsClient``, on its loop thread). Other options as :meth:`iter_add`.
+        """
         added = []
         async for event in self.iter_add(files, progress=progress is not None, **options):
             if isinstance(event, Added):
@@ -963,61 +697,127 @@ class AsyncIpfsClient(_Base):
     async def iter_cat(
         self, path: Any, *, offset: int = 0, length: int | None = None
     ) -> AsyncIterator[bytes]:
-        """See :meth:`IpfsClient.iter_cat`."""
+        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``) as they arrive."""
         params = _params([_cid_text(path)], offset=offset or None, length=length)
-        async for piece in self._bytes("cat", params):
+        async for piece in self._pieces("cat", params, counted=True):
             yield piece
 
     async def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
-        """See :meth:`IpfsClient.cat`."""
-        return b"".join([p async for p in self.iter_cat(path, offset=offset, length=length)])
+        """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``), from ``offset``, at most
+        ``length`` of them."""
+        params = _params([_cid_text(path)], offset=offset or None, length=length)
+        return await self._whole("cat", params, counted=True)
 
     async def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
+        """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
         params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
         return await self._json("object/get", params)
 
     async def pin_add(self, *cids: Any, recursive: bool = True) -> list[str]:
+        """Pin ``cids`` (recursively by default); returns the pinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
         return (await self._json("pin/add", params))["Pins"]
 
     async def pin_rm(self, *cids: Any, recursive: bool = True) -> list[str]:
+        """Unpin ``cids``; returns the unpinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
         return (await self._json("pin/rm", params))["Pins"]
 
     async def iter_pin_ls(self, *cids: Any, type: str = "all") -> AsyncIterator[tuple[str, str]]:
+        """``(cid, pin type)`` pairs as they stream in (``pin/ls`` with ``stream``)."""
         params = _params([_cid_text(c) for c in cids], type=type, stream=True)
         async for obj in self._objects("pin/ls", params):
             yield obj["Cid"], obj["Type"]
 
     async def pin_ls(self, *cids: Any, type: str = "all") -> dict[str, str]:
+        """Pins as ``{cid: type}``: all of them, or how each of ``cids`` is pinned."""
         return {cid: kind async for cid, kind in self.iter_pin_ls(*cids, type=type)}
 
     async def block_get(self, cid: Any) -> bytes:
+        """A block's bytes, checked against its CID here."""
         text = _cid_text(cid)
-        data = b"".join([p async for p in self._bytes("block/get", _params([text]))])
+        data = await self._whole("block/get", _params([text]), counted=True)
         return _check_block(text, data)
 
     async def block_stat(self, cid: Any) -> dict[str, Any]:
+        """``{"Key": cid, "Size": bytes}``."""
         return await self._json("block/stat", _params([_cid_text(cid)]))
 
     async def version(self) -> dict[str, Any]:
+        """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
         return await self._json("version", [])
 
     async def call(self, command: str, *args: Any, **flags: Any) -> Any:
-        """See :meth:`IpfsClient.call`."""
+        """Any command with a JSON answer: ``call("pin/ls", type="direct")``.
+
+        Flags are given with ``_`` for ``-`` (``cid_version=1``); booleans are sent as
+        ``true``/``false``.
+        """
         return await self._json(command.strip("/"), _params(args, **flags))
+
+    # -- files checked by CID (``Lab.publish_frame`` / ``load_frame`` send frames' bytes) --------
 
     async def publish(
         self, data: bytes, *, name: str = "file", pin: bool = True, cid_version: int = 0
     ) -> str:
-        """See :meth:`IpfsClient.publish`."""
+        """Add ``data`` as one file (pinned by default) and return its CID.
+
+        The CID is computed here too, from the same bytes, and must match the node's: a node
+        that stored something else is caught at once.
+        """
         [entry] = await self.add(data, name=name, pin=pin, cid_version=cid_version)
         _check_file(entry.cid, data)
         return entry.cid
 
     async def load(self, cid: Any) -> bytes:
-        """See :meth:`IpfsClient.load`."""
+        """The file published under ``cid``, after checking its bytes hash to ``cid``.
+
+        Raises
+        ------
+        CidMismatchError
+            The bytes received are not the ones ``cid`` names.
+        """
         text = _cid_text(cid)
         data = await self.cat(text)
         _check_file(text, data)
         return data
+
+
+class IpfsClient(Blocking):
+    """The storage API, blocking: ``AsyncIpfsClient`` run on a private event-loop thread (so it
+    works inside a running Jupyter kernel). The same methods and options; ``iter_*`` are
+    plain iterators.
+    """
+
+    _inner: AsyncIpfsClient
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(lambda: AsyncIpfsClient(**options), "feeslab-ipfs")
+        self.base_url = self._inner.base_url
+        self.retries = self._inner.retries
+
+    def __repr__(self) -> str:
+        return repr(self._inner).replace("AsyncIpfsClient", "IpfsClient")
+
+    def replace(self, **options: Any) -> IpfsClient:
+        """A new client to the same root with the same credentials and other ``options``
+        (``timeout``, ``retries``, ``transport``)."""
+        key, secret = self._inner._secrets
+        merged = {**self._inner._options, **options}
+        return IpfsClient(base_url=self.base_url, api_key=key, api_key_secret=secret, **merged)
+
+    iter_add = blocking(AsyncIpfsClient.iter_add)
+    add = blocking(AsyncIpfsClient.add)
+    iter_cat = blocking(AsyncIpfsClient.iter_cat)
+    cat = blocking(AsyncIpfsClient.cat)
+    object_get = blocking(AsyncIpfsClient.object_get)
+    pin_add = blocking(AsyncIpfsClient.pin_add)
+    pin_rm = blocking(AsyncIpfsClient.pin_rm)
+    iter_pin_ls = blocking(AsyncIpfsClient.iter_pin_ls)
+    pin_ls = blocking(AsyncIpfsClient.pin_ls)
+    block_get = blocking(AsyncIpfsClient.block_get)
+    block_stat = blocking(AsyncIpfsClient.block_stat)
+    version = blocking(AsyncIpfsClient.version)
+    call = blocking(AsyncIpfsClient.call)
+    publish = blocking(AsyncIpfsClient.publish)
+    load = blocking(AsyncIpfsClient.load)

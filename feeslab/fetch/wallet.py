@@ -30,13 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-from websockets.exceptions import ConnectionClosed
 
 from feeslab.caip import ChainId, Scope, ScopeKey, Session, parse_scopes
 from feeslab.errors import (
@@ -46,8 +43,9 @@ from feeslab.errors import (
     TransportError,
     WalletError,
 )
-from feeslab.fetch.transport import DEFAULT_TIMEOUT
-from feeslab.fetch.ws import AsyncWebSocketTransport, _Group, _LoopThread
+from feeslab.fetch.core import DEFAULT_TIMEOUT, secrets_of
+from feeslab.fetch.loop import Blocking
+from feeslab.fetch.ws import AsyncWebSocketTransport
 
 __all__ = ["AsyncWalletClient", "WalletClient", "WalletNotification"]
 
@@ -129,65 +127,6 @@ def _scopes_json(scopes: Mapping[Any, Scope | Mapping[str, Any]] | None, name: s
     return {str(key): scope.to_json() for key, scope in parsed.items()}
 
 
-class _WalletTransport(AsyncWebSocketTransport):
-    """The node WebSocket transport bound to one connection: wallet notifications routed to
-    the client, object params, no resend and no reconnect (a session dies with its
-    connection)."""
-
-    def __init__(self, *, url: str, timeout: float, on_message: Callable[[dict], None]) -> None:
-        super().__init__(url=url, timeout=timeout, retries=0, max_batch=1)
-        self._on_message = on_message
-        self._opened = False
-
-    async def connect(self) -> None:
-        if self._opened and not self.connected:
-            raise TransportError(
-                "the wallet connection is closed, and its session ended with it: make a new "
-                "client and create a new session",
-                secrets=self._core.secrets,
-            )
-        await super().connect()
-        self._opened = True
-
-    def _dispatch(self, message: str | bytes) -> None:
-        try:
-            body = json.loads(message)
-        except ValueError:
-            return
-        if isinstance(body, Mapping) and "id" not in body and isinstance(body.get("method"), str):
-            self._on_message(dict(body))
-        else:
-            super()._dispatch(message)
-
-    def _fail_all(self, error: FeeslabError | None) -> None:
-        super()._fail_all(error)
-        self._on_message({"method": _CLOSED, "error": error})
-
-    async def call(self, method: str, params: Mapping[str, Any]) -> Any:
-        """One call with params as an object; its result, or raise its error."""
-        await self.connect()
-        assert self._ws is not None
-        (rid,) = self._core.next_ids(1)
-        group = _Group([rid], asyncio.get_running_loop())
-        self._waiting[rid] = group
-        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params)}
-        try:
-            await self._ws.send(json.dumps(body, separators=(",", ":")))
-            await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
-        except TimeoutError:
-            raise TransportError(
-                f"the wallet did not answer {method} within {self._timeout:g} s"
-            ) from None
-        except ConnectionClosed as exc:
-            raise TransportError(f"the wallet connection closed: {exc}") from None
-        finally:
-            self._waiting.pop(rid, None)
-        (item,) = group.answers
-        if item.get("error") is not None:
-            raise WalletError.from_wallet(item["error"], secrets=self._core.secrets)
-        return item.get("result")
-
-
 class AsyncWalletClient:
     """The multichain wallet API over one WebSocket, for ``asyncio`` code.
 
@@ -200,7 +139,12 @@ class AsyncWalletClient:
     """
 
     def __init__(self, *, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._transport = _WalletTransport(url=url, timeout=timeout, on_message=self._received)
+        # one connection, one session: no batching, no resend, no reconnect
+        self._transport = AsyncWebSocketTransport(
+            url=url, timeout=timeout, retries=0, max_batch=1,
+            on_message=self._received, on_close=self._ended,
+        )
+        self._secrets = secrets_of(url, None)  # masked in its errors
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._callbacks: list[Callable[[WalletNotification], None]] = []
         self.dropped = 0
@@ -209,13 +153,23 @@ class AsyncWalletClient:
         """The session as last known: created, read, or changed by the user."""
 
     def __repr__(self) -> str:
-        return f"<AsyncWalletClient {self._transport._where()}>"
+        return f"<AsyncWalletClient {self._transport.where()}>"
 
     # -- requests ----------------------------------------------------------------------------
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
         """Any wallet method with an object of params, unchecked; its result."""
-        return await self._transport.call(method, {} if params is None else params)
+        transport = self._transport
+        if transport.opened and not transport.connected:
+            raise TransportError(
+                "the wallet connection is closed, and its session ended with it: make a new "
+                "client and create a new session",
+                secrets=self._secrets,
+            )
+        item = await transport.call_once(method, dict({} if params is None else params))
+        if item.get("error") is not None:
+            raise WalletError.from_wallet(item["error"], secrets=self._secrets)
+        return item.get("result")
 
     async def create(
         self,
@@ -316,10 +270,10 @@ class AsyncWalletClient:
 
     # -- notifications -----------------------------------------------------------------------
 
+    def _ended(self, error: FeeslabError | None) -> None:
+        self._queue.put_nowait((_CLOSED, error))
+
     def _received(self, message: dict) -> None:
-        if message.get("method") is _CLOSED:
-            self._queue.put_nowait((_CLOSED, message.get("error")))
-            return
         try:
             note = WalletNotification.from_message(message)
         except CaipError:
@@ -384,7 +338,7 @@ class AsyncWalletClient:
             except NotificationTimeout:
                 raise NotificationTimeout(timeout or 0.0, taken) from None
             except TransportError:
-                if count is None and self._transport._closing:
+                if count is None and self._transport.closing:
                     return
                 raise
             taken += 1
@@ -405,29 +359,20 @@ class AsyncWalletClient:
         await self.close()
 
 
-class WalletClient:
+class WalletClient(Blocking):
     """The multichain wallet API, blocking: the twin of :class:`AsyncWalletClient`.
 
     The async client runs on a private event-loop thread, never on the caller's loop, so this
     works from a Jupyter cell. Options are those of ``AsyncWalletClient``.
     """
 
+    _inner: AsyncWalletClient
+
     def __init__(self, **options: Any) -> None:
-        self._loop = _LoopThread()
-        try:
-            self._inner: AsyncWalletClient = self._loop.run(_make(options))
-        except BaseException:
-            self._loop.stop()
-            raise
+        super().__init__(lambda: AsyncWalletClient(**options), "feeslab-ws")
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWalletClient", "WalletClient")
-
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        if self._loop.loop.is_closed():
-            coro.close()
-            raise TransportError("this wallet client is closed")
-        return self._loop.run(coro)
 
     @property
     def session(self) -> Session | None:
@@ -475,7 +420,7 @@ class WalletClient:
     def on_notification(self, callback: Callable[[WalletNotification], None]) -> Callable[[], None]:
         """Call ``callback(notification)`` for each notification, on the client's background
         thread (in a notebook, append to a list rather than print). Returns a remover."""
-        return self._loop.run(_call(self._inner.on_notification, callback))
+        return self._loop.call(self._inner.on_notification, callback)
 
     def next_notification(
         self, timeout: float | None = DEFAULT_NOTIFICATION_TIMEOUT
@@ -488,34 +433,4 @@ class WalletClient:
     ) -> Iterator[WalletNotification]:
         """Notifications in arrival order: ``count`` of them (or until the connection closes),
         each awaited up to ``timeout`` [s] (``NotificationTimeout`` past it)."""
-        stream = self._inner.notifications(count=count, timeout=timeout)
-        try:
-            while True:
-                try:
-                    yield self._run(anext(stream))
-                except StopAsyncIteration:
-                    return
-        finally:
-            if not self._loop.loop.is_closed():
-                self._loop.run(stream.aclose())
-
-    def close(self) -> None:
-        """Close the connection (the session ends with it) and the background thread."""
-        if not self._loop.loop.is_closed():
-            self._loop.run(self._inner.close())
-            self._loop.stop()
-
-    def __enter__(self) -> WalletClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-async def _make(options: dict[str, Any]) -> AsyncWalletClient:
-    # built on the loop thread so its asyncio objects belong to that loop
-    return AsyncWalletClient(**options)
-
-
-async def _call(function: Callable[..., _T], *args: Any) -> _T:
-    return function(*args)
+        return self._loop.iterate(self._inner.notifications(count=count, timeout=timeout))

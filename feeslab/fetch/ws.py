@@ -28,10 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
-import threading
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -48,26 +45,16 @@ from feeslab.errors import (
     RpcError,
     TransportError,
 )
-from feeslab.fetch.transport import (
-    DEFAULT_BACKOFF,
-    DEFAULT_BACKOFF_CAP,
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    RATE_LIMIT_CODE,
-    RpcCall,
-    RpcResult,
-    _backoff_seconds,
-    _build_body,
-    _chunks,
-    _Core,
-    _CoreReports,
-    _Retry,
-    _service_says,
+from feeslab.fetch import jsonrpc
+from feeslab.fetch.core import (
+    Retryable,
+    RpcCore,
+    TransportReports,
     gather_or_cancel,
-    read_items,
+    send_batch,
 )
+from feeslab.fetch.jsonrpc import RpcCall, RpcResult
+from feeslab.fetch.loop import Blocking, LoopThread
 
 __all__ = ["AsyncSubscription", "AsyncWebSocketTransport", "Subscription", "WebSocketTransport"]
 
@@ -151,56 +138,40 @@ class AsyncSubscription:
         self._end(None)
 
 
-class AsyncWebSocketTransport(_CoreReports):
+class AsyncWebSocketTransport(TransportReports):
     """JSON-RPC over one WebSocket connection, for ``asyncio`` code.
 
     Parameters
     ----------
     url : str
         ``ws(s)://.../ws/v3/<KEY>``.
-    max_batch, max_concurrency, credits_per_second, retries, backoff, backoff_cap, on_response,
-    clock, rng
-        As for ``feeslab.fetch.transport.AsyncHTTPTransport``.
-    timeout : float
-        Seconds to wait for the connection and for each answer (default 30).
+    limits, retry, credits_per_second, ledger, budget, on_response, clock
+        As for ``feeslab.fetch.transport.AsyncHTTPTransport`` (also as the keywords
+        ``max_batch``, ``max_concurrency``, ``timeout``, ``retries``, ...); ``timeout`` is the
+        wait for the connection and for each answer [s] (default 30).
     sleep : callable, optional
         ``await sleep(seconds)``; default ``asyncio.sleep``.
     max_size : int
         Largest message accepted (default 32 MiB, geth's limit).
+    on_message : callable, optional
+        ``on_message(message)`` for each message that is a notification of another API (no
+        id, a method): the wallet's ``wallet_notify``, for one.
+    on_close : callable, optional
+        ``on_close(error)`` when the connection ends (error None: closed by this side).
     """
 
     def __init__(
         self,
         *,
         url: str,
-        max_batch: int = DEFAULT_MAX_BATCH,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        credits_per_second: float | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        backoff_cap: float = DEFAULT_BACKOFF_CAP,
-        timeout: float = DEFAULT_TIMEOUT,
-        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Callable[[], float] = time.monotonic,
-        rng: random.Random | None = None,
         max_size: int = MAX_MESSAGE_BYTES,
+        on_message: Callable[[dict], None] | None = None,
+        on_close: Callable[[FeeslabError | None], None] | None = None,
+        **options: Any,
     ) -> None:
-        self._core = _Core(
-            url=url,
-            max_batch=max_batch,
-            max_concurrency=max_concurrency,
-            credits_per_second=credits_per_second,
-            retries=retries,
-            backoff=backoff,
-            backoff_cap=backoff_cap,
-            on_response=on_response,
-            clock=clock,
-            rng=rng,
-            auth=None,
-            schemes=("ws", "wss"),
-        )
-        self._timeout = timeout
+        self._core = RpcCore.build(url=url, schemes=("ws", "wss"), **options)
+        self._timeout = self._core.limits.seconds
         self._sleep = sleep
         self._max_size = max_size
         self._ws: ClientConnection | None = None
@@ -212,6 +183,10 @@ class AsyncWebSocketTransport(_CoreReports):
         self._early: dict[str, list[Any]] = {}  # notifications that beat their subscribe answer
         self._exhausted: CreditsExhausted | None = None
         self._closing = False
+        self._on_message = on_message
+        self._on_close = on_close
+        self.opened = False
+        """Whether the connection was ever opened (a wallet's session dies with it)."""
 
     @property
     def connected(self) -> bool:
@@ -252,6 +227,7 @@ class AsyncWebSocketTransport(_CoreReports):
                 raise error from exc
             self._ws = ws
             self._reader = asyncio.create_task(self._read(ws))
+            self.opened = True
 
     def _handshake_error(self, exc: InvalidStatus) -> FeeslabError:
         status = exc.response.status_code
@@ -260,7 +236,7 @@ class AsyncWebSocketTransport(_CoreReports):
             body = json.loads(body_bytes)
         except ValueError:
             body = None
-        said = _service_says(body, body_bytes)
+        said = jsonrpc.service_says(body, body_bytes)
         secrets = self._core.secrets
         if status in (401, 403):
             return AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
@@ -299,6 +275,8 @@ class AsyncWebSocketTransport(_CoreReports):
         for sub in list(self._subs.values()):
             sub._end(error)
         self._subs.clear()
+        if self._on_close is not None:
+            self._on_close(error)
 
     def _dispatch(self, message: str | bytes) -> None:
         try:
@@ -309,7 +287,13 @@ class AsyncWebSocketTransport(_CoreReports):
             for item in body:
                 self._answer(item, whole=False)
         elif isinstance(body, Mapping):
-            if body.get("method") == "eth_subscription":
+            if (
+                self._on_message is not None
+                and "id" not in body
+                and isinstance(body.get("method"), str)
+            ):
+                self._on_message(dict(body))
+            elif body.get("method") == "eth_subscription":
                 self._notify(body.get("params"))
             else:
                 self._answer(body, whole=True)
@@ -327,7 +311,8 @@ class AsyncWebSocketTransport(_CoreReports):
             self._fail_all(self._exhausted)  # the service closes the socket next
             return
         group = self._waiting.get(item.get("id"))
-        if group is None and whole and item.get("id") is None and code in (429, RATE_LIMIT_CODE):
+        refused = code in (429, jsonrpc.RATE_LIMIT_CODE)
+        if group is None and whole and item.get("id") is None and refused:
             # a refused batch is answered with id null: the service answers a connection's
             # messages in order, so it is the oldest batch still waiting for any answer
             group = next(
@@ -340,7 +325,7 @@ class AsyncWebSocketTransport(_CoreReports):
             )
         if group is None:
             return
-        if whole and code in (429, RATE_LIMIT_CODE) and len(group.ids) > 1:
+        if whole and refused and len(group.ids) > 1:
             group.fail_whole(item)
         else:
             group.add(item)
@@ -370,71 +355,78 @@ class AsyncWebSocketTransport(_CoreReports):
             async with limit:
                 return await self._send_batch(chunk)
 
-        parts = await gather_or_cancel([run(c) for c in _chunks(calls, self._core.max_batch)])
+        batches = jsonrpc.chunks(calls, self._core.max_batch)
+        parts = await gather_or_cancel([run(c) for c in batches])
         return [result for part in parts for result in part]
 
     async def _send_batch(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
-        core = self._core
-        ids = core.next_ids(len(calls))
-        pending = dict(zip(ids, calls, strict=True))
-        done: dict[int, RpcResult] = {}
-        failure: _Retry | None = None
-        for attempt in range(core.retries + 1):
-            wait = core.before_send(pending.values())
-            if wait > 0:
-                await self._sleep(wait)
-            try:
-                outcome = await self._exchange(pending)
-            except _Retry as retry:
-                failure = retry
-            else:
-                done.update(outcome.answered)
-                pending = {rid: pending[rid] for rid in outcome.retry_ids}
-                if not pending:
-                    break
-                failure = core.partial_failure(outcome)
-            if attempt < core.retries:
-                rate_limited = failure is not None and isinstance(failure.error, RateLimited)
-                hint = failure.wait if failure else None
-                wait = core.backoff_wait(attempt, hint, rate_limited)
-                if wait > 0:
-                    await self._sleep(wait)
-        else:
-            raise core.give_up(failure, len(pending), core.retries + 1)
-        return [done[rid] for rid in ids]
+        return await send_batch(self._core, calls, self._exchange, self._sleep)
 
-    async def _exchange(self, pending: Mapping[int, RpcCall]) -> Any:
+    async def _exchange(self, pending: Mapping[int, RpcCall]) -> jsonrpc.Outcome:
         """One attempt: send the calls, wait for their answers, read them."""
         try:
             await self.connect()
         except TransportError as exc:
-            raise _Retry(exc) from None
+            raise Retryable(exc) from None
         assert self._ws is not None
         group = _Group(list(pending), asyncio.get_running_loop())
         for rid in pending:
             self._waiting[rid] = group
         calls = list(pending.values())
         try:
-            await self._ws.send(_build_body(calls, list(pending)).decode())
+            await self._ws.send(jsonrpc.build_body(calls, list(pending)).decode())
             whole = await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
         except TimeoutError:
             whole = None  # the unanswered calls count as missing and go again
         except ConnectionClosed as exc:
             if self._exhausted is not None:
                 raise self._exhausted from None
-            raise _Retry(TransportError(f"the WebSocket closed: {exc}")) from None
+            raise Retryable(TransportError(f"the WebSocket closed: {exc}")) from None
         except TransportError as exc:
-            raise _Retry(exc) from None
+            raise Retryable(exc) from None
         finally:
             for rid in pending:
                 self._waiting.pop(rid, None)
         if whole is not None:
             self._core.record(calls, 429)
-            wait = _backoff_seconds(whole)
-            said = _service_says(whole, b"")
-            raise _Retry(RateLimited(f"WebSocket 429: {said}", retry_after=wait), wait)
+            wait = jsonrpc.backoff_seconds(whole)
+            said = jsonrpc.service_says(whole, b"")
+            raise Retryable(RateLimited(f"WebSocket 429: {said}", retry_after=wait), wait)
         self._core.record(calls, 200)
-        return read_items(group.answers, pending, secrets=self._core.secrets)
+        return jsonrpc.read_items(group.answers, pending, secrets=self._core.secrets)
+
+    @property
+    def closing(self) -> bool:
+        """Whether this side is closing (or has closed) the connection."""
+        return self._closing
+
+    async def call_once(self, method: str, params: Any) -> Mapping[str, Any]:
+        """One call sent once, with ``params`` as given (a list, or an object for the wallet
+        API), and its raw answer item: no retry, no reconnect of a dropped connection.
+
+        Raises
+        ------
+        TransportError
+            No answer within ``timeout``, or the connection closed.
+        """
+        await self.connect()
+        assert self._ws is not None
+        (rid,) = self._core.next_ids(1)
+        group = _Group([rid], asyncio.get_running_loop())
+        self._waiting[rid] = group
+        try:
+            await self._ws.send(jsonrpc.build_body([RpcCall(method, params)], [rid]).decode())
+            await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
+        except TimeoutError:
+            message = f"no answer to {method} within {self._timeout:g} s"
+            raise TransportError(message, secrets=self._core.secrets) from None
+        except ConnectionClosed as exc:
+            message = f"the connection closed: {exc}"
+            raise TransportError(message, secrets=self._core.secrets) from None
+        finally:
+            self._waiting.pop(rid, None)
+        (item,) = group.answers
+        return item
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -481,31 +473,10 @@ class AsyncWebSocketTransport(_CoreReports):
 # -- the blocking twin --------------------------------------------------------------------------
 
 
-class _LoopThread:
-    """A private event loop on a daemon thread: runs coroutines for blocking callers."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="feeslab-ws", daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        if threading.current_thread() is self.thread:
-            raise RuntimeError("WebSocketTransport called from its own loop thread")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
-
-
 class Subscription:
     """The blocking twin of ``AsyncSubscription``: iterate it for the notifications."""
 
-    def __init__(self, inner: AsyncSubscription, loop: _LoopThread) -> None:
+    def __init__(self, inner: AsyncSubscription, loop: LoopThread) -> None:
         self._inner = inner
         self._loop = loop
         self.id = inner.id
@@ -528,20 +499,16 @@ class Subscription:
         self._loop.run(self._inner.aclose())
 
 
-class WebSocketTransport:
-    """JSON-RPC over one WebSocket, blocking: the twin of ``AsyncWebSocketTransport``.
-
-    The async transport runs on a private event-loop thread, never on the caller's loop, so
-    this works from a Jupyter cell. Options are those of ``AsyncWebSocketTransport``.
+class WebSocketTransport(Blocking):
+    """JSON-RPC over one WebSocket, blocking: ``AsyncWebSocketTransport`` on a private
+    event-loop thread, never on the caller's loop, so this works from a Jupyter cell.
+    Options are those of ``AsyncWebSocketTransport``.
     """
 
+    _inner: AsyncWebSocketTransport
+
     def __init__(self, **options: Any) -> None:
-        self._loop = _LoopThread()
-        try:
-            self._inner: AsyncWebSocketTransport = self._loop.run(_make(options))
-        except BaseException:
-            self._loop.stop()
-            raise
+        super().__init__(lambda: AsyncWebSocketTransport(**options), "feeslab-ws")
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWebSocketTransport", "WebSocketTransport")
@@ -552,25 +519,8 @@ class WebSocketTransport:
 
     def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
         """Send ``calls``; results in call order (see ``AsyncWebSocketTransport``)."""
-        return self._loop.run(self._inner.handle_request(calls))
+        return self._run(self._inner.handle_request(calls))
 
     def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
         """``eth_subscribe(kind, *params)``; iterate the result for the notifications."""
-        return Subscription(self._loop.run(self._inner.subscribe(kind, *params)), self._loop)
-
-    def close(self) -> None:
-        """Close the connection and stop the private loop thread."""
-        if not self._loop.loop.is_closed():
-            self._loop.run(self._inner.close())
-            self._loop.stop()
-
-    def __enter__(self) -> WebSocketTransport:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-async def _make(options: dict[str, Any]) -> AsyncWebSocketTransport:
-    # built on the loop thread so its asyncio objects belong to that loop
-    return AsyncWebSocketTransport(**options)
+        return Subscription(self._run(self._inner.subscribe(kind, *params)), self._loop)

@@ -791,7 +791,7 @@ def test_patience_counts_only_while_nothing_is_served() -> None:
 
 
 def test_batches_are_cut_to_the_bucket_by_each_calls_cost() -> None:
-    from feeslab.fetch.transport import _chunks
+    from feeslab.fetch.jsonrpc import chunks as _chunks
 
     calls = [RpcCall("eth_getBlockByNumber", [])] * 5 + [RpcCall("eth_estimateGas", [])] * 3
     # 400 credits a batch: 5 headers (400), then one 300-credit estimate per batch
@@ -826,3 +826,39 @@ def test_the_governor_takes_a_rate_told_later_and_keeps_a_slow_down() -> None:
     unknown.set_result(None)  # not a devnet: keep the rate it has
     governor.settle()
     assert governor.ceiling == pytest.approx(12_345 * GOVERNOR_HEADROOM)
+
+
+# -- one count of credits, a budget before every request --------------------------------------
+
+
+def test_the_ledger_is_the_one_count_and_402_reports_its_total() -> None:
+    from feeslab.fetch.credits import CreditLedger
+
+    ledger = CreditLedger()
+    ledger.record("baseFeeHistory", kind="gas")  # another client on the same ledger: 80
+    refused = httpx.Response(402, json={"error": {"code": 402, "details": "daily limit"}})
+    script = Script(ok, refused)
+    transport, _ = mock(script, ledger=ledger)
+    with transport:
+        transport.handle_request([block(1), block(2)])  # 160 credits
+        assert transport.credits_spent == ledger.spent == 80 + 160
+        with pytest.raises(CreditsExhausted) as caught:
+            transport.handle_request([block(3)])
+    assert caught.value.credits_spent == ledger.spent == 240  # the same total as the ledger
+
+
+def test_a_budget_is_charged_before_each_request_and_refunded_when_refused() -> None:
+    from feeslab.errors import BudgetExceeded
+    from feeslab.fetch.credits import Budget
+
+    budget = Budget(200)
+    script = Script(httpx.Response(429, headers={"Retry-After": "1"}, json=TOO_MANY), ok)
+    transport, waits = mock(script, budget=budget)
+    with transport:
+        transport.handle_request([block(1), block(2)])  # 160, charged twice, refunded once
+        assert waits == [1.0]  # the 429 waited out
+        assert budget.spent == 160 and script.attempts == 2
+        with pytest.raises(BudgetExceeded) as caught:
+            transport.handle_request([block(3)])  # 80 more would pass 200
+    assert caught.value.planned == 80 and caught.value.spent == 160
+    assert script.attempts == 2  # refused before it was sent

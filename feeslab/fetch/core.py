@@ -1,0 +1,679 @@
+"""What every client of the fetch layer shares: the retry policy, the limits, the credit
+governor and one batch's attempts.
+
+``Retry`` and ``Limits`` follow httpx's ``Timeout``/``Limits``: small values given once and
+read by every client (JSON-RPC over HTTP and WebSocket, the storage API, the Gas API), so all
+of them back off the same way (exponential with full jitter: attempt ``n`` waits
+``uniform(0, min(cap, base * 2**n))``, or what the service said) and read ``Retry-After`` the
+same way (seconds or an HTTP-date).
+
+``RpcCore`` holds a JSON-RPC transport's options and bookkeeping (ids, pacing, the 429 pause,
+what was sent) and ``send_batch`` runs one batch's attempts over any ``exchange`` (an HTTP
+POST, a WebSocket message): the HTTP and WebSocket transports differ only in that exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import itertools
+import math
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+
+from feeslab._costs import TokenBucket, http_status_cost, method_cost
+from feeslab._redact import register_secrets, scrub_exception, secrets_in_url
+from feeslab.errors import ConfigError, FeeslabError, ProtocolError, RateLimited, redact
+from feeslab.fetch.credits import Budget, CreditLedger
+from feeslab.fetch.jsonrpc import MOST_A_CALL_COSTS, Outcome, RpcCall, RpcResult
+
+__all__ = [
+    "CreditGovernor",
+    "Limits",
+    "Retry",
+    "Retryable",
+    "RpcCore",
+    "Stopped",
+    "TransportReports",
+    "check_url",
+    "gather_or_cancel",
+    "make_policies",
+    "retry_after",
+    "secrets_of",
+    "send_batch",
+]
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BATCH = 100
+DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_RETRIES = 5
+DEFAULT_BACKOFF = 0.5
+DEFAULT_BACKOFF_CAP = 30.0
+DEFAULT_RATE_LIMIT_PATIENCE = 600.0
+"""[s] A batch refused with 429 for this long (the waits added up) while the transport got no
+request served at all raises ``RateLimited``: the hard stop for a service that answers
+nothing but 429. 429s are not failures counted against ``retries``."""
+GOVERNOR_HEADROOM = 0.95
+"""The governor runs at this share of ``credits_per_second``: the service measures arrivals,
+not departures, so a client pacing at exactly the limit meets the odd 429."""
+GOVERNOR_BURST = 0.5
+"""The client's bucket holds this share of one second's credits (the service's holds a whole
+second): a request the service queues before admitting it can arrive together with later
+ones, and the smaller burst keeps the service's bucket ahead of ours from the first second."""
+RATE_CUT = 0.5  # AIMD: a 429 multiplies the governor's rate by this
+RATE_FLOOR = 1 / 64  # ... but never below this share of the ceiling
+CUT_SPACING = 1.0  # [s] the 429s of one burst (every batch in flight) cut the rate once
+QUIET_SECONDS = 2.0  # [s] without a 429 before the rate climbs back
+RECOVERY_PER_SECOND = 0.1  # share of the ceiling won back per quiet second
+
+_T = TypeVar("_T")
+_KEY_IN_URL = re.compile(r"/v3/([^/?#]+)")
+
+
+# -- the policies --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a client retries: the one policy of every client (HTTP, WebSocket, IPFS, Gas API).
+
+    Parameters
+    ----------
+    retries : int
+        Further attempts after a transient failure (5xx, a malformed answer, a network error).
+        A 429 is not counted: it is waited out.
+    backoff, backoff_cap : float
+        Base and cap of the exponential backoff with full jitter [s].
+    rate_limit_patience : float
+        The hard stop for 429s [s]: waited this long on 429s with nothing served raises
+        ``RateLimited``.
+    rng : random.Random, optional
+        Source of the jitter (seeded in tests).
+    """
+
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    backoff_cap: float = DEFAULT_BACKOFF_CAP
+    rate_limit_patience: float = DEFAULT_RATE_LIMIT_PATIENCE
+    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ConfigError("max_batch and max_concurrency must be >= 1 and retries >= 0")
+        if not self.rate_limit_patience > 0:
+            raise ConfigError("rate_limit_patience must be > 0 seconds")
+
+    def delay(self, attempt: int, hint: float | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``: ``hint`` (what the service said)
+        when given, else the jittered backoff [s]."""
+        if hint is not None:
+            return hint
+        return self.rng.uniform(0, min(self.backoff_cap, self.backoff * 2**attempt))
+
+
+def retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header value: delta-seconds or an HTTP-date [s]."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much a client sends at once.
+
+    Parameters
+    ----------
+    max_batch : int
+        Calls per JSON-RPC request; longer lists are split.
+    max_concurrency : int
+        Requests in flight at once.
+    timeout : float or httpx.Timeout
+        Per request [s].
+    """
+
+    max_batch: int = DEFAULT_MAX_BATCH
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1 or self.max_concurrency < 1:
+            raise ConfigError("max_batch and max_concurrency must be >= 1 and retries >= 0")
+
+    @property
+    def seconds(self) -> float | None:
+        """The timeout as one number [s] (httpx's read timeout for an ``httpx.Timeout``)."""
+        timeout = self.timeout
+        return timeout.read if isinstance(timeout, httpx.Timeout) else timeout
+
+    def httpx_timeout(self) -> httpx.Timeout:
+        timeout = self.timeout
+        return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+
+
+# -- the credit governor ---------------------------------------------------------------------
+
+
+
+class CreditGovernor:
+    """A client-side token bucket charged ``method_cost`` credits per call, adaptive (AIMD).
+
+    It mirrors the service's governor (``feeslab/devnet/credits.py`` models it): refilled
+    continuously, a request may go when the bucket is positive and then takes its whole cost;
+    it holds ``GOVERNOR_BURST`` of a second's worth where the service holds one second's.
+    ``reserve`` books a request and says how long to wait first, so concurrent callers queue
+    fairly without holding a lock while they wait.
+
+    It runs at ``GOVERNOR_HEADROOM`` of the plan's rate (the *ceiling*). When 429s come anyway
+    (another client on the same key, a plan smaller than assumed) ``rate_limited`` empties the
+    bucket until the service's ``Retry-After`` has passed and halves the rate (once per
+    ``CUT_SPACING``, however many batches in flight were refused together, never below
+    ``RATE_FLOOR`` of the ceiling); after ``QUIET_SECONDS`` without a 429, ``served`` wins the
+    rate back by ``RECOVERY_PER_SECOND`` of the ceiling per second, up to the ceiling.
+
+    Parameters
+    ----------
+    credits_per_second : float
+        The plan's throughput [credits/s]; the bucket runs at ``GOVERNOR_HEADROOM`` of it.
+    clock : callable
+        Monotonic seconds (injectable for tests).
+
+    Attributes
+    ----------
+    ceiling : float
+        The rate it runs at without 429s [credits/s].
+    rate : float
+        The rate it runs at now [credits/s].
+    cuts : int
+        How many times a 429 halved the rate.
+    """
+
+    def __init__(
+        self, credits_per_second: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if not credits_per_second > 0:
+            raise ConfigError("credits_per_second must be > 0 (or None to disable the governor)")
+        self.ceiling = credits_per_second * GOVERNOR_HEADROOM
+        self.cuts = 0
+        self._clock = clock
+        self._bucket = TokenBucket(self.ceiling, burst=GOVERNOR_BURST, now=clock())
+        self._last_cut = -math.inf
+        self._last_429 = -math.inf
+        self._last_raise = self._bucket.t
+        self._lock = threading.Lock()
+        self._told: Future | None = None
+
+    def follow(self, told: Future) -> None:
+        """Take the plan's rate from ``told`` (a future of credits/s, or None: keep this one)
+        once it is known, without waiting for it (``connect`` asks a devnet for its limit while
+        the first requests go)."""
+        self._told = told
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait (up to ``timeout`` [s]) for the rate ``follow`` was given, and take it."""
+        told = self._told
+        if told is not None:
+            with contextlib.suppress(Exception):  # unknown: keep pacing at the rate we have
+                told.result(timeout)
+            self._take_told()
+
+    def _take_told(self) -> None:
+        told = self._told
+        if told is None or not told.done():
+            return
+        self._told = None
+        rate = None if told.cancelled() or told.exception() else told.result()
+        if rate:
+            with self._lock:
+                self._refill(self._clock())
+                cut = self.rate / self.ceiling  # keep a slow-down a 429 has made
+                self.ceiling = rate * GOVERNOR_HEADROOM
+                self.rate = self.ceiling * cut
+
+    @property
+    def rate(self) -> float:
+        return self._bucket.rate
+
+    @rate.setter
+    def rate(self, value: float) -> None:
+        self._bucket.rate = value
+
+    def _refill(self, now: float) -> None:
+        self._bucket.refill(now)  # not while earlier bookings lie in the future
+
+    def reserve(self, cost: float) -> float:
+        """Book ``cost`` credits; returns the seconds to wait before sending."""
+        if self._told is not None:
+            self._take_told()
+        with self._lock:
+            now = self._clock()
+            bucket = self._bucket
+            bucket.refill(now)
+            if bucket.level <= 0:
+                # the bucket turns positive at this time; book our start there
+                bucket.t += bucket.seconds_to_positive() + 1e-3
+                bucket.level = 1e-3 * bucket.rate
+            bucket.level -= cost
+            return max(0.0, bucket.t - now)
+
+    def batch_credits(self, concurrency: int) -> float:
+        """The most credits one batch should carry [credits]: the ceiling's one-second bucket
+        shared by the ``concurrency`` batches in flight, so none of them overdraws it alone."""
+        self.settle(timeout=5.0)  # a big fetch's batches: worth the plan's own rate
+        return self.ceiling / max(1, concurrency)
+
+    def rate_limited(self, wait: float | None = None) -> None:
+        """A 429 (or -32005) came: nothing goes before ``wait`` seconds, and the rate halves."""
+        with self._lock:
+            now = self._clock()
+            self._refill(now)
+            # the quiet stretch starts when the service lets requests in again
+            self._last_429 = max(self._last_429, now + (wait or 0.0))
+            if now - self._last_cut >= CUT_SPACING:
+                self.rate = max(self.ceiling * RATE_FLOOR, self.rate * RATE_CUT)
+                self._last_cut = now
+                self.cuts += 1
+            # the service's bucket is empty at least until it said; ours too
+            self._bucket.level = min(self._bucket.level, 0.0)
+            self._bucket.t = max(self._bucket.t, now + (wait or 0.0))
+
+    def served(self) -> None:
+        """A request was served: after a quiet stretch, win rate back towards the ceiling."""
+        with self._lock:
+            now = self._clock()
+            if self.rate >= self.ceiling:
+                return
+            quiet_since = self._last_429 + QUIET_SECONDS
+            if now <= quiet_since:
+                return
+            self._refill(now)
+            gained = (now - max(self._last_raise, quiet_since)) * RECOVERY_PER_SECOND
+            self.rate = min(self.ceiling, self.rate + gained * self.ceiling)
+            self._last_raise = now
+
+    def __repr__(self) -> str:
+        return f"CreditGovernor(rate={self.rate:,.0f}/s, ceiling={self.ceiling:,.0f}/s)"
+
+
+# -- one batch's attempts ---------------------------------------------------------------------
+
+
+class Stopped(Exception):
+    """Another batch of the same request failed; this one was not sent."""
+
+
+class Retryable(Exception):
+    """This attempt failed in a way worth another try: ``error`` is raised if none is left.
+
+    ``wait`` is what the service asked for [s], if it said.
+    """
+
+    def __init__(self, error: FeeslabError, wait: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.wait = wait
+
+
+async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
+    """Run ``coros`` concurrently; results in order.
+
+    On the first failure the others are cancelled (a 402 should not let seven more batches
+    knock on the door) and that failure is raised, not a sibling's ``Stopped``.
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+    real = [e for e in errors if not isinstance(e, Stopped)]
+    if real or errors:
+        raise (real or errors)[0]
+    return [task.result() for task in tasks]
+
+
+def secrets_of(url: str, auth: Any) -> list[str]:
+    """The key in a ``/v3/<key>`` URL and the parts of a ``(key, secret)`` auth."""
+    found = _KEY_IN_URL.findall(url)
+    if isinstance(auth, tuple | list):
+        found.extend(str(part) for part in auth)
+    return found
+
+
+def check_url(url: str, schemes: tuple[str, ...]) -> None:
+    """``ConfigError`` unless ``url`` is an absolute URL of one of ``schemes``."""
+    if not url or not isinstance(url, str):
+        raise ConfigError(f"url is required, e.g. {schemes[-1]}://mainnet.infura.io/v3/<KEY>")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        scrub_exception(exc, secrets_of(url, 0))  # it stays chained as __context__
+        raise ConfigError(f"invalid url {url!r}: {exc}", secrets=secrets_of(url, 0)) from None
+    if parsed.scheme not in schemes or not parsed.host:
+        raise ConfigError(
+            f"url must be a {'/'.join(schemes)} URL, not {url!r}", secrets=secrets_of(url, 0)
+        )
+
+
+class RpcCore:
+    """A JSON-RPC transport's options and bookkeeping, whatever carries its messages.
+
+    Parameters
+    ----------
+    url : str
+    limits : Limits
+    retry : Retry
+    credits_per_second : float or None
+        Pace with a ``CreditGovernor`` at this rate [credits/s]; None: unpaced.
+    on_response : callable or None
+        ``on_response(calls, status)`` after every answer: the credit ledger's hook.
+    clock : callable
+        Monotonic seconds.
+    auth : Any
+        ``(key, secret)`` or None: masked like the key in the URL.
+    schemes : tuple of str
+        The URL schemes this transport speaks.
+    ledger : CreditLedger, optional
+        The one count of credits: what every answer cost is booked there (a private ledger
+        when None), and ``credits_spent`` and ``CreditsExhausted`` report its total.
+    budget : Budget, optional
+        Charged each request's price before it is sent (``BudgetExceeded`` instead of
+        sending past it); a request that turns out free (429, 5xx, 402) is refunded.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        limits: Limits,
+        retry: Retry,
+        credits_per_second: float | None,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None,
+        clock: Callable[[], float],
+        auth: Any,
+        schemes: tuple[str, ...] = ("http", "https"),
+        ledger: CreditLedger | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        check_url(url, schemes)
+        self.ledger = ledger if ledger is not None else CreditLedger()
+        self.budget = budget
+        self.url = url
+        self.limits = limits
+        self.retry = retry
+        self.max_batch = limits.max_batch
+        self.max_concurrency = limits.max_concurrency
+        self.on_response = on_response
+        self.clock = clock
+        self.secrets = secrets_of(url, auth)
+        # and mask them in httpx's and websockets' log records (any provider's URL key too)
+        register_secrets(*self.secrets, *secrets_in_url(url))
+        self.governor = (
+            CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
+        )
+        self.attempts = 0  # requests sent, all batches together
+        self.served = 0  # of which served (HTTP 200)
+        self.rate_limited = 0  # answers that were 429 (or a request's -32005)
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        url: str,
+        auth: Any = None,
+        schemes: tuple[str, ...] = ("http", "https"),
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        credits_per_second: float | None = None,
+        ledger: CreditLedger | None = None,
+        budget: Budget | None = None,
+        on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        **flat: Any,
+    ) -> RpcCore:
+        """A core from a transport's keywords: ``limits``/``retry`` or their flat keywords
+        (``max_batch``, ``retries``, ...; see ``make_policies``), and the rest as above."""
+        limits, retry = make_policies(limits, retry, flat)
+        return cls(url=url, limits=limits, retry=retry, credits_per_second=credits_per_second,
+                   on_response=on_response, clock=clock, auth=auth, schemes=schemes,
+                   ledger=ledger, budget=budget)  # fmt: skip
+
+    def next_ids(self, n: int) -> list[int]:
+        with self._lock:
+            return [next(self._ids) for _ in range(n)]
+
+    @property
+    def credits_spent(self) -> int:
+        """What the ledger counts [credits]."""
+        return self.ledger.spent
+
+    def before_send(self, calls: Iterable[RpcCall]) -> float:
+        """Seconds to wait before sending: the governor's booking and any 429 pause.
+
+        The budget is charged here first: ``BudgetExceeded`` and nothing is sent.
+        """
+        governor, budget = self.governor, self.budget
+        cost = sum(method_cost(c.method) for c in calls) if governor or budget else 0
+        if budget is not None:
+            budget.charge(cost)
+        wait = governor.reserve(cost) if governor else 0.0
+        return max(wait, self._paused_until - self.clock())
+
+    def record(self, calls: Sequence[RpcCall], status: int) -> None:
+        """Book one answer with the ledger (and give a refused request's budget back)."""
+        with self._lock:
+            self.attempts += 1
+            if status == 200:
+                self.served += 1
+        if self.budget is not None and status != 200:
+            charged = sum(method_cost(c.method) for c in calls)
+            self.budget.refund(charged - http_status_cost(status))
+        self.ledger.record_request(calls, status)
+        if self.on_response is not None:
+            self.on_response(list(calls), status)
+
+    def chunks_limit(self, calls: Sequence[RpcCall]) -> float | None:
+        """The most credits a batch of ``calls`` may carry (None: only ``max_batch`` limits)."""
+        governor = self.governor
+        if governor is None:
+            return None
+        if len(calls) * MOST_A_CALL_COSTS <= governor.ceiling / self.max_concurrency:
+            return None  # too few to cut: no need to wait for the plan's own rate
+        return governor.batch_credits(self.max_concurrency)
+
+    def refused(self, wait: float) -> None:
+        """A 429 (or -32005): slow down, and pause every batch for ``wait`` seconds."""
+        with self._lock:
+            self.rate_limited += 1
+        if self.governor is not None:
+            # slow down, and hold every batch until the service's bucket refills
+            self.governor.rate_limited(wait)
+        # pause the whole transport; before_send makes every batch (this one too) wait
+        with self._lock:
+            self._paused_until = max(self._paused_until, self.clock() + wait)
+
+    def partial_failure(self, outcome: Outcome) -> Retryable | None:
+        """Why some calls of a served request must go again (None: their answers were lost)."""
+        if not outcome.rate_limited:
+            return None
+        error = RateLimited(
+            f"{outcome.rate_limited} call(s) answered -32005 (limit exceeded)",
+            retry_after=outcome.wait,
+        )
+        return Retryable(error, outcome.wait)
+
+    def give_up(self, failure: Retryable | None, missing: int, attempts: int) -> FeeslabError:
+        if failure is None:
+            return ProtocolError(
+                f"{missing} call(s) never came back (no answer with their id) after "
+                f"{attempts} attempts",
+                status=200,
+            )
+        error = failure.error
+        if isinstance(error, RateLimited):
+            error.attempts = attempts
+            error.message = redact(f"{error.message} (gave up after {attempts} attempts)")
+            error.args = (error.message,)
+        return error
+
+    def starved(self, failure: Retryable, seconds: float, refusals: int) -> RateLimited:
+        """The hard stop: only 429s for ``rate_limit_patience`` seconds."""
+        last = failure.error
+        patience = self.retry.rate_limit_patience
+        return RateLimited(
+            f"{last}; the service answered only 429 (rate limited) for {seconds:,.0f} s "
+            f"({refusals} refusals in a row, no request served meanwhile), past "
+            f"rate_limit_patience={patience:g} s",
+            retry_after=last.retry_after if isinstance(last, RateLimited) else None,
+            attempts=refusals,
+            secrets=self.secrets,
+        )
+
+
+Exchange = Callable[[Mapping[int, RpcCall]], Awaitable[Outcome]]
+"""``await exchange({id: call})``: send the calls once and read the answer (``Outcome``);
+raises ``Retryable`` for a transient failure and a ``FeeslabError`` for a final one."""
+
+
+async def send_batch(
+    core: RpcCore,
+    calls: Sequence[RpcCall],
+    exchange: Exchange,
+    sleep: Callable[[float], Awaitable[None]],
+    stop: threading.Event | None = None,
+) -> list[RpcResult]:
+    """One batch's attempts over ``exchange``; results in call order.
+
+    A 429 (or -32005) is not a failure: the batch waits as told (the governor slows down)
+    and goes again, however often, as long as the service serves some request now and
+    then. Only when the transport got nothing served while this batch waited out
+    ``rate_limit_patience`` seconds of 429s does it raise ``RateLimited``. Other transient
+    failures count against ``retries``.
+    """
+    retry = core.retry
+    ids = core.next_ids(len(calls))
+    pending = dict(zip(ids, calls, strict=True))
+    done: dict[int, RpcResult] = {}
+    failure: Retryable | None = None
+    failures = 0  # transient failures other than 429s: bounded by retries
+    refusals = 0  # 429s in a row (the backoff's exponent when the service gives no wait)
+    starved = 0.0  # seconds of 429 waits since the transport last got a request served
+    served_seen = core.served
+    while True:
+        wait = core.before_send(pending.values())
+        if wait > 0:
+            await sleep(wait)
+        if stop is not None and stop.is_set():
+            raise Stopped
+        try:
+            outcome = await exchange(pending)
+        except Retryable as retryable:
+            failure = retryable
+        except FeeslabError:
+            if stop is not None:
+                stop.set()
+            raise
+        else:
+            if core.governor is not None:
+                core.governor.served()
+            done.update(outcome.answered)
+            pending = {rid: pending[rid] for rid in outcome.retry_ids}
+            if not pending:
+                break
+            failure = core.partial_failure(outcome)
+        if failure is not None and isinstance(failure.error, RateLimited):
+            if core.served != served_seen:  # the service serves: not starving
+                served_seen, starved = core.served, 0.0
+            wait = retry.delay(refusals, failure.wait)
+            refusals += 1
+            starved += wait
+            if starved > retry.rate_limit_patience:
+                raise core.starved(failure, starved, refusals)
+            core.refused(wait)  # pauses the transport, slows down
+            continue
+        refusals = 0
+        failures += 1
+        if failures > retry.retries:
+            raise core.give_up(failure, len(pending), failures)
+        wait = retry.delay(failures - 1, failure.wait if failure else None)
+        if wait > 0:
+            await sleep(wait)
+    return [done[rid] for rid in ids]
+
+
+class TransportReports:
+    """What every JSON-RPC transport reports from its ``RpcCore``: a repr without secrets,
+    and counts."""
+
+    _core: RpcCore
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.where()}>"
+
+    def where(self) -> str:
+        """The endpoint, with any key or secret in it masked."""
+        return redact(self._core.url, self._core.secrets)
+
+    @property
+    def credits_spent(self) -> int:
+        """Credits the service charged this transport so far (by the cost table)."""
+        return self._core.credits_spent
+
+    @property
+    def attempts(self) -> int:
+        """Requests sent so far, retries included."""
+        return self._core.attempts
+
+    @property
+    def rate_limited(self) -> int:
+        """Answers so far that were HTTP 429 (or -32005, limit exceeded), each waited out."""
+        return self._core.rate_limited
+
+    @property
+    def governor(self) -> CreditGovernor | None:
+        """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced."""
+        return self._core.governor
+
+
+def make_policies(
+    limits: Limits | None, retry: Retry | None, options: Mapping[str, Any]
+) -> tuple[Limits, Retry]:
+    """``limits`` and ``retry`` as given, else built from the transports' flat keywords
+    (``max_batch``, ``retries``, ``backoff``, ...); both at once is a ``ConfigError``."""
+    limit_names = ("max_batch", "max_concurrency", "timeout")
+    retry_names = ("retries", "backoff", "backoff_cap", "rate_limit_patience", "rng")
+    unknown = set(options) - {*limit_names, *retry_names}
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    flat_limits = {k: options[k] for k in limit_names if options.get(k) is not None}
+    flat_retry = {k: options[k] for k in retry_names if options.get(k) is not None}
+    if (limits is not None and flat_limits) or (retry is not None and flat_retry):
+        raise ConfigError("give limits=/retry= or their separate keywords, not both")
+    return limits or Limits(**flat_limits), retry or Retry(**flat_retry)
