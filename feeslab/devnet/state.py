@@ -35,8 +35,6 @@ import gzip
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -638,18 +636,7 @@ def _save_state(state: WorldState) -> None:
             for (a, s), h in state._slots.items()
         ],
     }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(gzip.compress(json.dumps(record).encode(), compresslevel=6))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        log.warning("could not save devnet state to %s", path, exc_info=True)
+    _store.keep(path, gzip.compress(json.dumps(record).encode(), compresslevel=6), "state")
 
 
 def _load_state(state: WorldState) -> bool:
