@@ -31,12 +31,12 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from feeslab.devnet._store import write_atomically
 from feeslab.unixfs import CID
 
 log = logging.getLogger(__name__)
@@ -74,17 +74,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _write_durably(path: Path, data: bytes) -> None:
     """Temporary file in the same directory, fsync, rename over ``path`` (directory not synced)."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".put-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, data, prefix=".put-", durable=True)
 
 
 class Blockstore:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from eth_hash.auto import keccak
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
@@ -78,16 +78,21 @@ class Machine:
                 self._evm.insert_account_storage(_hex(address), slot, value)
                 self._evm.revert(checkpoint)
 
-    def move(self, block: BlockContext, storage: Iterable[tuple[bytes, int, int]]) -> None:
-        """Switch to another block's context and state: ``storage`` lists the slots that differ.
+    def move(self, block: BlockContext, storage: Mapping[tuple[bytes, int], int]) -> None:
+        """Switch to another block's context and state: ``storage`` maps the slots that differ,
+        ``(address, slot)``, to their values.
 
         The accounts, their code and the gas ceiling stay; the caller checks they are the same.
         """
-        self._evm.set_block_env(_block_env(block))
-        for address, slot, value in storage:  # each slot cold again, as in __init__
-            checkpoint = self._evm.snapshot()
-            self._evm.insert_account_storage(_hex(address), slot, value)
-            self._evm.revert(checkpoint)
+        evm = self._evm
+        evm.set_block_env(_block_env(block))
+        snapshot, insert, revert = evm.snapshot, evm.insert_account_storage, evm.revert
+        names: dict[bytes, str] = {}
+        for (address, slot), value in storage.items():  # each slot cold again, as in __init__
+            name = names.get(address) or names.setdefault(address, _hex(address))
+            checkpoint = snapshot()
+            insert(name, slot, value)
+            revert(checkpoint)
 
     def run(
         self, sender: bytes, to: bytes | None, data: bytes, value: int, gas: int, gas_price: int

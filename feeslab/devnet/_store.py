@@ -16,6 +16,7 @@ turns it off.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -98,17 +99,41 @@ def save(history: History) -> None:
     path = history_file(history)
     if path is None:
         return
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **history.export_columns())
+    keep(path, buffer.getvalue(), "history")
+
+
+def keep(path: Path, data: bytes, what: str) -> None:
+    """Write a store file atomically; a failure is logged (naming ``what``), not raised: it
+    only costs the speed-up."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **history.export_columns())
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(buffer.getvalue())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, data)
     except OSError:
-        log.warning("could not save devnet history to %s", path, exc_info=True)
+        log.warning("could not save devnet %s to %s", what, path, exc_info=True)
+
+
+def write_atomically(
+    path: Path, data: bytes, *, prefix: str | None = None, durable: bool = False
+) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``:
+    readers see the old file or the new one, never part of one.
+
+    ``prefix`` names the temporary file (``path``'s name by default); ``durable`` fsyncs it
+    before the rename (the directory's fsync is the caller's).  On any failure the
+    temporary file is removed and the error raised.
+    """
+    name = path.name if prefix is None else prefix
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # the first error is the one to report
+            os.unlink(temporary)
+        raise

@@ -1018,9 +1018,10 @@ def _encoded_block(ctx: Any, tag: int | str, full_tx: bool) -> Any:
         return eth_get_block_by_number(ctx, tag, full_tx)
     chain = ctx.chain
     number = resolve_tag(chain, tag)
-    if not 0 <= number <= chain.head():
+    head = chain.head()
+    if not 0 <= number <= head:
         return None
-    if number - number % CHUNK + CHUNK - 1 <= chain.head():  # a whole settled chunk
+    if number - number % CHUNK + CHUNK - 1 <= head:  # a whole settled chunk
         return HEADERS.get(
             chain.history,
             number,
@@ -1050,6 +1051,18 @@ _ENCODED_HANDLERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _plain_block_params(params: Any) -> tuple[int, bool] | None:
+    """``[quantity, bool]`` decoded as ``decode_params`` would, in one step; None for any
+    other shape (tags, errors), which takes the general path."""
+    if type(params) is list and len(params) == 2:
+        text, full_tx = params
+        if type(text) is str and type(full_tx) is bool and _PLAIN_UINT64.fullmatch(text):
+            number = int(text, 16)
+            if number <= MAX_INT64:
+                return number, full_tx
+    return None
+
+
 def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
     """:func:`dispatch` for the servers: canonical blocks and uncles come as cached
     :class:`~feeslab.devnet._encoded.Encoded` JSON, which ``jsonrpc.execute`` splices in.
@@ -1057,6 +1070,10 @@ def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
     Same answers, same errors as :func:`dispatch`; in-process callers that want plain values
     use :func:`dispatch`.
     """
+    if method == "eth_getBlockByNumber":  # a scan's one call: its usual params decoded inline
+        plain = _plain_block_params(params)
+        if plain is not None:
+            return _encoded_block(ctx, *plain)
     fast = _ENCODED_HANDLERS.get(method)
     if fast is None:
         return dispatch(ctx, method, params)

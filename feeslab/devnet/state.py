@@ -35,10 +35,9 @@ import gzip
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,8 +75,9 @@ SPENDERS = 5
 EXECUTOR_CACHE = 8
 CHECKPOINT_STRIDE = 256  # blocks between storage snapshots accounts_at starts from
 CHECKPOINTS = 48  # snapshots kept (LRU), each the nonzero slots of every contract
-SHARED_MACHINES = 4  # EVMs that move from block to block for eth_call (pyrevm), kept LRU
-MOVE_LIMIT = 512  # blocks a shared EVM moves at most; farther, a new one is cheaper [blocks]
+SHARED_MACHINES = 128  # EVMs that move from block to block for eth_call (pyrevm), kept LRU
+SPREAD = 16  # while fewer than SHARED_MACHINES, a block this far from all gets a new EVM [blocks]
+MOVE_LIMIT = 1024  # blocks a shared EVM moves at most; farther, a new one is cheaper [blocks]
 TOKEN_SUPPLY = 1_000_000_000 * 10**18
 ORACLE_EVERY = 5
 COUNTER_EVERY = 10
@@ -146,6 +146,33 @@ class _SlotHistory:
         return self.values[i - 1] if i else 0
 
 
+class _Storage(Mapping[int, int]):
+    """One contract's nonzero slots after a block, read from the slot histories on demand:
+    an executor on a shared EVM rarely reads storage itself, so none is copied for it."""
+
+    def __init__(self, state: WorldState, address: bytes, number: int) -> None:
+        self._state, self._address, self._number = state, address, number
+        self._all: dict[int, int] | None = None
+
+    def __getitem__(self, slot: int) -> int:
+        history = self._state._slots.get((self._address, slot))
+        value = 0 if history is None else history.at(self._number)
+        if not value:
+            raise KeyError(slot)
+        return value
+
+    def _slots(self) -> dict[int, int]:
+        if self._all is None:
+            self._all = self._state._storage_at(self._number).get(self._address, {})
+        return self._all
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._slots())
+
+    def __len__(self) -> int:
+        return len(self._slots())
+
+
 class WorldState:
     """The contracts' state on one chain for one seed, block by block.
 
@@ -182,9 +209,12 @@ class WorldState:
         # accounts_at without a bisect per slot: snapshots every CHECKPOINT_STRIDE blocks plus
         # each block's writes; history up to ``_applied`` never changes, so neither go stale
         self._checkpoints: OrderedDict[int, dict[bytes, dict[int, int]]] = OrderedDict()
-        self._writes: dict[int, list[tuple[bytes, int, int]]] = {}
+        # per block: (address, slot) -> value after it, and -> value before it
+        self._writes: dict[int, tuple[dict[tuple[bytes, int], int], dict[tuple[bytes, int], int]]]
+        self._writes = {}
         self._indexed = contracts_block - 1  # last block whose writes are in ``_writes``
         self._hosts: list[MachineHost] = []  # most recently used last
+        self._contexts: dict[int, BlockContext] = {}  # settled blocks' contexts never change
         self._price = 2_000 * 10**8  # oracle answer, 8 decimals
         self._stored = False  # loaded from or saved to the on-disk store (``_state_file``)
 
@@ -204,20 +234,26 @@ class WorldState:
             if executor is not None:
                 self._executors.move_to_end(number)
                 return executor
-        accounts, block = self.accounts_at(number), self.block_context(number)
-        executor = Executor(accounts, block, host=self._host(accounts, block))
+        block = self.block_context(number)
+        host = self._host(block)
+        if host is None:
+            executor = Executor(self.accounts_at(number), block)
+        else:  # the EVM has the storage; the executor reads balances and code, and slots lazily
+            executor = Executor(self._lazy_accounts(number), block, host=host)
         with self._lock:
             self._executors[number] = executor
             while len(self._executors) > EXECUTOR_CACHE:
                 self._executors.popitem(last=False)
         return executor
 
-    def _host(self, accounts: dict[bytes, Account], block: BlockContext) -> MachineHost | None:
+    def _host(self, block: BlockContext) -> MachineHost | None:
         """A shared EVM near ``block``, moved there on use; None for a machine of its own.
 
-        Building an EVM loads every slot (thousands, ~8 ms); moving one loads only the slots
-        written in between.  Only blocks with every contract deployed share, and only EVMs
-        with the same gas ceiling; the py-evm backend cannot move and never shares.
+        Building an EVM loads every slot (thousands, ~2-8 ms with ``accounts_at``); moving
+        one loads only the slots written in between, forwards or backwards.  Up to
+        ``SHARED_MACHINES`` EVMs spread over the blocks asked for, so calls in any order
+        find one nearby.  Only blocks with every contract deployed share, and only EVMs with
+        the same gas ceiling; the py-evm backend cannot move and never shares.
         """
         machine_class = backend().Machine
         if not hasattr(machine_class, "move") or not self.deployments:
@@ -226,15 +262,18 @@ class WorldState:
             return None
         ceiling = gas_ceiling(block)
         with self._lock:
-            near = [
-                h for h in self._hosts
-                if h.ceiling == ceiling and abs(h.number - block.number) <= MOVE_LIMIT
-            ]  # fmt: skip
-            if near:
-                host = min(near, key=lambda h: abs(h.number - block.number))
+            number, host, distance = block.number, None, MOVE_LIMIT + 1
+            for candidate in self._hosts:
+                gap = abs(candidate.number - number)
+                if gap < distance and candidate.ceiling == ceiling:
+                    host, distance = candidate, gap
+            # few EVMs yet: spread them out; all there: move the nearest unless too far
+            limit = SPREAD if len(self._hosts) < SHARED_MACHINES else MOVE_LIMIT
+            if host is not None and distance <= limit:
                 self._hosts.remove(host)
                 self._hosts.append(host)
                 return host
+        accounts = self.accounts_at(block.number)
         machine = machine_class(accounts, block, gas_ceiling=ceiling, spec_id=DEFAULT_SPEC)
         host = MachineHost(machine, block.number, self._move, ceiling=ceiling)
         with self._lock:
@@ -243,24 +282,41 @@ class WorldState:
         return host
 
     def _move(self, machine: Any, start: int, block: BlockContext) -> None:
-        """Bring a shared EVM from the state after ``start`` to the state after ``block``."""
+        """Bring a shared EVM from the state after ``start`` to the state after ``block``.
+
+        Forwards, the last value each slot was written in ``(start, stop]``; backwards, the
+        value each slot had before its first write in ``(stop, start]``: the writes undone.
+        """
         stop = block.number
+        changed: dict[tuple[bytes, int], int] = {}
         with self._lock:
             self._index_writes()
-            changed: dict[tuple[bytes, int], int] = {}
-            for number in range(min(start, stop) + 1, max(start, stop) + 1):
-                for address, slot, value in self._writes.get(number, ()):
-                    changed[address, slot] = value  # forward: the last write wins
-            if stop < start:  # backward: the value each slot had at ``stop``
-                changed = {key: self._slots[key].at(stop) for key in changed}
-        machine.move(block, [(address, slot, value) for (address, slot), value in changed.items()])
+            writes = self._writes
+            if start <= stop:
+                for number in range(start + 1, stop + 1):
+                    if number in writes:
+                        changed.update(writes[number][0])
+            else:
+                for number in range(start, stop, -1):
+                    if number in writes:
+                        changed.update(writes[number][1])
+        machine.move(block, changed)
 
     def accounts_at(self, number: int) -> dict[bytes, Account]:
         """Every contract account with its code and storage after block ``number``."""
         self.ensure(number)
         storage = self._storage_at(number)
+        return self._accounts(number, lambda address: storage.get(address, {}))
+
+    def _lazy_accounts(self, number: int) -> dict[bytes, Account]:
+        """``accounts_at(number)`` whose storage is read from the slot histories when asked."""
+        return self._accounts(number, lambda address: _Storage(self, address, number))
+
+    def _accounts(
+        self, number: int, storage: Callable[[bytes], Mapping[int, int]]
+    ) -> dict[bytes, Account]:
         return {
-            d.address: Account(code=self._code[d.address], storage=storage.get(d.address, {}))
+            d.address: Account(code=self._code[d.address], storage=storage(d.address))
             for d in self.deployments.values()
             if d.block <= number
         }
@@ -275,7 +331,8 @@ class WorldState:
         return storage
 
     def _index_writes(self) -> None:
-        """Group the slot histories' entries in (``_indexed``, ``_applied``] by block."""
+        """Group the slot histories' entries in (``_indexed``, ``_applied``] by block: the
+        values each block left and the values they replaced."""
         if self._indexed >= self._applied:
             return
         after, upto = self._indexed, self._applied
@@ -284,14 +341,18 @@ class WorldState:
             for i in range(bisect.bisect_right(blocks, after), len(blocks)):
                 if blocks[i] > upto:
                     break
-                self._writes.setdefault(blocks[i], []).append((address, slot, values[i]))
+                after_block, before_block = self._writes.setdefault(blocks[i], ({}, {}))
+                after_block[address, slot] = values[i]
+                before_block[address, slot] = values[i - 1] if i else 0
         self._indexed = upto
 
     def _replay(self, storage: dict[bytes, dict[int, int]], start: int, stop: int) -> None:
         """Apply the writes of blocks ``start`` to ``stop - 1`` to ``storage`` in place."""
         writes = self._writes
         for block in range(start, stop):
-            for address, slot, value in writes.get(block, ()):
+            if block not in writes:
+                continue
+            for (address, slot), value in writes[block][0].items():
                 if value:
                     storage.setdefault(address, {})[slot] = value
                 else:
@@ -322,6 +383,13 @@ class WorldState:
         return storage
 
     def block_context(self, number: int) -> BlockContext:
+        """Block ``number``'s context for the EVM (kept: building a header takes ~40 us)."""
+        context = self._contexts.get(number)
+        if context is None:
+            context = self._contexts[number] = self._make_context(number)
+        return context
+
+    def _make_context(self, number: int) -> BlockContext:
         header = self.history.block(number).header
         return BlockContext(
             number=header.number,
@@ -568,18 +636,7 @@ def _save_state(state: WorldState) -> None:
             for (a, s), h in state._slots.items()
         ],
     }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(gzip.compress(json.dumps(record).encode(), compresslevel=6))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        log.warning("could not save devnet state to %s", path, exc_info=True)
+    _store.keep(path, gzip.compress(json.dumps(record).encode(), compresslevel=6), "state")
 
 
 def _load_state(state: WorldState) -> bool:

@@ -653,3 +653,55 @@ def test_accounts_at_matches_the_slot_histories() -> None:
         got = {a: dict(acc.storage) for a, acc in state.accounts_at(number).items()
                if acc.storage}
         assert got == truth, number
+
+
+def test_executors_on_shared_evms_read_storage_as_accounts_at() -> None:
+    from feeslab.devnet.chain import build_chains
+
+    chain = build_chains(7).by_id[1]
+    state = chain.state
+    state.ensure(chain.head())
+    token = state.deployments["FeeslabToken"].address
+    for number in [chain.head() - 3, state.upgrade_block, chain.head() - 2000]:
+        executor = state.executor_at(number)
+        truth = state.accounts_at(number)
+        assert set(executor.accounts) == set(truth)
+        for address, account in truth.items():
+            assert dict(executor.account(address).storage) == dict(account.storage), number
+            for slot in list(account.storage)[:50]:
+                assert executor.storage(address, slot) == account.storage[slot]
+        assert executor.storage(token, 2**255) == 0  # a slot never written
+        assert dict(executor.account(token).storage)  # the token does hold storage
+
+
+def test_shared_evms_follow_calls_in_random_block_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from feeslab.devnet import state as state_module
+    from feeslab.devnet.chain import build_chains
+
+    chain = build_chains(7).by_id[1]
+    state = chain.state
+    state.ensure(chain.head())
+    # three EVMs for 3,000 blocks: most calls move one, far, forwards or backwards
+    monkeypatch.setattr(state_module, "SHARED_MACHINES", 3)
+    monkeypatch.setattr(state, "_hosts", [])
+    monkeypatch.setattr(state, "_executors", type(state._executors)())
+    moves: list[int] = []
+    move = state._move
+
+    def counted(machine: Any, start: int, block: Any) -> None:
+        moves.append(block.number - start)
+        move(machine, start, block)
+
+    monkeypatch.setattr(state, "_move", counted)
+    token = state.deployments["FeeslabToken"].address
+    calls = [(token, keccak(b"balanceOf(address)")[:4] + h.rjust(32, b"\0"))
+             for h in state.holders[:8]]
+    calls.append((state.deployments["PriceOracle"].address, keccak(b"latest()")[:4]))
+    blocks = random.Random(3).sample(range(chain.head() - 3000, chain.head() + 1), 60)
+    for number in blocks + blocks[::-1]:  # far and near, forwards and backwards
+        got = [state.executor_at(number).execute(
+            CallRequest(sender=state.deployer, to=to, data=data), 1_000_000) for to, data in calls]
+        assert got == _fresh_answers(state, number, calls), number
+    assert sum(m > 100 for m in moves) > 10 and sum(m < -100 for m in moves) > 10

@@ -609,7 +609,8 @@ def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, cha
     head = mainnet.head()
     numbers = [0, 1, _encoded.CHUNK - 1, _encoded.CHUNK, 5 * _encoded.CHUNK + 7, head - 70,
                head - _encoded.CHUNK, head - 1, head]
-    small = _encoded.ChunkedCache(max_bytes=1)  # every chunk evicted as soon as the next comes
+    # every chunk evicted, compressed and open, as soon as the next comes
+    small = _encoded.ChunkedCache(max_bytes=1, open_bytes=1)
     saved, rpc.HEADERS = rpc.HEADERS, small
     try:
         for _ in range(2):
@@ -617,7 +618,7 @@ def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, cha
                 got = rpc.dispatch_encoded(ctx, "eth_getBlockByNumber", [hex(number), False])
                 assert json.loads(bytes(got)) == call(
                     mainnet, "eth_getBlockByNumber", [hex(number), False]), number
-        assert len(small._packed) <= 1  # bounded by max_bytes
+        assert len(small._packed) <= 1 and len(small._open) <= 1  # bounded by their bytes
     finally:
         rpc.HEADERS = saved
     full = _encoded.ChunkedCache()
@@ -627,3 +628,9 @@ def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, cha
     assert [json.loads(bytes(full.get("k", n, lambda a, b: 1 / 0))) for n in range(96)] == [
         {"n": n} for n in range(96)]
     assert 0 < full.size < 96 * len(b'{"n":95}')
+    # a chunk opened from its compressed bytes, then dropped from the open tier, answers again
+    tight = _encoded.ChunkedCache(open_bytes=3 * len(b'{"n":95}') * _encoded.CHUNK)
+    for make in (lambda a, b: [{"n": n} for n in range(a, b)], lambda a, b: 1 / 0):
+        for number in [*range(0, 6 * _encoded.CHUNK, 5), 1, 2 * _encoded.CHUNK + 1]:
+            assert json.loads(bytes(tight.get("k", number, make))) == {"n": number}
+    assert len(tight._packed) == 6 and len(tight._open) <= 3

@@ -73,3 +73,22 @@ def test_seeds_have_their_own_files_and_the_store_can_be_turned_off(store, monke
     assert _store.store_dir() is None
     History(params(), 25).ensure(HEIGHT)
     assert len(list(store.glob("chain-1-*.npz"))) == 2
+
+
+def test_files_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch, caplog):
+    path = tmp_path / "f.bin"
+    _store.write_atomically(path, b"old")
+    _store.write_atomically(path, b"new", durable=True)
+    assert path.read_bytes() == b"new"
+
+    def broken_replace(source, target):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_store.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        _store.write_atomically(path, b"lost", prefix=".put-")
+    assert path.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.bin"]  # no temporary left
+    _store.keep(tmp_path / "sub" / "g.bin", b"x", "history")  # logged, not raised
+    assert "could not save devnet history" in caplog.text
+    assert not (tmp_path / "sub" / "g.bin").exists()
