@@ -14,6 +14,7 @@ uncles frame is cached as Parquet, so a rerun reads frames back without decoding
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -93,10 +94,15 @@ def _title(start: int, stop: int) -> str:
     return f"uncle scan of blocks {start:,} to {stop - 1:,}"
 
 
-def _pieces(start: int, stop: int) -> list[tuple[int, int]]:
-    """``start`` .. ``stop - 1`` cut at the multiples of :data:`PIECE`."""
-    cuts = [start, *range((start // PIECE + 1) * PIECE, stop, PIECE), stop]
-    return list(itertools.pairwise(cuts))
+def _pieces(source: Any, start: int, stop: int) -> list[tuple[int, int]]:
+    """``start`` .. ``stop - 1`` cut at the multiples of :data:`PIECE`, and (with a cache) where
+    settled blocks end, so that the settled part of the last piece is cached too."""
+    cuts = {start, *range((start // PIECE + 1) * PIECE, stop, PIECE), stop}
+    if source.node.caching:
+        settled = source.node.settled_below()
+        if start < settled < stop:
+            cuts.add(settled)
+    return list(itertools.pairwise(sorted(cuts)))
 
 
 def _cached(source: Any, pieces: list[tuple[int, int]]) -> dict[tuple[int, int], pd.DataFrame]:
@@ -196,6 +202,9 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
                 if n in known:
                     counts[n - a] = known[n]
             del future  # the headers die here: only their counts are kept
+            # the collector is paused (decoding makes no cycles), but the HTTP machinery's
+            # few cyclic leftovers would pile up over a long scan: sweep the young ones
+            gc.collect(1)
             for n in sampled:
                 if a <= n < b:
                     sampled[n] = int(counts[n - a])
@@ -262,7 +271,7 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
     cap = _headers_alone(source, start, stop, budget)
     source.prepare()
     source.check_head(stop)
-    pieces = _pieces(start, stop)
+    pieces = _pieces(source, start, stop)
     cached = _cached(source, pieces)
     todo = [p for p in pieces if p not in cached]
     numbers = _sample(todo, sample)
@@ -315,7 +324,7 @@ def get(
         else:
             source.prepare()
             source.check_head(stop)
-            pieces = _pieces(start, stop)
+            pieces = _pieces(source, start, stop)
             cached = _cached(source, pieces)
             todo = [p for p in pieces if p not in cached]
             numbers = _sample(todo, SAMPLE)
