@@ -204,8 +204,8 @@ class NodeClient:
         with self._lock:
             if self._workers is None:
                 core = getattr(self.transport, "_core", None)  # the HTTP transport's options
-                size = getattr(core, "max_concurrency", 8)
-                self._workers = ThreadPoolExecutor(size + 2, thread_name_prefix="feeslab-part")
+                size = max(4, getattr(core, "max_concurrency", 8))
+                self._workers = ThreadPoolExecutor(size, thread_name_prefix="feeslab-part")
             workers = self._workers
         return workers.submit(self._send, calls)
 
