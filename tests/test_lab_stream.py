@@ -101,3 +101,18 @@ def test_fee_history_groups_are_cached_per_percentiles(lab, truth, percentiles):
     assert [c for c in other.columns if c.startswith("reward")] == [
         f"reward_p{p}_wei" for p in percentiles]
     assert other["base_fee_wei"].tolist() == frame["base_fee_wei"].tolist()
+
+
+def test_an_interrupted_scan_keeps_the_pieces_it_finished(truth, tmp_path):
+    from feeslab.devnet import start
+
+    stop = 3 * PIECE
+    # enough for two pieces of headers and the first piece's uncles, not for the third piece
+    poor = start(seed=7, daily_credits=80 * 2 * PIECE + 150 * 2_000, credits_per_second=10**9)
+    with poor, _lab(poor, tmp_path) as lab, pytest.raises(feeslab.CreditsExhausted):
+        lab.uncles(0, stop)
+    with start(seed=7, credits_per_second=10**9) as rich, _lab(rich, tmp_path) as lab:
+        scan = lab.uncles(0, stop)
+        headers = _calls(lab)["eth_getBlockByNumber"]
+    assert _found(scan) == _expected(truth, 0, stop)
+    assert headers <= 2 * PIECE + 1  # at least the first piece came from the cache

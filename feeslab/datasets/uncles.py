@@ -195,9 +195,19 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         while headers:
             (a, b), ask, future = headers.popleft()
             counts = np.zeros(b - a, dtype=np.int64)
-            if future is not None:
-                counts[np.asarray(ask, dtype=np.int64) - a] = _counts(source, ask,
-                                                                      future.result())
+            try:
+                answers = future.result() if future is not None else []
+            except BaseException:  # e.g. out of credits: the pieces before may still finish
+                while uncles:
+                    try:
+                        done = finish()
+                    except Exception:
+                        break
+                    yield done
+                raise
+            if answers:
+                counts[np.asarray(ask, dtype=np.int64) - a] = _counts(source, ask, answers)
+            del answers
             for n in range(a, b):
                 if n in known:
                     counts[n - a] = known[n]
@@ -263,18 +273,25 @@ def _headers_alone(source: Any, start: int, stop: int, budget: int | None) -> Bu
     return cap
 
 
+def _left(source: Any, start: int, stop: int, sample: int
+          ) -> tuple[dict[tuple[int, int], pd.DataFrame], list[tuple[int, int]], list[int]]:
+    """After the set-up round trip: the cached pieces, the pieces left to fetch and the
+    sample's block numbers among them."""
+    source.prepare()
+    source.check_head(stop)
+    pieces = _pieces(source, start, stop)
+    cached = _cached(source, pieces)
+    todo = [p for p in pieces if p not in cached]
+    return cached, todo, _sample(todo, sample)
+
+
 def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: int | None
                      ) -> tuple[Plan, dict[int, int], list[tuple[int, int]],
                                 dict[tuple[int, int], pd.DataFrame]]:
     """The plan (its sample bought), the sampled uncle counts by number, the pieces left to
     fetch and the cached ones."""
     cap = _headers_alone(source, start, stop, budget)
-    source.prepare()
-    source.check_head(stop)
-    pieces = _pieces(source, start, stop)
-    cached = _cached(source, pieces)
-    todo = [p for p in pieces if p not in cached]
-    numbers = _sample(todo, sample)
+    cached, todo, numbers = _left(source, start, stop, sample)
     probe = blocks.headers(source, numbers, progress=False) if numbers else []
     missing = [n for n, h in zip(numbers, probe, strict=True) if h is None]
     if missing:
@@ -322,24 +339,14 @@ def get(
             planned, known, todo, cached = _plan_and_sample(source, start, stop, SAMPLE, budget)
             sampled = dict(known)
         else:
-            source.prepare()
-            source.check_head(stop)
-            pieces = _pieces(source, start, stop)
-            cached = _cached(source, pieces)
-            todo = [p for p in pieces if p not in cached]
-            numbers = _sample(todo, SAMPLE)
+            cached, todo, numbers = _left(source, start, stop, SAMPLE)
             known = _sample_cached(source, numbers)  # e.g. bought by plan_uncles before
             sampled = dict.fromkeys(numbers, 0) | known
         frames = dict(cached)
-        keep: list[tuple[str, pd.DataFrame, int]] = []
         for (a, b), frame, complete in _stream(source, todo, known, sampled, progress):
             frames[(a, b)] = frame
-            if complete:
-                keep.append((f"{a}-{b}", frame, b - 1))
-            if len(keep) >= 8:  # a few files at a time: an interrupted scan keeps its pieces
-                source.keep_frames(DATASET, keep)
-                keep = []
-        source.keep_frames(DATASET, keep)
+            if complete:  # kept at once: an interrupted scan keeps every piece it finished
+                source.keep_frames(DATASET, [(f"{a}-{b}", frame, b - 1)])
         if budget is None:
             planned = _plan_of(start, stop, todo, sampled, cached)
         parts = [frames[p] for p in sorted(frames) if len(frames[p])] or [parse_uncles([])]

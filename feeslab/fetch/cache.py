@@ -599,10 +599,10 @@ class Cache:
         Returns
         -------
         int
-            The number of chunks written.
+            How many chunks were written (0 when the cache is closed or disabled).
         """
-        settled_below = _check_block("settled_below", settled_below)
         rows = []
+        settled_below = _check_block("settled_below", settled_below)
         with self._lock:
             if self._conn is None:
                 return 0
