@@ -41,6 +41,7 @@ METHOD = "eth_getUncleByBlockNumberAndIndex"
 PIECE = 4_096
 AHEAD = 2  # pieces whose headers are in flight while the one before is read
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
+NOTES = "uncle_counts/v1"  # and for the header batches' uncle counts of unfinished pieces
 
 
 @dataclass(frozen=True, repr=False)
@@ -173,6 +174,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     headers: deque = deque()  # (piece, numbers asked, future)
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
+    note = _note_counts(source)
 
     def ask_headers() -> None:
         while len(headers) < AHEAD:
@@ -180,7 +182,8 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             if piece is None:
                 return
             ask = [n for n in range(*piece) if n not in known]
-            headers.append((piece, ask, node.submit(blocks.calls(ask)) if ask else None))
+            headers.append((piece, ask, node.submit(blocks.calls(ask), on_batch=note)
+                            if ask else None))
 
     def finish() -> tuple[tuple[int, int], pd.DataFrame, bool]:
         piece, wanted, future = uncles.popleft()
@@ -221,7 +224,9 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             ask_headers()
             where = np.flatnonzero(counts)
             wanted = [(a + int(j), i) for j in where for i in range(int(counts[j]))]
-            uncles.append(((a, b), wanted, node.submit(calls(wanted)) if wanted else None))
+            # through the answer cache: an interrupted scan keeps the uncles it got
+            uncles.append(((a, b), wanted, node.submit(calls(wanted), cached=node.caching)
+                           if wanted else None))
             while uncles and (uncles[0][2] is None or uncles[0][2].done()):
                 yield finish()
         while uncles:
@@ -234,6 +239,39 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     finally:
         if bar is not None:
             bar.close()
+
+
+def _note_counts(source: Any) -> Any:
+    """An ``on_batch`` keeping each settled header batch's uncle counts as it arrives, so that
+    an interrupted scan pays again only for the batches in flight (None without a cache)."""
+    node = source.node
+    if not node.caching:
+        return None
+    cache, settled = node.cache, node.settled_below()
+
+    def note(sent: Sequence[Any], results: Sequence[Any]) -> None:
+        numbers = [int(call.params[0], 16) for call in sent]
+        try:
+            counts = [len(answer.result["uncles"]) for answer in results]
+        except (TypeError, KeyError):  # an error or a null header: the scan raises it
+            return
+        if numbers and max(numbers) < settled:
+            data = np.array([numbers, counts], dtype=np.int64).tobytes()
+            cache.put_chunks(NOTES, [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
+                             settled_below=settled)
+
+    return note
+
+
+def _noted_counts(source: Any, start: int, stop: int) -> dict[int, int]:
+    """The uncle counts an interrupted scan of blocks in ``start`` .. ``stop - 1`` noted."""
+    if not source.node.caching:
+        return {}
+    known: dict[int, int] = {}
+    for _, data in source.node.cache.chunks_between(NOTES, start, stop):
+        numbers, counts = np.frombuffer(data, dtype=np.int64).reshape(2, -1).tolist()
+        known.update(zip(numbers, counts, strict=True))
+    return known
 
 
 def _bar(source: Any, total: int, progress: bool | None) -> Any:
@@ -342,11 +380,15 @@ def get(
             cached, todo, numbers = _left(source, start, stop, SAMPLE)
             known = _sample_cached(source, numbers)  # e.g. bought by plan_uncles before
             sampled = dict.fromkeys(numbers, 0) | known
+        if todo:
+            known = _noted_counts(source, start, stop) | known
         frames = dict(cached)
         for (a, b), frame, complete in _stream(source, todo, known, sampled, progress):
             frames[(a, b)] = frame
             if complete:  # kept at once: an interrupted scan keeps every piece it finished
                 source.keep_frames(DATASET, [(f"{a}-{b}", frame, b - 1)])
+                if source.node.caching:  # its notes are no longer needed
+                    source.node.cache.drop_chunks(NOTES, a, b)
         if budget is None:
             planned = _plan_of(start, stop, todo, sampled, cached)
         parts = [frames[p] for p in sorted(frames) if len(frames[p])] or [parse_uncles([])]

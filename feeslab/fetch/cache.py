@@ -688,6 +688,43 @@ class Cache:
             self._misses += len(out) - found
         return out
 
+    def chunks_between(self, dataset: str, low: int, high: int) -> list[tuple[str, bytes]]:
+        """Every ``(key, data)`` chunk of ``dataset`` whose block is in ``low`` .. ``high - 1``,
+        checked as `get_chunks` checks (a bad one is logged, deleted and left out)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return []
+            query = "SELECT key FROM chunks WHERE dataset = ? AND block >= ? AND block < ?"
+            try:
+                keys = [key for (key,) in conn.execute(query, (dataset, low, high))]
+            except sqlite3.DatabaseError:
+                log.exception("cache %s could not be read; treating lookups as misses", self.path)
+                return []
+            found = self.get_chunks(dataset, keys)
+        return [(k, v) for k, v in zip(keys, found, strict=True) if v is not MISSING]
+
+    def drop_chunks(self, dataset: str, low: int, high: int) -> None:
+        """Delete ``dataset``'s chunks whose block is in ``low`` .. ``high - 1`` (e.g. progress
+        notes that a whole chunk now covers)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return
+            where = "dataset = ? AND block >= ? AND block < ?"
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                files = [f for (f,) in conn.execute(f"SELECT file FROM chunks WHERE {where}",
+                                                    (dataset, low, high))]
+                conn.execute(f"DELETE FROM chunks WHERE {where}", (dataset, low, high))
+                conn.execute("COMMIT")
+            except sqlite3.DatabaseError:
+                log.exception("cache %s: could not delete chunks", self.path)
+                self._rollback()
+                return
+            for name in files:
+                (self._chunk_dir() / name).unlink(missing_ok=True)
+
     def _rollback(self) -> None:
         assert self._conn is not None
         if self._conn.in_transaction:

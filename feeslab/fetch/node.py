@@ -14,6 +14,11 @@ answer means; this client knows only which block an answer is about, to cache it
 3. answers come back in call order, each a result or an ``RpcError`` (one failed item never
    loses the others).
 
+Streaming scans take another path (``submit``): a few parts of a scan in flight on worker
+threads, past the answer cache, each part's answers turned into frame columns by the dataset
+and freed, and whole settled chunks cached as files (``Cache.put_chunks``). ``prepare`` asks
+what any fetch needs first (the head, the cache's identity) in one round trip.
+
 A block is *settled* when it is at least ``settled_depth`` blocks below the head the client
 last saw; only answers about settled blocks are cached (never ``latest`` or ``pending``).
 """
@@ -184,9 +189,11 @@ class NodeClient:
             del answers[:2]
         return answers
 
-    def submit(self, calls: Sequence[RpcCall]) -> Future:
-        """Send ``calls`` past the answer cache on a worker thread; a future of their answers
-        in call order.
+    def submit(self, calls: Sequence[RpcCall], *, on_batch: Any = None,
+               cached: bool = False) -> Future:
+        """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
+        a worker thread; a future of their answers in call order. ``on_batch(calls, results)``
+        runs as each batch's answers arrive (not for cached calls, nor over WebSocket).
 
         For streaming scans: they keep a few parts in flight, so that the transport's
         connections stay busy across part boundaries, and cache whole chunks of results
@@ -194,10 +201,16 @@ class NodeClient:
         at a time (the WebSocket one) is sent to at once, in the caller's thread.
         """
         calls = list(calls)
+        if cached:
+            job, args = self.run, (calls,)
+            kwargs: dict[str, Any] = {"progress": False}
+        else:
+            job, args = self._send, (calls, on_batch if self._per_batch else None)
+            kwargs = {}
         if not self._per_batch:
             done: Future = Future()
             try:
-                done.set_result(self._send(calls))
+                done.set_result(job(*args, **kwargs))
             except BaseException as exc:
                 done.set_exception(exc)
             return done
@@ -207,7 +220,7 @@ class NodeClient:
                 size = max(4, getattr(core, "max_concurrency", 8))
                 self._workers = ThreadPoolExecutor(size, thread_name_prefix="feeslab-part")
             workers = self._workers
-        return workers.submit(self._send, calls)
+        return workers.submit(job, *args, **kwargs)
 
     def _steps(
         self,
