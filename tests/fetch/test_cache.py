@@ -522,3 +522,15 @@ def test_clear_removes_the_chunks_too(cache: Cache, tmp_path: Path) -> None:
     cache.clear()
     assert cache.get_chunks("d", ["a"]) == [MISSING]
     assert _chunk_files(tmp_path) == []
+
+
+def test_chunks_between_blocks_are_listed_and_dropped(cache: Cache, tmp_path: Path) -> None:
+    items = [(f"{b}", f"note {b}".encode(), b) for b in (10, 20, 30, 40)]
+    cache.put_chunks("notes", items, settled_below=100)
+    cache.put_chunks("other", [("20", b"not a note", 20)], settled_below=100)
+    assert sorted(cache.chunks_between("notes", 20, 40)) == [("20", b"note 20"),
+                                                              ("30", b"note 30")]
+    cache.drop_chunks("notes", 15, 35)
+    assert sorted(k for k, _ in cache.chunks_between("notes", 0, 100)) == ["10", "40"]
+    assert cache.get_chunks("other", ["20"]) == [b"not a note"]  # another dataset is kept
+    assert len(_chunk_files(tmp_path)) == 3  # the dropped notes' files are gone too
