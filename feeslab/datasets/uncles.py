@@ -18,6 +18,7 @@ import gc
 import itertools
 from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +164,7 @@ def _counts(source: Any, numbers: Sequence[int], results: Sequence[Any]) -> np.n
 
 
 def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
-            sampled: dict[int, int], progress: bool | None
+            sampled: dict[int, int], progress: bool | None, writer: Any
             ) -> Iterator[tuple[tuple[int, int], pd.DataFrame, bool]]:
     """Each piece of ``todo`` in order, as ``(piece, uncles frame, complete)``; ``known``: uncle
     counts already read (the plan's sample), ``sampled``: filled with the counts of those
@@ -174,7 +175,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     headers: deque = deque()  # (piece, numbers asked, future)
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
-    note = _note_counts(source)
+    note = _note_counts(source, writer)
 
     def ask_headers() -> None:
         while len(headers) < AHEAD:
@@ -224,9 +225,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             ask_headers()
             where = np.flatnonzero(counts)
             wanted = [(a + int(j), i) for j in where for i in range(int(counts[j]))]
-            # through the answer cache: an interrupted scan keeps the uncles it got
-            uncles.append(((a, b), wanted, node.submit(calls(wanted), cached=node.caching)
-                           if wanted else None))
+            uncles.append(((a, b), wanted, node.submit(calls(wanted)) if wanted else None))
             while uncles and (uncles[0][2] is None or uncles[0][2].done()):
                 yield finish()
         while uncles:
@@ -241,11 +240,12 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             bar.close()
 
 
-def _note_counts(source: Any) -> Any:
-    """An ``on_batch`` keeping each settled header batch's uncle counts as it arrives, so that
-    an interrupted scan pays again only for the batches in flight (None without a cache)."""
+def _note_counts(source: Any, writer: Any) -> Any:
+    """An ``on_batch`` keeping each settled header batch's uncle counts as it arrives (written
+    by ``writer``, the scan's one writing thread), so that an interrupted scan pays again only
+    for the batches in flight (None without a cache)."""
     node = source.node
-    if not node.caching:
+    if writer is None:
         return None
     cache, settled = node.cache, node.settled_below()
 
@@ -257,8 +257,9 @@ def _note_counts(source: Any) -> Any:
             return
         if numbers and max(numbers) < settled:
             data = np.array([numbers, counts], dtype=np.int64).tobytes()
-            cache.put_chunks(NOTES, [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
-                             settled_below=settled)
+            writer.submit(cache.put_chunks, NOTES,
+                          [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
+                          settled_below=settled)
 
     return note
 
@@ -383,12 +384,18 @@ def get(
         if todo:
             known = _noted_counts(source, start, stop) | known
         frames = dict(cached)
-        for (a, b), frame, complete in _stream(source, todo, known, sampled, progress):
-            frames[(a, b)] = frame
-            if complete:  # kept at once: an interrupted scan keeps every piece it finished
-                source.keep_frames(DATASET, [(f"{a}-{b}", frame, b - 1)])
-                if source.node.caching:  # its notes are no longer needed
-                    source.node.cache.drop_chunks(NOTES, a, b)
+        # the cache is written on a thread of its own, beside the fetch: in order, so a piece's
+        # notes are written before they are dropped, and all of it before the scan returns
+        writer = ThreadPoolExecutor(1, "feeslab-keep") if source.node.caching and todo else None
+        try:
+            for (a, b), frame, complete in _stream(source, todo, known, sampled, progress,
+                                                   writer):
+                frames[(a, b)] = frame
+                if complete and writer is not None:  # kept at once, its notes then dropped
+                    writer.submit(_keep, source, a, b, frame)
+        finally:
+            if writer is not None:
+                writer.shutdown(wait=True)
         if budget is None:
             planned = _plan_of(start, stop, todo, sampled, cached)
         parts = [frames[p] for p in sorted(frames) if len(frames[p])] or [parse_uncles([])]
@@ -396,6 +403,12 @@ def get(
         uncles = source.tag(uncles)
         counts = source.tag(uncle_scan_frame(np.arange(start, stop, dtype=np.int64), uncles))
         return UncleScan(uncles=uncles, blocks=counts, plan=planned)
+
+
+def _keep(source: Any, start: int, stop: int, frame: pd.DataFrame) -> None:
+    """Cache a finished piece's uncles frame, and drop the notes it makes useless."""
+    source.keep_frames(DATASET, [(f"{start}-{stop}", frame, stop - 1)])
+    source.node.cache.drop_chunks(NOTES, start, stop)
 
 
 def _sample_cached(source: Any, numbers: Sequence[int]) -> dict[int, int]:

@@ -224,6 +224,32 @@ def _checksum(method: str, params: str, value: bytes) -> bytes:
     return digest.digest()
 
 
+_IN_QUERY = 500  # keys looked up by one SELECT
+
+
+def _select_many(
+    conn: sqlite3.Connection, columns: str, keys: list[tuple[str, str | None]]
+) -> dict[tuple[str, str], tuple]:
+    """``columns`` of the answers at ``(method, params)`` keys (None params skipped), by key:
+    a few SELECTs of many keys each, not one a key (each query lets other threads run first,
+    which costs a scan running beside its fetch dearly)."""
+    by_method: dict[str, list[str]] = {}
+    for method, params in keys:
+        if params is not None:
+            by_method.setdefault(method, []).append(params)
+    found: dict[tuple[str, str], tuple] = {}
+    for method, wanted in by_method.items():
+        unique = list(dict.fromkeys(wanted))
+        for k in range(0, len(unique), _IN_QUERY):
+            part = unique[k : k + _IN_QUERY]
+            marks = ",".join("?" * len(part))
+            query = (f"SELECT params, {columns} FROM answers"
+                     f" WHERE method = ? AND params IN ({marks})")
+            for params, *values in conn.execute(query, (method, *part)):
+                found[(method, params)] = tuple(values)
+    return found
+
+
 def _check_block(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, not {value!r}")
@@ -386,14 +412,12 @@ class Cache:
         with self._lock:
             conn = self._conn
             if conn is not None:
-                query = "SELECT value, checksum FROM answers WHERE method = ? AND params = ?"
                 try:
                     conn.execute("BEGIN")  # one snapshot for the whole lookup, and faster
                     try:
+                        rows = _select_many(conn, "value, checksum", keys)
                         for i, (method, params) in enumerate(keys):
-                            if params is None:
-                                continue
-                            row = conn.execute(query, (method, params)).fetchone()
+                            row = rows.get((method, params))
                             if row is None:
                                 continue
                             value, checksum = row
@@ -428,16 +452,14 @@ class Cache:
             conn = self._conn
             if conn is None:
                 return {}
-            query = "SELECT 1 FROM answers WHERE method = ? AND params = ?"
+            keys = [(method, canonical_json(params)) for method, params in items
+                    if not moving_tag(params)]
             conn.execute("BEGIN")
             try:
-                for method, params in items:
-                    if moving_tag(params):
-                        continue
-                    if conn.execute(query, (method, canonical_json(params))).fetchone():
-                        counts[method] += 1
+                found = _select_many(conn, "1", keys)
             finally:
                 conn.execute("COMMIT")
+            counts.update(method for method, params in keys if (method, params) in found)
         return dict(counts)
 
     def _drop(self, bad: list[tuple[str, str, bytes]]) -> None:
