@@ -14,6 +14,7 @@ uncles frame is cached as Parquet, so a rerun reads frames back without decoding
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 from collections import deque
@@ -257,9 +258,11 @@ def _note_counts(source: Any, writer: Any) -> Any:
             return
         if numbers and max(numbers) < settled:
             data = np.array([numbers, counts], dtype=np.int64).tobytes()
-            writer.submit(cache.put_chunks, NOTES,
-                          [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
-                          settled_below=settled)
+            # RuntimeError: the scan stopped (an error) while this batch was in flight
+            with contextlib.suppress(RuntimeError):
+                writer.submit(cache.put_chunks, NOTES,
+                              [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
+                              settled_below=settled)
 
     return note
 
