@@ -42,6 +42,7 @@ METHOD = "eth_getUncleByBlockNumberAndIndex"
 # Parquet file of its uncles); aligned, so that scans of other ranges share the inner pieces
 PIECE = 4_096
 AHEAD = 2  # pieces whose headers are in flight while the one before is read
+SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the header batches' uncle counts of unfinished pieces
 
@@ -177,6 +178,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
     note = _note_counts(source, writer)
+    swept = 0
 
     def ask_headers() -> None:
         while len(headers) < AHEAD:
@@ -218,8 +220,11 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
                     counts[n - a] = known[n]
             del future  # the headers die here: only their counts are kept
             # the collector is paused (decoding makes no cycles), but the HTTP machinery's
-            # few cyclic leftovers would pile up over a long scan: sweep the young ones
-            gc.collect(1)
+            # few cyclic leftovers would pile up over a long scan: sweep the young ones now
+            # and then (each sweep also walks the headers in flight)
+            swept += 1
+            if swept % SWEEP == 0:
+                gc.collect(1)
             for n in sampled:
                 if a <= n < b:
                     sampled[n] = int(counts[n - a])
