@@ -17,8 +17,9 @@ first as feeslab cuts them) 8 to a request, 8 requests in flight, and read the b
 gas ratios and tips into a frame (the plain client with ``int(x, 16)``).
 
 Latency is ``feeslab serve --latency-ms`` (a sleep before each HTTP request in the server),
-one server per latency (``uncle_scan.feeslab_serve``). Rounds alternate the clients so drift
-on a shared machine falls on all alike; medians are reported. Every client must find the
+one server per latency (``uncle_scan.feeslab_serve``). Rounds alternate the clients, each
+round starting with the next one, so drift on a shared machine falls on all alike; medians are
+reported. Every client must find the
 same uncles (and the same base fees) before any time is reported.
 """
 
@@ -51,7 +52,7 @@ import feeslab
 BATCH = 500
 CONCURRENCY = 8
 LATENCIES_MS = (0, 50)
-ROUNDS = {0: 5, 50: 3}
+ROUNDS = {0: 8, 50: 8}  # a multiple of the four clients: each starts a round twice
 FEE_START, FEE_STOP = 0, 200_000
 FEE_PER_REQUEST = 8
 PERCENTILES = [10, 50, 90]
@@ -222,9 +223,10 @@ def _rounds(clients: dict[str, Callable[[], Any]], check: Callable[[str, Any], N
     for name, fn in clients.items():
         check(name, fn())
     times: dict[str, list[float]] = {name: [] for name in clients}
-    for _ in range(rounds):
-        for name, fn in clients.items():
-            seconds, value = _timed(fn)
+    names = list(clients)
+    for r in range(rounds):  # each round starts with another client: no one always follows one
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            seconds, value = _timed(clients[name])
             check(name, value)
             times[name].append(seconds)
     return {name: statistics.median(t) for name, t in times.items()}
