@@ -10,6 +10,10 @@ Measures, on this machine:
 * the frames' parsers (``benchmarks/frames.py``) and the 20,000-block uncle scan by feeslab
   against web3.py at 0 and 50 ms of latency (``benchmarks/uncle_scan.py``), with the issue's
   goals marked PASS or FAIL;
+* the same scan and 200,000 blocks of fee history against AsyncWeb3 (8 concurrent batches of
+  500, keep-alive) and a plain ``httpx.AsyncClient`` + orjson client at 0 and 50 ms
+  (``benchmarks/peers.py``), and the peak RSS, cold and warm times of 20,000- and
+  200,000-block scans (``benchmarks/scan_memory.py``);
 * the IPFS storage API (``benchmarks/ipfs.py``): ``add`` and ``cat`` of 64 MiB over loopback
   against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally;
 * era1 files (``benchmarks/era1.py``): the uncle scan in MiB/s per core on devnet-exported
@@ -34,6 +38,8 @@ import era1  # benchmarks/era1.py
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
 import ipfs  # benchmarks/ipfs.py
+import peers  # benchmarks/peers.py: uncle scan and fee history against AsyncWeb3 and httpx
+import scan_memory  # benchmarks/scan_memory.py: peak RSS and warm reruns of long scans
 import uncle_scan  # benchmarks/uncle_scan.py
 from _timing import median_seconds  # benchmarks/_timing.py
 
@@ -193,6 +199,8 @@ def main() -> int:
         dev.stop()
     rows.extend(bench_frames())
     rows.extend(uncle_scan.bench())
+    rows.extend(peers.bench())
+    rows.extend(scan_memory.bench())
     rows.extend(ipfs.bench())
     rows.extend(blobs.bench())
     rows.extend(era1.bench())

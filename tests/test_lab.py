@@ -110,7 +110,12 @@ def test_a_range_past_the_head_is_refused_before_fetching(lab, truth):
         lab.uncles(truth.head() - 10, truth.head() + 50_000)
     with pytest.raises(ValueError, match="past the chain's head"):
         lab.fee_history(truth.head(), truth.head() + 2)
-    assert set(lab.credits.by_method) == {"eth_blockNumber"}  # only the head was asked for
+    # only the one set-up round trip (the head, the cache's identity: chain id and genesis
+    # header, the client version), then the head again: no block of either range
+    calls = lab.credits.to_frame().set_index("method")["calls"].to_dict()
+    assert set(calls) == {"eth_blockNumber", "eth_chainId", "eth_getBlockByNumber",
+                          "web3_clientVersion"}
+    assert calls["eth_getBlockByNumber"] == 1  # the genesis header
 
 
 def test_bad_ranges_are_clear_errors(lab):

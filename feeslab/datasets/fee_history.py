@@ -1,6 +1,9 @@
 """Fee history: base fees, gas used ratios and tip percentiles per block (``eth_feeHistory``).
 
 One call answers up to 1,024 blocks for 80 credits, so months of fee history cost little.
+The calls go out at once, :data:`GROUP` calls a request, as many requests in flight as the
+transport allows; each settled group's frame is cached as Parquet, so a rerun reads frames
+back without decoding an answer.
 See ``feeslab.frames.parse_fee_history`` for the columns (blob columns included).
 
 References
@@ -16,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import check_range, is_archive
+from feeslab.fetch.cache import canonical_json
 from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
@@ -25,6 +29,8 @@ __all__ = ["MAX_BLOCKS", "calls", "get", "plan"]
 
 MAX_BLOCKS = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
 PERCENTILES = (10, 50, 90)
+GROUP = 8  # calls a request, and a cached frame: 8,192 blocks
+DATASET = "fee_history/v1"  # the cache's name for the groups' frames
 
 
 def calls(start: int, stop: int, percentiles: Sequence[float] = PERCENTILES) -> list[RpcCall]:
@@ -85,11 +91,27 @@ def get(
         return source.fee_history(start, stop, percentiles=percentiles, progress=progress)
     check_range(start, stop)
     source.check_budget(plan(source, start, stop), budget)
+    source.prepare()
     source.check_head(stop)
-    # one call at a time: an answer of 1,024 blocks is big enough on its own
-    answers = [source.results([call], progress=False)[0] for call in calls(start, stop,
-                                                                             percentiles)]
-    # each answer ends with the base fee of the block after its newest: drop that row
-    frames = [parse_fee_history(a, percentiles=percentiles).iloc[:-1] for a in answers]
-    frame = pd.concat(frames, ignore_index=True)
-    return source.tag(frame[(frame["block_number"] >= start) & (frame["block_number"] < stop)])
+    wanted = calls(start, stop, percentiles)
+    groups = [wanted[k : k + GROUP] for k in range(0, len(wanted), GROUP)]
+    keys = [canonical_json([call.params for call in group]) for group in groups]
+    frames = source.cached_frames(DATASET, keys)  # settled groups kept as frames
+    todo = [g for g, frame in enumerate(frames) if frame is None]
+    # every group at once, a request each (the node client keeps its connections busy)
+    futures = [source.node.submit(groups[g]) for g in todo]
+    keep = []
+    try:
+        for g, future in zip(todo, futures, strict=True):
+            # each answer ends with the base fee of the block after its newest: drop it
+            parts = [parse_fee_history(a.unwrap(), percentiles=percentiles).iloc[:-1]
+                     for a in future.result()]
+            frames[g] = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+            keep.append((keys[g], frames[g], int(groups[g][-1].params[1], 16)))
+    finally:
+        for future in futures:
+            future.cancel()
+        source.keep_frames(DATASET, keep)  # what came back is kept, even if a part failed
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    inside = (frame["block_number"] >= start) & (frame["block_number"] < stop)
+    return source.tag(frame if inside.all() else frame[inside].reset_index(drop=True))

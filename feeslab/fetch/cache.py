@@ -49,6 +49,14 @@ cut may lose the last few batches but never corrupts the file.
 Layout: ``<root>/rpc/<identity>.sqlite3`` (plus SQLite's ``-wal`` and ``-shm`` files), where
 ``<root>`` is the ``path`` option, else ``$FEESLAB_CACHE_DIR``, else
 ``platformdirs.user_cache_dir("feeslab")``.
+
+Chunks
+------
+A scan's settled results can also be kept whole, a chunk at a time (`put_chunks`): one file per
+chunk under ``<root>/rpc/<identity>.chunks/`` (e.g. the Parquet of a scan's 4,096 blocks,
+which a warm rerun reads back as a frame without decoding a single answer), with its key,
+sha256 and block in the database's ``chunks`` table. A chunk is checked as an answer is:
+a file whose bytes do not match its checksum is logged, deleted and missed.
 """
 
 from __future__ import annotations
@@ -58,7 +66,9 @@ import json
 import logging
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -214,6 +224,32 @@ def _checksum(method: str, params: str, value: bytes) -> bytes:
     return digest.digest()
 
 
+_IN_QUERY = 500  # keys looked up by one SELECT
+
+
+def _select_many(
+    conn: sqlite3.Connection, columns: str, keys: list[tuple[str, str | None]]
+) -> dict[tuple[str, str], tuple]:
+    """``columns`` of the answers at ``(method, params)`` keys (None params skipped), by key:
+    a few SELECTs of many keys each, not one a key (each query lets other threads run first,
+    which costs a scan running beside its fetch dearly)."""
+    by_method: dict[str, list[str]] = {}
+    for method, params in keys:
+        if params is not None:
+            by_method.setdefault(method, []).append(params)
+    found: dict[tuple[str, str], tuple] = {}
+    for method, wanted in by_method.items():
+        unique = list(dict.fromkeys(wanted))
+        for k in range(0, len(unique), _IN_QUERY):
+            part = unique[k : k + _IN_QUERY]
+            marks = ",".join("?" * len(part))
+            query = (f"SELECT params, {columns} FROM answers"
+                     f" WHERE method = ? AND params IN ({marks})")
+            for params, *values in conn.execute(query, (method, *part)):
+                found[(method, params)] = tuple(values)
+    return found
+
+
 def _check_block(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, not {value!r}")
@@ -300,6 +336,14 @@ class Cache:
                 " checksum BLOB NOT NULL, block INTEGER NOT NULL,"
                 " PRIMARY KEY (method, params)) WITHOUT ROWID"
             )
+            # settled chunks kept whole (e.g. a scan's Parquet per chunk): the bytes live in
+            # files beside the database, the key, checksum and block here
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS chunks ("
+                " dataset TEXT NOT NULL, key TEXT NOT NULL, file TEXT NOT NULL,"
+                " checksum BLOB NOT NULL, block INTEGER NOT NULL,"
+                " PRIMARY KEY (dataset, key)) WITHOUT ROWID"
+            )
             conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('identity', ?), ('schema', ?)",
                 (self.identity, str(SCHEMA_VERSION)),
@@ -368,14 +412,12 @@ class Cache:
         with self._lock:
             conn = self._conn
             if conn is not None:
-                query = "SELECT value, checksum FROM answers WHERE method = ? AND params = ?"
                 try:
                     conn.execute("BEGIN")  # one snapshot for the whole lookup, and faster
                     try:
+                        rows = _select_many(conn, "value, checksum", keys)
                         for i, (method, params) in enumerate(keys):
-                            if params is None:
-                                continue
-                            row = conn.execute(query, (method, params)).fetchone()
+                            row = rows.get((method, params))
                             if row is None:
                                 continue
                             value, checksum = row
@@ -410,16 +452,14 @@ class Cache:
             conn = self._conn
             if conn is None:
                 return {}
-            query = "SELECT 1 FROM answers WHERE method = ? AND params = ?"
+            keys = [(method, canonical_json(params)) for method, params in items
+                    if not moving_tag(params)]
             conn.execute("BEGIN")
             try:
-                for method, params in items:
-                    if moving_tag(params):
-                        continue
-                    if conn.execute(query, (method, canonical_json(params))).fetchone():
-                        counts[method] += 1
+                found = _select_many(conn, "1", keys)
             finally:
                 conn.execute("COMMIT")
+            counts.update(method for method, params in keys if (method, params) in found)
         return dict(counts)
 
     def _drop(self, bad: list[tuple[str, str, bytes]]) -> None:
@@ -562,6 +602,151 @@ class Cache:
                 return 0
         return len(rows)
 
+    # -- chunks: settled results kept whole ---------------------------------------------------
+
+    def _chunk_dir(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(f"{self.identity}.chunks")
+
+    def put_chunks(
+        self, dataset: str, items: Iterable[tuple[str, bytes, int]], *, settled_below: int
+    ) -> int:
+        """Store several ``(key, data, block)`` chunks of ``dataset`` (e.g. one Parquet file per
+        chunk of a scan), where ``block`` is the newest block a chunk is about.
+
+        Chunks about blocks not settled are skipped. Each chunk is a file written whole (a
+        temporary file, then renamed); its key, sha256 and block go into the database in one
+        transaction, so a chunk is found only once its file is complete.
+
+        Returns
+        -------
+        int
+            How many chunks were written (0 when the cache is closed or disabled).
+        """
+        rows = []
+        settled_below = _check_block("settled_below", settled_below)
+        with self._lock:
+            if self._conn is None:
+                return 0
+            folder = self._chunk_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            for key, data, block in items:
+                if _check_block("block", block) >= settled_below:
+                    continue
+                name = hashlib.sha256(f"{dataset}\0{key}".encode()).hexdigest()[:40] + ".chunk"
+                fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+                try:
+                    with os.fdopen(fd, "wb") as out:
+                        out.write(data)
+                    os.replace(temporary, folder / name)
+                except OSError:
+                    log.exception("cache %s: could not write chunk %s %s", self.path, dataset, key)
+                    Path(temporary).unlink(missing_ok=True)
+                    continue
+                rows.append((dataset, key, name, _checksum(dataset, key, data), block))
+            if not rows:
+                return 0
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError:
+                log.exception("cache %s: could not store %d chunks", self.path, len(rows))
+                self._rollback()
+                return 0
+        return len(rows)
+
+    def get_chunks(self, dataset: str, keys: Iterable[str]) -> list[Any]:
+        """The stored bytes of each of ``dataset``'s ``keys`` (in order), or `MISSING`.
+
+        A chunk whose file is gone or whose bytes do not match its checksum is logged,
+        deleted and missed.
+        """
+        keys = list(keys)
+        out: list[Any] = [MISSING] * len(keys)
+        with self._lock:
+            conn = self._conn
+            if conn is None or not keys:
+                return out
+            query = "SELECT file, checksum FROM chunks WHERE dataset = ? AND key = ?"
+            try:
+                conn.execute("BEGIN")
+                try:
+                    rows = [conn.execute(query, (dataset, key)).fetchone() for key in keys]
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.DatabaseError:
+                log.exception("cache %s could not be read; treating lookups as misses", self.path)
+                return out
+            folder = self._chunk_dir()
+            bad = []
+            for i, (key, row) in enumerate(zip(keys, rows, strict=True)):
+                if row is None:
+                    continue
+                name, checksum = row
+                try:
+                    data = (folder / name).read_bytes()
+                except OSError:
+                    data = None
+                if data is None or _checksum(dataset, key, data) != checksum:
+                    log.warning("cache %s: corrupt chunk %s %s deleted", self.path, dataset, key)
+                    bad.append((dataset, key, checksum))
+                    (folder / name).unlink(missing_ok=True)
+                    continue
+                out[i] = data
+            if bad:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(
+                        "DELETE FROM chunks WHERE dataset = ? AND key = ? AND checksum = ?", bad
+                    )
+                    conn.execute("COMMIT")
+                except sqlite3.DatabaseError:
+                    log.exception("cache %s: could not delete corrupt chunks", self.path)
+                    self._rollback()
+                self._corrupt += len(bad)
+            found = sum(value is not MISSING for value in out)
+            self._hits += found
+            self._misses += len(out) - found
+        return out
+
+    def chunks_between(self, dataset: str, low: int, high: int) -> list[tuple[str, bytes]]:
+        """Every ``(key, data)`` chunk of ``dataset`` whose block is in ``low`` .. ``high - 1``,
+        checked as `get_chunks` checks (a bad one is logged, deleted and left out)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return []
+            query = "SELECT key FROM chunks WHERE dataset = ? AND block >= ? AND block < ?"
+            try:
+                keys = [key for (key,) in conn.execute(query, (dataset, low, high))]
+            except sqlite3.DatabaseError:
+                log.exception("cache %s could not be read; treating lookups as misses", self.path)
+                return []
+            found = self.get_chunks(dataset, keys)
+        return [(k, v) for k, v in zip(keys, found, strict=True) if v is not MISSING]
+
+    def drop_chunks(self, dataset: str, low: int, high: int) -> None:
+        """Delete ``dataset``'s chunks whose block is in ``low`` .. ``high - 1`` (e.g. progress
+        notes that a whole chunk now covers)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return
+            where = "dataset = ? AND block >= ? AND block < ?"
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                files = [f for (f,) in conn.execute(f"SELECT file FROM chunks WHERE {where}",
+                                                    (dataset, low, high))]
+                conn.execute(f"DELETE FROM chunks WHERE {where}", (dataset, low, high))
+                conn.execute("COMMIT")
+            except sqlite3.DatabaseError:
+                log.exception("cache %s: could not delete chunks", self.path)
+                self._rollback()
+                return
+            for name in files:
+                (self._chunk_dir() / name).unlink(missing_ok=True)
+
     def _rollback(self) -> None:
         assert self._conn is not None
         if self._conn.in_transaction:
@@ -580,6 +765,9 @@ class Cache:
                     part = Path(f"{self.path}{suffix}")
                     if part.exists():
                         size += part.stat().st_size
+                chunks = self._chunk_dir()
+                if chunks.is_dir():
+                    size += sum(f.stat().st_size for f in chunks.iterdir())
             return CacheStats(
                 hits=self._hits,
                 misses=self._misses,
@@ -596,7 +784,9 @@ class Cache:
                 return
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.execute("DELETE FROM answers")
+            self._conn.execute("DELETE FROM chunks")
             self._conn.execute("COMMIT")
+            shutil.rmtree(self._chunk_dir(), ignore_errors=True)
             try:
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -14,6 +14,11 @@ answer means; this client knows only which block an answer is about, to cache it
 3. answers come back in call order, each a result or an ``RpcError`` (one failed item never
    loses the others).
 
+Streaming scans take another path (``submit``): a few parts of a scan in flight on worker
+threads, past the answer cache, each part's answers turned into frame columns by the dataset
+and freed, and whole settled chunks cached as files (``Cache.put_chunks``). ``prepare`` asks
+what any fetch needs first (the head, the cache's identity) in one round trip.
+
 A block is *settled* when it is at least ``settled_depth`` blocks below the head the client
 last saw; only answers about settled blocks are cached (never ``latest`` or ``pending``).
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from feeslab.errors import CreditsExhausted, ProtocolError
@@ -110,6 +116,7 @@ class NodeClient:
         self._identity: str | None = None
         self._head: int | None = None
         self._lock = threading.Lock()
+        self._workers: ThreadPoolExecutor | None = None
         try:
             self._per_batch = "on_batch" in inspect.signature(transport.handle_request).parameters
         except (AttributeError, TypeError, ValueError):
@@ -148,8 +155,72 @@ class NodeClient:
         return identity
 
     def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown(wait=True)
         if self._cache is not None:
             self._cache.close()
+
+    @property
+    def caching(self) -> bool:
+        """Whether answers and chunks about settled blocks are cached."""
+        return self._cache_option is not False
+
+    def prepare(self, extra: Sequence[RpcCall] = ()) -> list[RpcResult]:
+        """What a fetch needs before it starts, in one round trip: the head and (with a cache)
+        the identity when not yet known, together with ``extra`` calls; ``extra``'s answers.
+        """
+        calls: list[RpcCall] = []
+        ask_head = self._head is None
+        if ask_head:
+            calls.append(RpcCall("eth_blockNumber", []))
+        ask_identity = self.caching and self._identity is None
+        if ask_identity:
+            calls.extend(self._identity_calls())
+        calls.extend(extra)
+        if not calls:
+            return []
+        answers = self._send(calls)
+        if ask_head:
+            self._head = int(answers.pop(0).unwrap(), 16)
+        if ask_identity:
+            self._learn_identity(answers[:2])
+            del answers[:2]
+        return answers
+
+    def submit(self, calls: Sequence[RpcCall], *, on_batch: Any = None,
+               cached: bool = False) -> Future:
+        """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
+        a worker thread; a future of their answers in call order. ``on_batch(calls, results)``
+        runs as each batch's answers arrive (not for cached calls, nor over WebSocket).
+
+        For streaming scans: they keep a few parts in flight, so that the transport's
+        connections stay busy across part boundaries, and cache whole chunks of results
+        (``Cache.put_chunks``) rather than answers. A transport that sends only from one thread
+        at a time (the WebSocket one) is sent to at once, in the caller's thread.
+        """
+        calls = list(calls)
+        if cached:
+            job, args = self.run, (calls,)
+            kwargs: dict[str, Any] = {"progress": False}
+        else:
+            job, args = self._send, (calls, on_batch if self._per_batch else None)
+            kwargs = {}
+        if not self._per_batch:
+            done: Future = Future()
+            try:
+                done.set_result(job(*args, **kwargs))
+            except BaseException as exc:
+                done.set_exception(exc)
+            return done
+        with self._lock:
+            if self._workers is None:
+                core = getattr(self.transport, "_core", None)  # the HTTP transport's options
+                size = max(4, getattr(core, "max_concurrency", 8))
+                self._workers = ThreadPoolExecutor(size, thread_name_prefix="feeslab-part")
+            workers = self._workers
+        return workers.submit(job, *args, **kwargs)
 
     def _steps(
         self,

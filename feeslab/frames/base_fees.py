@@ -16,6 +16,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -215,10 +216,53 @@ def _hex_list(values: Any, key: str) -> list[int]:
     return [_quantity(v, f"result[{key!r}][{i}]") for i, v in enumerate(values)]
 
 
+# hex digit values by byte; 255: not a hex digit
+_HEX_DIGIT = np.full(256, 255, dtype=np.uint8)
+_HEX_DIGIT[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX_DIGIT[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+_HEX_DIGIT[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+_INT64_HEX_WIDTH = 18  # "0x" and 16 digits
+
+
+def _hex_int64_vector(values: list[Any]) -> np.ndarray | None:
+    """``"0x..."`` quantities to int64, vectorised (a byte matrix read column by column);
+    None when any value is not a plain 0x quantity within int64, for the checked path."""
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        packed = np.array(values, dtype=np.bytes_)
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return None
+    width = packed.dtype.itemsize
+    if packed.ndim != 1 or not 3 <= width <= _INT64_HEX_WIDTH:
+        return None
+    matrix = packed.view(np.uint8).reshape(len(values), width)
+    digits = _HEX_DIGIT[matrix[:, 2:]]
+    pad = matrix[:, 2:] == 0
+    good = (matrix[:, 0] == ord("0")) & ((matrix[:, 1] == ord("x")) | (matrix[:, 1] == ord("X")))
+    good &= ~pad[:, 0] & ((digits < 16) | pad).all(axis=1)
+    good &= ~(pad[:, :-1] & ~pad[:, 1:]).any(axis=1)  # padding only at the end
+    if not good.all():
+        return None
+    acc = np.zeros(len(values), dtype=np.uint64)
+    for column in range(width - 2):
+        acc = np.where(pad[:, column], acc, (acc << np.uint64(4)) | digits[:, column])
+    if (acc > INT64_MAX).any():
+        return None
+    return acc.astype(np.int64)
+
+
+def _hex_int64_list(values: Any, key: str) -> np.ndarray:
+    """``result[key]``'s quantities as int64: vectorised, else checked one by one (naming
+    the first bad value)."""
+    fast = _hex_int64_vector(values) if isinstance(values, list) else None
+    if fast is not None:
+        return fast
+    return _int64(_hex_list(values, key), key, "result")
+
+
 def _ratios(values: Any, key: str) -> np.ndarray:
-    if not isinstance(values, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in values
-    ):
+    if not isinstance(values, list) or not set(map(type, values)) <= {int, float}:
         raise ValueError(f"result[{key!r}] must be a list of numbers")
     return np.array(values, dtype=np.float64)
 
@@ -282,7 +326,7 @@ def parse_fee_history(
             frame[name] = pd.Series(dtype="Int64")
         return frame
     oldest = _quantity(result.get("oldestBlock"), "result['oldestBlock']")
-    base = _int64(_hex_list(fees, "baseFeePerGas"), "baseFeePerGas", "result")
+    base = _hex_int64_list(fees, "baseFeePerGas")
     count = len(base) - 1
     ratio = _ratios(result.get("gasUsedRatio"), "gasUsedRatio")
     if len(ratio) != count:
@@ -302,7 +346,7 @@ def parse_fee_history(
     if blob_fees is None:
         frame["base_fee_per_blob_gas_wei"] = pd.Series([pd.NA] * (count + 1), dtype="Int64")
     else:
-        blob = _int64(_hex_list(blob_fees, "baseFeePerBlobGas"), "baseFeePerBlobGas", "result")
+        blob = _hex_int64_list(blob_fees, "baseFeePerBlobGas")
         if len(blob) != count + 1:
             raise ValueError(f"result has {len(blob)} baseFeePerBlobGas values, expected "
                              f"{count + 1}")
@@ -325,15 +369,19 @@ def parse_fee_history(
         raise ValueError("result has 'reward': pass the request's percentiles to name them")
     if not isinstance(rewards, list) or len(rewards) != count:
         raise ValueError(f"result['reward'] must hold {count} rows, one per block")
+    for i, row in enumerate(rewards):
+        if type(row) is not list or len(row) != len(names):
+            raise ValueError(
+                f"result['reward'][{i}] must hold {len(names)} values, one per percentile"
+            )
+    table = _hex_int64_vector(list(itertools.chain.from_iterable(rewards)))
     for j, name in enumerate(names):
-        column = []
-        for i, row in enumerate(rewards):
-            if not isinstance(row, list) or len(row) != len(names):
-                raise ValueError(
-                    f"result['reward'][{i}] must hold {len(names)} values, one per percentile"
-                )
-            column.append(_quantity(row[j], f"result['reward'][{i}][{j}]"))
-        data = np.append(_int64(column, f"reward[..][{j}]", "result"), 0)
+        if table is not None:
+            column = table[j :: len(names)]
+        else:
+            column = _int64([_quantity(row[j], f"result['reward'][{i}][{j}]")
+                             for i, row in enumerate(rewards)], f"reward[..][{j}]", "result")
+        data = np.append(column, 0)
         mask = np.zeros(count + 1, dtype=bool)
         mask[-1] = True
         frame[name] = pd.arrays.IntegerArray(data, mask)

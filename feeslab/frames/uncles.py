@@ -192,7 +192,9 @@ def uncle_scan_frame(scanned_blocks: Any, uncles_frame: pd.DataFrame) -> pd.Data
             ) from None
     if scanned.size and not np.issubdtype(scanned.dtype, np.integer):
         raise TypeError(f"scanned_blocks must be integers, got dtype {scanned.dtype}")
-    blocks = np.unique(scanned.astype(np.int64))
+    blocks = scanned.astype(np.int64)
+    if blocks.size > 1 and not (blocks[1:] > blocks[:-1]).all():  # a range needs no sorting
+        blocks = np.unique(blocks)
     if not isinstance(uncles_frame, pd.DataFrame) or not {"block_number", "uncle_index"} <= set(
         uncles_frame.columns
     ):

@@ -16,9 +16,11 @@ import pandas as pd
 
 from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError
+from feeslab.fetch.cache import MISSING
 from feeslab.fetch.credits import Budget, CreditLedger, Plan
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import RpcCall, RpcResult
+from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 
 __all__ = ["DEVNET_CLIENT", "RpcSource"]
 
@@ -105,6 +107,43 @@ class RpcSource:
         return with_chain(frame, chain_id=chain_id or own, spec=spec, source=self.label)
 
     # -- calls, heads and plans ---------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Ask, in one round trip, what a fetch needs first and is not known yet: the head,
+        the cache's identity, whether the node is a devnet and (without a cache) the chain id.
+        """
+        extra: list[RpcCall] = []
+        ask_version = self._devnet is None
+        if ask_version:
+            extra.append(RpcCall("web3_clientVersion", []))
+        node = self.node
+        ask_chain = not node.caching and self._chain_id is None and node._identity is None
+        if ask_chain:
+            extra.append(RpcCall("eth_chainId", []))
+        answers = node.prepare(extra)
+        if ask_version:
+            self._devnet = str(answers.pop(0).unwrap()).startswith(DEVNET_CLIENT)
+        if ask_chain:
+            self._chain_id = int(answers.pop(0).unwrap(), 16)
+
+    def cached_frames(self, dataset: str, keys: Sequence[str]) -> list[pd.DataFrame | None]:
+        """The frames kept for ``dataset``'s ``keys`` (``keep_frames``), None where none is."""
+        if not keys or not self.node.caching:
+            return [None] * len(keys)
+        found = self.node.cache.get_chunks(dataset, keys)  # type: ignore[union-attr]
+        return [None if data is MISSING else frame_from_bytes(data) for data in found]
+
+    def keep_frames(self, dataset: str, items: Sequence[tuple[str, pd.DataFrame, int]]) -> None:
+        """Keep ``(key, frame, newest block)`` chunks of ``dataset`` whose blocks are settled,
+        as Parquet (``Cache.put_chunks``); nothing without a cache."""
+        cache = self.node.cache if self.node.caching else None
+        if cache is None:
+            return
+        settled = self.node.settled_below()
+        kept = [(key, frame_to_bytes(frame), block) for key, frame, block in items
+                if block < settled]
+        if kept:
+            cache.put_chunks(dataset, kept, settled_below=settled)
 
     def run(self, calls: Sequence[RpcCall], **options: Any) -> list[RpcResult]:
         """Answer ``calls`` in order, through the cache (``NodeClient.run``)."""

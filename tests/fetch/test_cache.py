@@ -470,3 +470,67 @@ def test_no_api_key_reaches_the_cache_files(devnet, rpc, tmp_path: Path, monkeyp
     after_close = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert after_close
     assert all(key.encode() not in p.read_bytes() for p in after_close)
+
+
+# -- chunks: settled results kept whole -----------------------------------------------------------
+
+
+def _chunk_files(root: Path) -> list[Path]:
+    return sorted((root / "rpc" / f"{IDENT}.chunks").glob("*.chunk"))
+
+
+def test_chunks_come_back_byte_for_byte_and_only_settled_ones_are_kept(
+    cache: Cache, tmp_path: Path
+) -> None:
+    items = [("0-4096", b"PAR1 first", 4_095), ("4096-8192", b"PAR1 second", 8_191)]
+    assert cache.put_chunks("uncles/v1", items, settled_below=8_000) == 1  # the second is not
+    assert cache.get_chunks("uncles/v1", ["0-4096", "4096-8192"]) == [b"PAR1 first", MISSING]
+    assert cache.get_chunks("fee_history/v1", ["0-4096"]) == [MISSING]  # datasets apart
+    assert len(_chunk_files(tmp_path)) == 1
+    assert not list((tmp_path / "rpc" / f"{IDENT}.chunks").glob(".tmp-*"))  # no partial file
+    with Cache(IDENT, path=tmp_path) as reopened:  # another session reads it back
+        assert reopened.get_chunks("uncles/v1", ["0-4096"]) == [b"PAR1 first"]
+
+
+def test_a_corrupt_or_missing_chunk_is_a_logged_miss_and_is_deleted(
+    cache: Cache, tmp_path: Path, caplog
+) -> None:
+    items = [(f"{k}", f"chunk {k}".encode(), k) for k in range(3)]
+    cache.put_chunks("d", items, settled_below=10)
+    raw = sqlite3.connect(cache.path)
+    files = dict(raw.execute("SELECT key, file FROM chunks"))
+    raw.close()
+    folder = tmp_path / "rpc" / f"{IDENT}.chunks"
+    (folder / files["1"]).write_bytes(b"chunk 9")  # changed behind the cache's back
+    (folder / files["2"]).unlink()  # gone
+    with caplog.at_level(logging.WARNING, logger="feeslab.fetch.cache"):
+        got = cache.get_chunks("d", ["0", "1", "2"])
+    assert got == [b"chunk 0", MISSING, MISSING]
+    assert sum("corrupt chunk" in r.getMessage() for r in caplog.records) == 2
+    assert cache.stats().corrupt == 2
+    assert not (folder / files["1"]).exists()  # deleted, not read again
+    raw = sqlite3.connect(cache.path)
+    assert [k for (k,) in raw.execute("SELECT key FROM chunks")] == ["0"]
+    raw.close()
+    assert cache.put_chunks("d", [("1", b"chunk 1", 1)], settled_below=10) == 1  # it heals
+    assert cache.get_chunks("d", ["1"]) == [b"chunk 1"]
+
+
+def test_clear_removes_the_chunks_too(cache: Cache, tmp_path: Path) -> None:
+    cache.put_chunks("d", [("a", b"x" * 10_000, 1)], settled_below=10)
+    assert cache.stats().bytes > 10_000  # the chunk files count
+    cache.clear()
+    assert cache.get_chunks("d", ["a"]) == [MISSING]
+    assert _chunk_files(tmp_path) == []
+
+
+def test_chunks_between_blocks_are_listed_and_dropped(cache: Cache, tmp_path: Path) -> None:
+    items = [(f"{b}", f"note {b}".encode(), b) for b in (10, 20, 30, 40)]
+    cache.put_chunks("notes", items, settled_below=100)
+    cache.put_chunks("other", [("20", b"not a note", 20)], settled_below=100)
+    assert sorted(cache.chunks_between("notes", 20, 40)) == [("20", b"note 20"),
+                                                              ("30", b"note 30")]
+    cache.drop_chunks("notes", 15, 35)
+    assert sorted(k for k, _ in cache.chunks_between("notes", 0, 100)) == ["10", "40"]
+    assert cache.get_chunks("other", ["20"]) == [b"not a note"]  # another dataset is kept
+    assert len(_chunk_files(tmp_path)) == 3  # the dropped notes' files are gone too

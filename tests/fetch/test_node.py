@@ -77,3 +77,39 @@ def test_each_batch_is_cached_as_it_arrives_not_at_the_end_of_its_chunk(tmp_path
     assert [int(h["number"], 16) for h in headers] == list(blocks)
     assert ledger.cached == kept
     assert ledger.by_method["eth_getBlockByNumber"] == 80 * (len(blocks) - kept + 1)
+
+
+def test_prepare_asks_the_head_and_identity_in_one_request_with_the_extra_calls(devnet, tmp_path):
+    from feeslab.fetch.transport import RpcCall
+
+    client = _client(f"{devnet.url}/v3/{devnet.api_key}", tmp_path)
+    try:
+        (version,) = client.prepare([RpcCall("web3_clientVersion", [])])
+        assert client.transport.attempts == 1  # one round trip for all four calls
+        assert str(version.unwrap()).startswith("feeslab-devnet/")
+        assert client.identity.startswith("1-0x") and client.head() >= 200_000
+        assert client.prepare() == [] and client.transport.attempts == 1  # known: nothing sent
+    finally:
+        _close(client)
+    off = _client(f"{devnet.url}/v3/{devnet.api_key}", False)
+    try:
+        off.prepare()
+        assert off._identity is None  # no cache: no identity asked for
+        assert off.ledger.to_frame()["method"].tolist() == ["eth_blockNumber"]
+    finally:
+        _close(off)
+
+
+def test_submitted_parts_answer_like_run_and_skip_the_answer_cache(devnet, tmp_path):
+    client = _client(f"{devnet.url}/v3/{devnet.api_key}", tmp_path, max_batch=100)
+    try:
+        parts = [blocks_dataset.calls(range(a, a + 250)) for a in (10_000, 10_250, 10_500)]
+        futures = [client.submit(part) for part in parts]
+        got = [[answer.unwrap() for answer in future.result()] for future in futures]
+        expected = [_results(client, part) for part in parts]  # through the answer cache
+        assert got == expected
+        assert [int(h["number"], 16) for h in got[1]] == list(range(10_250, 10_500))
+        # submit wrote nothing to the answer cache: run fetched every header itself
+        assert client.ledger.cached == 0
+    finally:
+        _close(client)

@@ -255,3 +255,43 @@ def test_stitch_keeps_the_chain_the_snapshots_say_and_refuses_two_chains():
     other.attrs.update(chain_id=1, chain_spec="mainnet@devnet")
     with pytest.raises(ChainSpecConflict, match="snapshots are of different chains"):
         stitch_base_fee_snapshots([first, other])
+
+
+def _history(fees: list, rewards: list | None = None) -> dict:
+    count = len(fees) - 1
+    result = {"oldestBlock": "0x10", "baseFeePerGas": fees, "gasUsedRatio": [0.5] * count}
+    if rewards is not None:
+        result["reward"] = rewards
+    return result
+
+
+def test_fee_history_hex_columns_are_exact_on_the_fast_and_the_checked_path():
+    rng = np.random.default_rng(5)
+    values = [int(v) for v in rng.integers(0, 2**63 - 1, 300, dtype=np.int64)]
+    values += [0, 1, 2**63 - 1, 0xABCDEF]
+    texts = [hex(v) for v in values]
+    texts[-1] = "0XabCDef"  # either case, either x
+    tips = [[hex(v), hex(v // 2)] for v in values[:-1]]
+    fast = parse_fee_history(_history(texts, tips), percentiles=(10, 90))
+    assert fast["base_fee_wei"].tolist() == values
+    assert fast["reward_p10_wei"].tolist()[:-1] == values[:-1]
+    assert fast["reward_p90_wei"].tolist()[:-1] == [v // 2 for v in values[:-1]]
+    # a plain int among them takes the checked path, with the same result
+    mixed = parse_fee_history(_history([values[0], *texts[1:]], tips), percentiles=(10, 90))
+    pd.testing.assert_frame_equal(mixed, fast)
+
+
+@pytest.mark.parametrize(
+    ("fees", "match"),
+    [
+        (["0x1", hex(2**63)], r"baseFeePerGas.*does not fit int64"),
+        (["0x1", "0x" + "f" * 17], r"baseFeePerGas.*does not fit int64"),
+        (["0x1", "0xg1"], r"\['baseFeePerGas'\]\[1\] is not a hex quantity"),
+        (["0x1", "12"], r"\['baseFeePerGas'\]\[1\] is not a hex quantity"),
+        (["0x1", "0x"], r"\['baseFeePerGas'\]\[1\] is not a hex quantity"),
+        (["0x1", None], r"\['baseFeePerGas'\]\[1\] is not a hex quantity"),
+    ],
+)
+def test_fee_history_bad_quantities_are_named(fees, match):
+    with pytest.raises(ValueError, match=match):
+        parse_fee_history(_history(fees))

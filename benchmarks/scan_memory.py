@@ -1,0 +1,105 @@
+"""Peak memory and warm reruns of long uncle scans: feeslab against one ``feeslab serve``.
+
+Each scan runs in a fresh Python process (``ru_maxrss`` is a process's peak), on blocks of
+chain 1 (seed 0) ending at ``STOP``: the peak RSS should be flat in the range (the scan
+streams), and a warm rerun of settled blocks reads Parquet pieces back, sending nothing.
+
+Cold runs with and without the cache alternate (the faster of two each, the first run without
+a cache untimed: it warms the server's own caches); the peak RSS is the highest of all runs.
+``python benchmarks/scan_memory.py`` prints the rows; ``bench()`` returns them for ``run.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+
+from uncle_scan import CREDITS_PER_SECOND, DAILY_CREDITS, SEED, feeslab_serve, warm
+
+STOP = 200_000  # settled: chain 1 reaches block 210,000 at seed 0
+SIZES = (20_000, 200_000)
+RSS_GOAL_MIB = 300
+WARM_GOAL_S = 0.5
+
+# one scan in a child process: cold (cache given or off), then (with a cache) a warm rerun in
+# a new Lab on the same directory; prints wall times, requests and the process's peak RSS
+_CHILD = r"""
+import json, resource, sys, time
+import feeslab
+url, key, secret, start, stop, cache = sys.argv[1:7]
+cache = False if cache == "off" else cache
+def lab():
+    return feeslab.connect(url=url, api_key=key, api_key_secret=secret, cache=cache,
+                           progress=False)
+out = {}
+with lab() as first:
+    began = time.perf_counter()
+    scan = first.uncles(int(start), int(stop))
+    out["cold"] = time.perf_counter() - began
+    out["uncles"] = len(scan.uncles)
+    out["requests"] = first.node.transport.attempts
+del scan
+out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+if cache is not False:
+    with lab() as again:
+        again.data_source.prepare()  # a new Lab learns the cache's key: one request, untimed
+        sent = again.node.transport.attempts
+        began = time.perf_counter()
+        rerun = again.uncles(int(start), int(stop))
+        out["warm"] = time.perf_counter() - began
+        out["warm_requests"] = again.node.transport.attempts - sent
+        assert len(rerun.uncles) == out["uncles"]
+print(json.dumps(out))
+"""
+
+
+def scan(served, start: int, stop: int, cache: str) -> dict:
+    args = [sys.executable, "-c", _CHILD, served.url, served.key, served.secret, str(start),
+            str(stop), cache]
+    done = subprocess.run(args, capture_output=True, text=True, check=True, timeout=1_800)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench() -> list[tuple[str, float, str]]:
+    rows = []
+    serve = ("--seed", str(SEED), "--credits-per-second", str(CREDITS_PER_SECOND),
+             "--daily-credits", str(DAILY_CREDITS))
+    with feeslab_serve(*serve) as served:
+        warm(served)
+        for size in SIZES:
+            # alternated, off first and last: the server's own caches warm up on the first
+            offs, ons = [scan(served, STOP - size, STOP, "off")], []
+            for _ in range(2):
+                with tempfile.TemporaryDirectory(prefix="feeslab-bench-cache-") as cache_dir:
+                    ons.append(scan(served, STOP - size, STOP, cache_dir))
+                offs.append(scan(served, STOP - size, STOP, "off"))
+            off = min(offs[1:], key=lambda r: r["cold"])
+            on = min(ons, key=lambda r: r["cold"])
+            off["rss_mib"] = max(r["rss_mib"] for r in offs)
+            on["rss_mib"] = max(r["rss_mib"] for r in ons)
+            rows.append((f"uncle scan {size:,} blocks, cache off", off["cold"],
+                         f"peak RSS {off['rss_mib']:,.0f} MiB, {off['requests']} requests, "
+                         f"{off['uncles']:,} uncles"))
+            rows.append((f"uncle scan {size:,} blocks, cache cold", on["cold"],
+                         f"peak RSS {on['rss_mib']:,.0f} MiB, {on['requests']} requests; "
+                         f"{on['cold'] / off['cold']:.2f}x cache off"))
+            rows.append((f"uncle scan {size:,} blocks, warm (new Lab)", on["warm"],
+                         f"{on['warm_requests']} requests"))
+            if size == max(SIZES):
+                rss = max(off["rss_mib"], on["rss_mib"])
+                rows.append((f"GOAL peak RSS of a {size:,}-block scan <= {RSS_GOAL_MIB} MiB",
+                             rss, "PASS" if rss <= RSS_GOAL_MIB else "FAIL"))
+                ok = on["warm"] <= WARM_GOAL_S and on["warm_requests"] == 0
+                rows.append((f"GOAL warm {size:,}-block scan <= {WARM_GOAL_S} s, 0 requests",
+                             on["warm"], "PASS" if ok else "FAIL"))
+                ratio = on["cold"] / off["cold"]
+                rows.append(("GOAL cold scan with the cache <= 1.15x cache off", ratio,
+                             "PASS" if ratio <= 1.15 else "FAIL"))
+    return rows
+
+
+if __name__ == "__main__":
+    for name, seconds, note in bench():
+        print(f"{name:<55}  {seconds:>9.3f}  {note}")

@@ -1,0 +1,118 @@
+"""Streaming scans and their chunk cache, against the session devnet over real HTTP: uncle
+scans in aligned pieces (each piece's uncles frame cached as Parquet), fee history in groups
+of calls sent at once; checked against the devnet's chain."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import feeslab
+from feeslab.datasets.uncles import PIECE
+
+SETUP = {"eth_blockNumber", "eth_chainId", "web3_clientVersion"}
+
+
+def _lab(devnet, cache) -> feeslab.Lab:
+    return feeslab.connect(url=devnet.url, api_key=devnet.api_key,
+                           api_key_secret=devnet.api_key_secret, cache=cache, progress=False)
+
+
+def _calls(lab: feeslab.Lab) -> dict[str, int]:
+    return lab.credits.to_frame().set_index("method")["calls"].to_dict()
+
+
+def _expected(truth, start: int, stop: int) -> list[tuple[int, int, str]]:
+    return [(n, i, "0x" + u.hash.hex()) for n in range(start, stop)
+            for i, u in enumerate(truth.block(n).uncles)]
+
+
+def _found(scan) -> list[tuple[int, int, str]]:
+    frame = scan.uncles
+    return list(zip(frame["block_number"], frame["uncle_index"], frame["hash"], strict=True))
+
+
+def test_a_scan_over_many_pieces_finds_every_uncle_and_a_new_lab_reads_it_back(
+    devnet, truth, tmp_path
+):
+    start, stop = 3 * PIECE - 100, 6 * PIECE + 50  # two edge pieces and three whole ones
+    with _lab(devnet, tmp_path) as first:
+        scan = first.uncles(start, stop)
+        headers = _calls(first)["eth_getBlockByNumber"]
+    assert _found(scan) == _expected(truth, start, stop)
+    assert scan.blocks["block_number"].tolist() == list(range(start, stop))
+    assert headers == stop - start + 1  # each header once (the plan's sample among them), genesis
+    with _lab(devnet, tmp_path) as again:  # a restarted kernel: the pieces come back as frames
+        rerun = again.uncles(start, stop)
+        calls = _calls(again)
+        # inside one whole piece the first scan cached: a frame sliced, nothing asked
+        inner = again.uncles(4 * PIECE + 10, 5 * PIECE - 10)
+        assert _calls(again) == calls
+    assert set(calls) == SETUP | {"eth_getBlockByNumber"} and calls["eth_getBlockByNumber"] == 1
+    pd.testing.assert_frame_equal(rerun.uncles, scan.uncles)
+    pd.testing.assert_frame_equal(rerun.blocks, scan.blocks)
+    assert rerun.uncles.attrs == scan.uncles.attrs and rerun.uncles.attrs["chain_id"] == 1
+    assert rerun.plan.total == 0  # everything came from the cache
+    assert _found(inner) == _expected(truth, 4 * PIECE + 10, 5 * PIECE - 10)
+
+
+def test_blocks_near_the_head_are_fetched_again_and_settled_ones_are_not(devnet, truth, lab):
+    head = truth.head()
+    start = head - 300
+    lab.uncles(start, head + 1)
+    before = _calls(lab)["eth_getBlockByNumber"]
+    again = lab.uncles(start, head + 1)
+    fetched = _calls(lab)["eth_getBlockByNumber"] - before
+    assert fetched == lab.node.settled_depth  # only the blocks not yet settled
+    assert _found(again) == _expected(truth, start, head + 1)
+
+
+def test_without_a_cache_nothing_is_written_and_each_scan_asks_again(devnet, truth, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv("FEESLAB_CACHE_DIR", str(tmp_path))
+    with _lab(devnet, False) as lab:
+        first = lab.uncles(20_000, 21_000)
+        second = lab.uncles(20_000, 21_000)
+        assert _calls(lab)["eth_getBlockByNumber"] == 2_000
+    assert _found(first) == _found(second) == _expected(truth, 20_000, 21_000)
+    assert not list(tmp_path.rglob("*.chunk"))
+
+
+def test_fee_history_comes_back_from_the_cache_with_the_same_dtypes(devnet, truth, tmp_path):
+    start, stop = 120_000, 160_000  # 40 calls: five groups, all sent at once
+    with _lab(devnet, tmp_path) as first:
+        frame = first.fee_history(start, stop)
+        assert _calls(first)["eth_feeHistory"] == 40
+        assert first.node.transport.attempts <= 1 + 5  # the set-up, then a request a group
+    assert frame["block_number"].tolist() == list(range(start, stop))
+    assert frame["base_fee_wei"].tolist() == truth.base_fees(start, stop)
+    with _lab(devnet, tmp_path) as again:
+        rerun = again.fee_history(start, stop)
+        assert "eth_feeHistory" not in _calls(again)
+    pd.testing.assert_frame_equal(rerun, frame)
+    assert rerun.attrs == frame.attrs
+
+
+@pytest.mark.parametrize("percentiles", [(25, 75), ()])
+def test_fee_history_groups_are_cached_per_percentiles(lab, truth, percentiles):
+    frame = lab.fee_history(100_000, 102_000, percentiles=(10, 50, 90))
+    other = lab.fee_history(100_000, 102_000, percentiles=percentiles)
+    assert _calls(lab)["eth_feeHistory"] == 4  # the second set of percentiles asked anew
+    assert [c for c in other.columns if c.startswith("reward")] == [
+        f"reward_p{p}_wei" for p in percentiles]
+    assert other["base_fee_wei"].tolist() == frame["base_fee_wei"].tolist()
+
+
+def test_an_interrupted_scan_keeps_the_pieces_it_finished(truth, tmp_path):
+    from feeslab.devnet import start
+
+    stop = 3 * PIECE
+    # enough for two pieces of headers and the first piece's uncles, not for the third piece
+    poor = start(seed=7, daily_credits=80 * 2 * PIECE + 150 * 2_000, credits_per_second=10**9)
+    with poor, _lab(poor, tmp_path) as lab, pytest.raises(feeslab.CreditsExhausted):
+        lab.uncles(0, stop)
+    with start(seed=7, credits_per_second=10**9) as rich, _lab(rich, tmp_path) as lab:
+        scan = lab.uncles(0, stop)
+        headers = _calls(lab)["eth_getBlockByNumber"]
+    assert _found(scan) == _expected(truth, 0, stop)
+    assert headers <= 2 * PIECE + 1  # at least the first piece came from the cache
