@@ -205,8 +205,9 @@ def plan_uncles(
     out: str | os.PathLike[str] | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
     budget: int | None = None,
-) -> tuple[JobPlan, dict[int, Any]]:
-    """The whole uncle scan's plan and partitions, and the sampled headers (node sources).
+) -> tuple[JobPlan, dict[int, int]]:
+    """The whole uncle scan's plan and partitions, and the sampled uncle counts by block
+    (node sources).
 
     Parameters
     ----------
@@ -221,7 +222,7 @@ def plan_uncles(
     check_range(start, stop)
     if not isinstance(partition_blocks, int) or partition_blocks < 1:
         raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
-    sampled: dict[int, Any] = {}
+    sampled: dict[int, int] = {}
     if is_archive(source):
         plan = uncles_dataset.plan(source, start, stop)
         parts = []
@@ -232,7 +233,7 @@ def plan_uncles(
         source._covering(start, stop)  # every block covered, or Era1Error naming the gap
         where = "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
     else:
-        plan, sampled = uncles_dataset._plan_and_sample(
+        plan, sampled, _, _ = uncles_dataset._plan_and_sample(
             source, start, stop, uncles_dataset.SAMPLE, budget)  # fmt: skip
         per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
         per_block /= stop - start
@@ -314,7 +315,7 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 class _SeededNode(NodeClient):
     """A worker's node client: no cache, and what the driver already knows answered for free
-    (the plan's sampled headers in this range, the head, the chain id)."""
+    (the head, the chain id, the client version), on every path a call is sent by."""
 
     def __init__(self, transport: Any, *, ledger: CreditLedger, seeds: dict[Any, Any],
                  head: int) -> None:  # fmt: skip
@@ -322,17 +323,17 @@ class _SeededNode(NodeClient):
         self._seeds = seeds
         self._head = head
 
-    def run(self, calls: Sequence[RpcCall], **options: Any) -> list[RpcResult]:
+    def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
         keys = [(c.method, json.dumps(c.params)) for c in calls]
         todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._seeds]
-        sent = iter(super().run(todo, **options) if todo else [])
+        sent = iter(super()._send(todo, on_batch) if todo else [])
         return [RpcResult(c, result=self._seeds[k]) if k in self._seeds else next(sent)
                 for c, k in zip(calls, keys, strict=True)]  # fmt: skip
 
 
-def _node_source(task: _Task, sampled: dict[int, Any]) -> RpcSource:
-    """A worker's source for one partition: paced by the cluster's bucket, the plan's sampled
-    headers of its range (``sampled``) answered without asking."""
+def _node_source(task: _Task) -> RpcSource:
+    """A worker's source for one partition: paced by the cluster's bucket, what the driver
+    knows of the node answered without asking."""
     from distributed import get_worker
 
     from feeslab.cluster._governor import ClusterGovernor
@@ -354,9 +355,7 @@ def _node_source(task: _Task, sampled: dict[int, Any]) -> RpcSource:
                               credits_per_second=spec.credits_per_second,
                               on_response=on_response)  # fmt: skip
     transport._core.governor = governor  # every batch booked in the cluster's bucket
-    seeds = {(blocks_dataset.METHOD, json.dumps(c.params)): sampled[n]
-             for n, c in zip(sampled, blocks_dataset.calls(list(sampled)), strict=True)}
-    seeds[("eth_chainId", "[]")] = hex(spec.chain_id)
+    seeds: dict[Any, Any] = {("eth_chainId", "[]"): hex(spec.chain_id)}
     version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
     seeds[("web3_clientVersion", "[]")] = version
     node = _SeededNode(transport, ledger=ledger, seeds=seeds, head=spec.head)
@@ -408,7 +407,7 @@ def _error_from_data(data: dict[str, Any]) -> BaseException:
     return exc
 
 
-def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict[str, Any]:
+def run_partition(task: _Task, part: Partition, sampled: dict[int, int]) -> dict[str, Any]:
     """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
     earlier attempt wrote them. Returns what it did; a feeslab error (a budget refused, a 402,
     a damaged file) as data, raised again on the driver with its type and attributes."""
@@ -423,8 +422,10 @@ def run_partition(task: _Task, part: Partition, sampled: dict[int, Any]) -> dict
 
             source = Era1Source(part.file)
         else:
-            source = _node_source(task, sampled)
-        scan = uncles_dataset.get(source, part.start, part.stop, progress=False)
+            source = _node_source(task)
+        # the plan's sample in this range was bought by the driver: not asked for again
+        scan = uncles_dataset.get(source, part.start, part.stop, progress=False,
+                                  known_counts=sampled)
     except FeeslabError as exc:
         return {"file": part.name, "error": _error_as_data(exc)}
     finally:

@@ -18,7 +18,7 @@ import contextlib
 import gc
 import itertools
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -357,6 +357,7 @@ def get(
     *,
     budget: int | None = None,
     progress: bool | None = None,
+    known_counts: Mapping[int, int] | None = None,
 ) -> UncleScan:
     """Every uncle included by blocks ``start`` .. ``stop - 1`` (like ``range``).
 
@@ -370,6 +371,9 @@ def get(
         ahead: the scan reads the same headers and the plan is worked out from them.
     progress : bool, optional
         A progress bar on long fetches.
+    known_counts : mapping of int to int, optional
+        Uncle counts [uncles] of blocks already read elsewhere (a cluster job's plan sample):
+        their headers are not asked for again.
 
     Returns
     -------
@@ -389,6 +393,9 @@ def get(
             cached, todo, numbers = _left(source, start, stop, SAMPLE)
             known = _sample_cached(source, numbers)  # e.g. bought by plan_uncles before
             sampled = dict.fromkeys(numbers, 0) | known
+        if known_counts:
+            given = {n: int(c) for n, c in known_counts.items() if start <= n < stop}
+            known, sampled = known | given, sampled | given
         if todo:
             known = _noted_counts(source, start, stop) | known
         frames = dict(cached)
