@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, method_cost
 from feeslab.errors import RpcError
 
@@ -100,7 +102,10 @@ def build_body(calls: Sequence[RpcCall], ids: Sequence[Any]) -> bytes:
         for c, i in zip(calls, ids, strict=True)
     ]
     payload: Any = items[0] if len(items) == 1 else items
-    return json.dumps(payload, separators=(",", ":")).encode()
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson refuses ints past 64 bits (a wallet's values): the stdlib takes them
+        return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def backoff_seconds(body: Any) -> float | None:
@@ -115,6 +120,10 @@ def backoff_seconds(body: Any) -> float | None:
 
 def json_or_none(content: bytes) -> Any:
     """``content`` decoded as JSON, or None when it is not JSON."""
+    try:
+        return orjson.loads(content)  # 2-3x the stdlib's speed on 500-header answers
+    except orjson.JSONDecodeError:
+        pass  # also ints past 64 bits and NaN, which the stdlib reads
     try:
         return json.loads(content)
     except (ValueError, UnicodeDecodeError):
