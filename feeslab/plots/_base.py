@@ -3,6 +3,7 @@ entries every plot function has."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ def _require(frame: Any, columns: Iterable[str], what: str) -> pd.DataFrame:
 
 
 _ENTRIES = {
-    "%(ax)s": "ax : matplotlib.axes.Axes, optional\n        Where to draw; a new figure when None.",
+    "ax": ("ax : matplotlib.axes.Axes, optional", "Where to draw; a new figure when None."),
 }  # written once here, not in every plot function's Parameters section
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,7 +39,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _documented(func: F) -> F:
     """``func`` with the shared entries (``%(ax)s``) filled into its docstring."""
     doc = func.__doc__ or ""
-    for placeholder, entry in _ENTRIES.items():
-        doc = doc.replace(placeholder, entry)
+    for name, (head, body) in _ENTRIES.items():
+        # at the placeholder's own indent: 4 spaces before Python 3.13, none after (3.13's
+        # compiler strips a docstring's common indent)
+        doc = re.sub(rf"^([ \t]*)%\({name}\)s$",
+                     lambda m, head=head, body=body: f"{m[1]}{head}\n{m[1]}    {body}",
+                     doc, flags=re.MULTILINE)  # fmt: skip
     func.__doc__ = doc
     return func

@@ -704,4 +704,9 @@ def test_shared_evms_follow_calls_in_random_block_order(monkeypatch: pytest.Monk
         got = [state.executor_at(number).execute(
             CallRequest(sender=state.deployer, to=to, data=data), 1_000_000) for to, data in calls]
         assert got == _fresh_answers(state, number, calls), number
-    assert sum(m > 100 for m in moves) > 10 and sum(m < -100 for m in moves) > 10
+    from feeslab.devnet.evm import backend
+
+    if backend().__name__.endswith("_evm_pyrevm"):  # shared EVMs moved far, both ways
+        assert sum(m > 100 for m in moves) > 10 and sum(m < -100 for m in moves) > 10
+    else:  # py-evm (CPython 3.13+): an executor per block, nothing to move
+        assert moves == []
