@@ -231,10 +231,11 @@ class Lab:
         return uncles.get(self.data_source, start, stop, budget=budget, progress=progress)
 
     def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE,
-                    budget: int | None = None) -> Plan:
+                    budget: int | None = None, less_cached: bool = True) -> Plan:
         """What :meth:`uncles` will cost, estimated from ``sample`` headers (cached for the
-        scan; :func:`feeslab.datasets.uncles.plan`)."""
-        return uncles.plan(self.data_source, start, stop, sample=sample, budget=budget)
+        scan; ``less_cached=False``: from scratch; :func:`feeslab.datasets.uncles.plan`)."""
+        return uncles.plan(self.data_source, start, stop, sample=sample, budget=budget,
+                           less_cached=less_cached)
 
     def storage(self, address: str, slot: int, block: int) -> int:
         """The 32-byte word at ``slot`` of ``address`` after ``block``, as an int."""

@@ -116,3 +116,15 @@ def test_an_interrupted_scan_keeps_the_pieces_it_finished(truth, tmp_path):
         headers = _calls(lab)["eth_getBlockByNumber"]
     assert _found(scan) == _expected(truth, 0, stop)
     assert headers <= 2 * PIECE + 1  # at least the first piece came from the cache
+
+
+def test_a_plan_from_scratch_ignores_the_cache_and_is_the_same_on_every_run(devnet, tmp_path):
+    start, stop = 2 * PIECE, 3 * PIECE  # one whole settled piece
+    with _lab(devnet, tmp_path) as lab:
+        cold = lab.plan_uncles(start, stop)
+        lab.uncles(start, stop)
+        warm = lab.plan_uncles(start, stop)
+        scratch = lab.plan_uncles(start, stop, less_cached=False)
+    assert cold.total > 0 and warm.total == 0  # the cache holds the whole piece now
+    assert scratch.total == cold.total  # the same sample, so the same estimate
+    assert scratch.count("eth_getBlockByNumber") == stop - start

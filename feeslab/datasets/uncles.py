@@ -293,7 +293,8 @@ def _bar(source: Any, total: int, progress: bool | None) -> Any:
 
 
 def plan(
-    source: Any, start: int, stop: int, *, sample: int = SAMPLE, budget: int | None = None
+    source: Any, start: int, stop: int, *, sample: int = SAMPLE, budget: int | None = None,
+    less_cached: bool = True,
 ) -> Plan:
     """What :func:`get` will cost, before it runs.
 
@@ -305,11 +306,13 @@ def plan(
     budget : int, optional
         Refuse (``BudgetExceeded``) before the sample is bought if the scan's headers alone
         (the sample among them) would pass it, and after it if the whole plan would [credits].
+    less_cached : bool, default True
+        Leave out what the cache holds; False: the cost from scratch, the same on every run.
     """
     check_range(start, stop)
     if is_archive(source):  # files cost nothing
         return Plan([], title=_title(start, stop) + " (era1 files)")
-    return _plan_and_sample(source, start, stop, sample, budget)[0]
+    return _plan_and_sample(source, start, stop, sample, budget, less_cached=less_cached)[0]
 
 
 def _headers_alone(source: Any, start: int, stop: int, budget: int | None) -> Budget | None:
@@ -320,25 +323,26 @@ def _headers_alone(source: Any, start: int, stop: int, budget: int | None) -> Bu
     return cap
 
 
-def _left(source: Any, start: int, stop: int, sample: int
+def _left(source: Any, start: int, stop: int, sample: int, *, less_cached: bool = True
           ) -> tuple[dict[tuple[int, int], pd.DataFrame], list[tuple[int, int]], list[int]]:
-    """After the set-up round trip: the cached pieces, the pieces left to fetch and the
-    sample's block numbers among them."""
+    """After the set-up round trip: the cached pieces (none looked up unless
+    ``less_cached``), the pieces left to fetch and the sample's block numbers among them."""
     source.prepare()
     source.check_head(stop)
     pieces = _pieces(source, start, stop)
-    cached = _cached(source, pieces)
+    cached = _cached(source, pieces) if less_cached else {}
     todo = [p for p in pieces if p not in cached]
     return cached, todo, _sample(todo, sample)
 
 
-def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: int | None
+def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: int | None,
+                     *, less_cached: bool = True,
                      ) -> tuple[Plan, dict[int, int], list[tuple[int, int]],
                                 dict[tuple[int, int], pd.DataFrame]]:
     """The plan (its sample bought), the sampled uncle counts by number, the pieces left to
     fetch and the cached ones."""
     cap = _headers_alone(source, start, stop, budget)
-    cached, todo, numbers = _left(source, start, stop, sample)
+    cached, todo, numbers = _left(source, start, stop, sample, less_cached=less_cached)
     probe = blocks.headers(source, numbers, progress=False) if numbers else []
     missing = [n for n, h in zip(numbers, probe, strict=True) if h is None]
     if missing:
