@@ -128,3 +128,37 @@ def test_a_plan_from_scratch_ignores_the_cache_and_is_the_same_on_every_run(devn
     assert cold.total > 0 and warm.total == 0  # the cache holds the whole piece now
     assert scratch.total == cold.total  # the same sample, so the same estimate
     assert scratch.count("eth_getBlockByNumber") == stop - start
+
+
+def test_every_request_is_charged_against_the_budget_before_it_goes(devnet):
+    from feeslab.datasets import blocks
+    from feeslab.errors import BudgetExceeded
+    from feeslab.fetch.credits import Budget
+
+    with _lab(devnet, False) as lab:
+        source = lab.data_source
+        outer, inner = Budget(80 * 15), Budget(80 * 10)
+        with source.budgeted(outer):
+            with source.budgeted(inner):
+                source.node.run(blocks.calls(range(100, 110)))  # exactly the inner budget
+                spent = lab.credits.spent
+                with pytest.raises(BudgetExceeded):
+                    source.node.run(blocks.calls([110]))
+                assert lab.credits.spent == spent  # refused before it was sent
+            source.node.run(blocks.calls(range(110, 115)))  # the outer one has room for 5
+            with pytest.raises(BudgetExceeded):
+                source.node.run(blocks.calls([115]))
+        assert (inner.spent, outer.spent) == (800, 1200)  # nested: both charged, refusals not
+        source.node.run(blocks.calls([115]))  # outside: no budget
+        assert _calls(lab)["eth_getBlockByNumber"] == 16
+
+
+def test_a_scan_past_its_budget_is_refused_having_spent_at_most_the_budget(devnet, tmp_path):
+    from feeslab.errors import BudgetExceeded
+
+    start, stop = 2 * PIECE, 2 * PIECE + 3000
+    with _lab(devnet, tmp_path) as lab:
+        headers_only = 80 * (stop - start)  # passes the header check, not the uncles
+        with pytest.raises(BudgetExceeded):
+            lab.uncles(start, stop, budget=headers_only + 150)
+        assert lab.credits.spent <= headers_only + 150

@@ -58,19 +58,19 @@ def get(source: Any, chain_id: int | None = None, *, budget: int | None = None) 
     node = rpc(source, "the Gas API")
     if node.gas is None:
         raise ConfigError("this Lab has no Gas API (connected with rpc_url=)")
-    node.check_budget(plan(node), budget)
-    own = node.chain_id()
-    chain_id = own if chain_id is None else chain_id
-    values = node.gas.base_fee_history(chain_id)
-    frame = node.tag(parse_base_fee_history(values), chain_id)
-    if chain_id != own or frame.empty:
+    with node.budgeted(plan(node), budget):  # checked, then each request charged
+        own = node.chain_id()
+        chain_id = own if chain_id is None else chain_id
+        values = node.gas.base_fee_history(chain_id)
+        frame = node.tag(parse_base_fee_history(values), chain_id)
+        if chain_id != own or frame.empty:
+            return frame
+        head = node.head(refresh=True)
+        ends = blocks.headers(node, [head - len(values) + 1, head], progress=False)
+        fees = frame["base_fee_wei"]
+        if all(b is not None and "baseFeePerGas" in b for b in ends) and (
+            int(ends[0]["baseFeePerGas"], 16) == fees.iloc[0]
+            and int(ends[1]["baseFeePerGas"], 16) == fees.iloc[-1]
+        ):
+            return node.tag(parse_base_fee_history(values, newest_block=head))
         return frame
-    head = node.head(refresh=True)
-    ends = blocks.headers(node, [head - len(values) + 1, head], progress=False)
-    fees = frame["base_fee_wei"]
-    if all(b is not None and "baseFeePerGas" in b for b in ends) and (
-        int(ends[0]["baseFeePerGas"], 16) == fees.iloc[0]
-        and int(ends[1]["baseFeePerGas"], 16) == fees.iloc[-1]
-    ):
-        return node.tag(parse_base_fee_history(values, newest_block=head))
-    return frame

@@ -77,8 +77,7 @@ def get(
     if is_archive(source):
         return source.blocks(start, stop, progress=progress)
     check_range(start, stop)
-    source.check_budget(plan(source, start, stop), budget)
-    source.check_head(stop)
-    with gc_paused():  # the decoded headers die before the collector resumes
+    with source.budgeted(plan(source, start, stop), budget), gc_paused():
+        source.check_head(stop)  # the decoded headers die before the collector resumes:
         found = headers(source, range(start, stop), progress=progress)
         return source.tag(parse_blocks([b for b in found if b is not None]))

@@ -159,11 +159,11 @@ def get(
     node = rpc(source, "eth_call")
     spec = function_spec(function, returns=returns, abi=abi)
     numbers, batch = _series_calls(spec, args, to, sender, blocks)
-    if budget is not None:
-        node.check_budget(node.plan(batch, _title(spec, len(batch))), budget)
+    with node.budgeted(node.plan(batch, _title(spec, len(batch))) if budget is not None
+                       else None, budget):
+        results = node.run(batch, progress=progress, description="eth_call")
     answers: dict[int, Any] = {}
-    for n, answer in zip(numbers, node.run(batch, progress=progress, description="eth_call"),
-                         strict=True):
+    for n, answer in zip(numbers, results, strict=True):
         if answer.ok:
             answers[n] = answer.result
         elif isinstance(answer.error, RevertError):

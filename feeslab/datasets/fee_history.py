@@ -90,28 +90,28 @@ def get(
     if is_archive(source):
         return source.fee_history(start, stop, percentiles=percentiles, progress=progress)
     check_range(start, stop)
-    source.check_budget(plan(source, start, stop), budget)
-    source.prepare()
-    source.check_head(stop)
-    wanted = calls(start, stop, percentiles)
-    groups = [wanted[k : k + GROUP] for k in range(0, len(wanted), GROUP)]
-    keys = [canonical_json([call.params for call in group]) for group in groups]
-    frames = source.cached_frames(DATASET, keys)  # settled groups kept as frames
-    todo = [g for g, frame in enumerate(frames) if frame is None]
-    # every group at once, a request each (the node client keeps its connections busy)
-    futures = [source.node.submit(groups[g]) for g in todo]
-    keep = []
-    try:
-        for g, future in zip(todo, futures, strict=True):
-            # each answer ends with the base fee of the block after its newest: drop it
-            parts = [parse_fee_history(a.unwrap(), percentiles=percentiles).iloc[:-1]
-                     for a in future.result()]
-            frames[g] = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-            keep.append((keys[g], frames[g], int(groups[g][-1].params[1], 16)))
-    finally:
-        for future in futures:
-            future.cancel()
-        source.keep_frames(DATASET, keep)  # what came back is kept, even if a part failed
+    with source.budgeted(plan(source, start, stop), budget):  # each request charged
+        source.prepare()
+        source.check_head(stop)
+        wanted = calls(start, stop, percentiles)
+        groups = [wanted[k : k + GROUP] for k in range(0, len(wanted), GROUP)]
+        keys = [canonical_json([call.params for call in group]) for group in groups]
+        frames = source.cached_frames(DATASET, keys)  # settled groups kept as frames
+        todo = [g for g, frame in enumerate(frames) if frame is None]
+        # every group at once, a request each (the node client keeps its connections busy)
+        futures = [source.node.submit(groups[g]) for g in todo]
+        keep = []
+        try:
+            for g, future in zip(todo, futures, strict=True):
+                # each answer ends with the base fee of the block after its newest: drop it
+                parts = [parse_fee_history(a.unwrap(), percentiles=percentiles).iloc[:-1]
+                         for a in future.result()]
+                frames[g] = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+                keep.append((keys[g], frames[g], int(groups[g][-1].params[1], 16)))
+        finally:
+            for future in futures:
+                future.cancel()
+            source.keep_frames(DATASET, keep)  # what came back is kept, even if a part failed
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     inside = (frame["block_number"] >= start) & (frame["block_number"] < stop)
     return source.tag(frame if inside.all() else frame[inside].reset_index(drop=True))

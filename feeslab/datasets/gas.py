@@ -18,7 +18,7 @@ import pandas as pd
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets._checks import block_number, rpc
 from feeslab.errors import RevertError
-from feeslab.fetch.credits import Plan
+from feeslab.fetch.credits import Budget, Plan
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates
@@ -106,14 +106,13 @@ def get(
     objects = _objects(transactions)
     number = _number(node, block)
     batch = _estimate_calls(objects, number)
-    if budget is not None:
-        node.check_budget(_plan(node, batch), budget)
-    (header,) = blocks_dataset.headers(node, [number], progress=False)
-    if header is None:
-        raise node.missing(number)
+    with node.budgeted(_plan(node, batch) if budget is not None else None, budget):
+        (header,) = blocks_dataset.headers(node, [number], progress=False)
+        if header is None:
+            raise node.missing(number)
+        results = node.run(batch, progress=progress, description="eth_estimateGas")
     base_fee = header.get("baseFeePerGas")
-    answers = [a.result if a.ok else a.error
-               for a in node.run(batch, progress=progress, description="eth_estimateGas")]
+    answers = [a.result if a.ok else a.error for a in results]
     frame = parse_cost_estimates(
         answers,
         block_number=number,
@@ -172,9 +171,11 @@ def needed(
     # search state per transaction: lo fails, hi succeeds (once checked)
     search = {i: [NEVER_ENOUGH_GAS, int(g), False]
               for i, g in enumerate(frame["gas_estimate"]) if not pd.isna(g)}
-    if budget is not None:
+    cap = None
+    if budget is not None:  # checked against the most probes the search can take
         most = sum(1 + (hi - lo).bit_length() for lo, hi, _ in search.values())
-        node.check_budget(Plan([("eth_call", most)], title="gas search"), budget)
+        cap = Budget(budget)
+        cap.check(Plan([("eth_call", most)], title="gas search"), node.credits)
     needed: list[int | None] = [None] * len(frame)
     calls = [0] * len(frame)
     errors = frame["error"].tolist()
@@ -182,7 +183,8 @@ def needed(
         probes = _probes(search)
         batch = [RpcCall("eth_call", [{**requests[i], "gas": quantity(gas)}, number])
                  for i, gas in probes]
-        answers = node.run(batch, progress=progress, description="gas search")
+        with node.budgeted(cap):  # each round's probes charged before they go
+            answers = node.run(batch, progress=progress, description="gas search")
         for (i, gas), answer in zip(probes, answers, strict=True):
             calls[i] += 1
             if i not in search:

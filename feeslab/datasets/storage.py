@@ -81,9 +81,9 @@ def get(
     """
     node = rpc(source, "a storage slot")
     blocks = list(blocks)
-    if budget is not None:
-        node.check_budget(plan(node, address, slot, blocks), budget)
-    words = _words(node.run(calls(address, slot, blocks), description="storage",
-                            progress=progress))
+    with node.budgeted(plan(node, address, slot, blocks) if budget is not None else None,
+                       budget):
+        words = _words(node.run(calls(address, slot, blocks), description="storage",
+                                progress=progress))
     answers = {b: "0x" + w.to_bytes(32, "big").hex() for b, w in zip(blocks, words, strict=True)}
     return node.tag(parse_storage_series(address, slot, answers))

@@ -343,7 +343,8 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
     fetch and the cached ones."""
     cap = _headers_alone(source, start, stop, budget)
     cached, todo, numbers = _left(source, start, stop, sample, less_cached=less_cached)
-    probe = blocks.headers(source, numbers, progress=False) if numbers else []
+    with source.budgeted(cap):  # the sample charged like any request
+        probe = blocks.headers(source, numbers, progress=False) if numbers else []
     missing = [n for n, h in zip(numbers, probe, strict=True) if h is None]
     if missing:
         raise source.missing(missing[0])
@@ -389,7 +390,12 @@ def get(
         uncles, counts = source.uncle_rows(start, stop, progress=progress)
         return UncleScan(uncles=uncles, blocks=counts, plan=plan(source, start, stop))
     check_range(start, stop)
-    with gc_paused():  # only counts and frames outlive a piece: little left to collect after
+    cap = None if budget is None else Budget(budget)
+    if cap is not None:
+        cap.check(0, source.credits)  # counts from what is spent already
+    # only counts and frames outlive a piece: little left to collect after; every request,
+    # the plan's sample included, charged against the budget before it goes
+    with gc_paused(), source.budgeted(cap):
         if budget is not None:
             planned, known, todo, cached = _plan_and_sample(source, start, stop, SAMPLE, budget)
             sampled = dict(known)

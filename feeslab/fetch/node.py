@@ -25,16 +25,18 @@ last saw; only answers about settled blocks are cached (never ``latest`` or ``pe
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from feeslab._costs import method_cost
 from feeslab.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
-from feeslab.fetch.credits import CreditLedger
+from feeslab.fetch.credits import Budget, CreditLedger
 from feeslab.fetch.transport import RpcCall, RpcResult
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
@@ -116,6 +118,7 @@ class NodeClient:
         self._identity: str | None = None
         self._head: int | None = None
         self._lock = threading.Lock()
+        self._budgets: tuple[Budget, ...] = ()  # charged before each request (nested fetches)
         self._workers: ThreadPoolExecutor | None = None
         try:
             self._per_batch = "on_batch" in inspect.signature(transport.handle_request).parameters
@@ -361,7 +364,31 @@ class NodeClient:
                 except BaseException as exc:  # raised where the steps wait: they keep count
                     error = exc
 
+    @contextlib.contextmanager
+    def charging(self, budget: Budget | None) -> Iterator[None]:
+        """Charge ``budget`` with each request's price before it is sent, while inside:
+        ``BudgetExceeded`` instead of sending past it (cached answers cost nothing). Nested,
+        every enclosing budget is charged too."""
+        previous = self._budgets
+        if budget is not None:
+            self._budgets = (*previous, budget)
+        try:
+            yield
+        finally:
+            self._budgets = previous
+
     def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+        if self._budgets and calls:
+            cost = sum(method_cost(c.method) for c in calls)
+            charged: list[Budget] = []
+            try:
+                for budget in self._budgets:
+                    budget.charge(cost)
+                    charged.append(budget)
+            except BaseException:
+                for budget in charged:  # refused: nothing goes, nothing stays charged
+                    budget.refund(cost)
+                raise
         if on_batch is None:
             return self.transport.handle_request(calls)
         return self.transport.handle_request(calls, on_batch=on_batch)

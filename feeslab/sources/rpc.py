@@ -9,7 +9,8 @@ any one dataset.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -183,10 +184,21 @@ class RpcSource:
             return plan
         return plan.minus_cached(cache.count_cached((c.method, c.params) for c in calls))
 
-    def check_budget(self, plan: Plan, budget: int | None) -> None:
-        """Refuse ``plan`` (``BudgetExceeded``) if spending so far plus it passes ``budget``."""
-        if budget is not None:
-            Budget(budget).check(plan, self.credits)
+    @contextlib.contextmanager
+    def budgeted(self, plan: Plan | Budget, budget: int | None = None) -> Iterator[None]:
+        """Refuse ``plan`` (``BudgetExceeded``) if spending so far plus it passes ``budget``;
+        then, inside, charge every request sent against the budget before it goes, so a
+        fetch whose plan was an estimate still stops before passing it. ``plan`` may be a
+        ``Budget`` already checked (``budget`` then unused). Nothing happens without one."""
+        if isinstance(plan, Budget):
+            cap: Budget | None = plan
+        elif budget is None:
+            cap = None
+        else:
+            cap = Budget(budget)
+            cap.check(plan, self.credits)
+        with self.node.charging(cap):
+            yield
 
     def close(self) -> None:
         """Close the cache, the transport and the Gas API client."""
