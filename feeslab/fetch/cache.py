@@ -314,6 +314,19 @@ class Cache:
 
     # -- opening --------------------------------------------------------------------------------
 
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        # switching a new file to WAL takes a lock SQLite's busy handler does not wait for
+        # (processes opening one new database at once): wait for it here, up to the timeout
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
     def _open(self) -> sqlite3.Connection:
         assert self.path is not None
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE for writes, so two
@@ -322,7 +335,7 @@ class Cache:
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             # a 100,000-entry batch grows the WAL past 100 MB; give the space back after it
             conn.execute(f"PRAGMA journal_size_limit={32 * 2**20}")
