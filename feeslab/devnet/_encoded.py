@@ -78,7 +78,8 @@ class EncodedCache:
 
 
 CHUNK = 32  # consecutive answers compressed together: their field names repeat [answers]
-PACKED_MAX_BYTES = 192 * 1024 * 1024  # ~210,000 headers at ~940 B each, compressed
+PACKED_MAX_BYTES = 320 * 1024 * 1024  # chain 1 whole: ~926 B a header compressed, ~2.1 KB from
+# Shanghai on (16 withdrawals each): 170,000 x 926 + 40,000 x 2,132 B = ~231 MiB
 OPEN_MAX_BYTES = 32 * 1024 * 1024  # ~22,000 headers at ~1,430 B each, ready to splice
 
 
