@@ -408,6 +408,9 @@ def get(
             known, sampled = known | given, sampled | given
         if todo:
             known = _noted_counts(source, start, stop) | known
+        if cached:  # pieces kept as frames stand for their headers' and uncles' answers
+            source.credits.record_cached(blocks.METHOD, sum(b - a for a, b in cached))
+            source.credits.record_cached(METHOD, sum(len(f) for f in cached.values()))
         frames = dict(cached)
         # the cache is written on a thread of its own, beside the fetch: in order, so a piece's
         # notes are written before they are dropped, and all of it before the scan returns

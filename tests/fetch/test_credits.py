@@ -352,3 +352,15 @@ def test_refund_gives_back_free_answers_and_budgets_are_thread_safe() -> None:
     assert len(refused) == 8_000 - 6_666
     with pytest.raises(ValueError):
         Budget(-1)
+
+
+def test_answers_from_kept_frames_are_booked_as_cached_and_free():
+    from feeslab.fetch.credits import CreditLedger
+
+    ledger = CreditLedger()
+    ledger.record_cached("eth_getBlockByNumber", 4_096)
+    ledger.record_cached("eth_getUncleByBlockNumberAndIndex", 3)
+    assert (ledger.cached, ledger.calls, ledger.spent) == (4_099, 0, 0)
+    rows = ledger.to_frame().set_index("method")
+    assert rows.loc["eth_getBlockByNumber", "cached"] == 4_096
+    assert rows.loc["eth_getUncleByBlockNumberAndIndex", "credits"] == 0
