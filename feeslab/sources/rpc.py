@@ -185,7 +185,7 @@ class RpcSource:
         return plan.minus_cached(cache.count_cached((c.method, c.params) for c in calls))
 
     @contextlib.contextmanager
-    def budgeted(self, plan: Plan | Budget, budget: int | None = None) -> Iterator[None]:
+    def budgeted(self, plan: Plan | Budget | None, budget: int | None = None) -> Iterator[None]:
         """Refuse ``plan`` (``BudgetExceeded``) if spending so far plus it passes ``budget``;
         then, inside, charge every request sent against the budget before it goes, so a
         fetch whose plan was an estimate still stops before passing it. ``plan`` may be a
