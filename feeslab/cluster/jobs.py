@@ -43,7 +43,7 @@ from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
 from feeslab.fetch.credits import CreditLedger, Plan
 from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport, RpcCall, RpcResult
+from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport, RpcCall
 from feeslab.frames import uncle_scan_frame
 from feeslab.frames.io import frame_from_bytes, write_frame
 from feeslab.sources.rpc import DEVNET_CLIENT, RpcSource
@@ -230,11 +230,10 @@ def plan_uncles(
             lo, hi = max(start, first), min(stop, after)
             if lo < hi:
                 parts.append(Partition(lo, hi, file=str(path)))
-        source._covering(start, stop)  # every block covered, or Era1Error naming the gap
+        source.covering(start, stop)  # every block covered, or Era1Error naming the gap
         where = "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
     else:
-        plan, sampled, _, _ = uncles_dataset._plan_and_sample(
-            source, start, stop, uncles_dataset.SAMPLE, budget)  # fmt: skip
+        plan, sampled = uncles_dataset.plan_and_sample(source, start, stop, budget=budget)
         per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
         per_block /= stop - start
         header = method_cost(blocks_dataset.METHOD)
@@ -313,24 +312,6 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 # -- on a worker -----------------------------------------------------------------------------
 
 
-class _SeededNode(NodeClient):
-    """A worker's node client: no cache, and what the driver already knows answered for free
-    (the head, the chain id, the client version), on every path a call is sent by."""
-
-    def __init__(self, transport: Any, *, ledger: CreditLedger, seeds: dict[Any, Any],
-                 head: int) -> None:  # fmt: skip
-        super().__init__(transport, ledger=ledger, cache=False, progress=False)
-        self._seeds = seeds
-        self._head = head
-
-    def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
-        keys = [(c.method, json.dumps(c.params)) for c in calls]
-        todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._seeds]
-        sent = iter(super()._send(todo, on_batch) if todo else [])
-        return [RpcResult(c, result=self._seeds[k]) if k in self._seeds else next(sent)
-                for c, k in zip(calls, keys, strict=True)]  # fmt: skip
-
-
 def _node_source(task: _Task) -> RpcSource:
     """A worker's source for one partition: paced by the cluster's bucket, what the driver
     knows of the node answered without asking."""
@@ -358,7 +339,8 @@ def _node_source(task: _Task) -> RpcSource:
     seeds: dict[Any, Any] = {("eth_chainId", "[]"): hex(spec.chain_id)}
     version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
     seeds[("web3_clientVersion", "[]")] = version
-    node = _SeededNode(transport, ledger=ledger, seeds=seeds, head=spec.head)
+    node = NodeClient(transport, ledger=ledger, cache=False, progress=False, known=seeds,
+                      head=spec.head)  # no cache; what the driver knows answered for free
     return RpcSource(node, any_node=spec.label == "node")
 
 
@@ -366,16 +348,14 @@ def _era1_links(part: Partition) -> dict[str, str]:
     """The hash links at a file's ends that one process checks across files and a partition
     cannot: its first block's parent and its last block's hash (the scan has checked both
     against the file's accumulator)."""
-    from feeslab.sources.era1 import COMPRESSED_HEADER, Era1File, _decode_header_slow, keccak
+    from feeslab.sources.era1 import Era1File
 
     links = {}
     with Era1File(part.file) as handle:  # type: ignore[arg-type]
         if part.start == handle.start:
-            first = _decode_header_slow(handle._record(COMPRESSED_HEADER, 0))
-            links["first_parent"] = "0x" + first["parent_hash"].hex()
+            links["first_parent"] = "0x" + handle.first_parent_hash().hex()
         if part.stop == handle.stop:
-            links["last_hash"] = "0x" + keccak(handle._record(COMPRESSED_HEADER,
-                                                              handle.count - 1)).hex()
+            links["last_hash"] = "0x" + handle.last_hash().hex()
     return links
 
 
@@ -462,9 +442,7 @@ def _node_spec(source: RpcSource) -> _NodeSpec:
 
 
 def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
-    if is_archive(source):
-        return source._attrs(frame, source.network)
-    return source.tag(frame)
+    return source.tag(frame)  # Era1Source and RpcSource alike
 
 
 def _rpc_of(connection: Any) -> RpcSource:

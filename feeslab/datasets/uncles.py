@@ -34,7 +34,7 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
 
-__all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "get", "plan"]
+__all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "get", "plan", "plan_and_sample"]
 
 SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
 METHOD = "eth_getUncleByBlockNumberAndIndex"
@@ -353,6 +353,21 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
     if cap is not None:
         cap.check(result)
     return result, sampled, todo, cached
+
+
+def plan_and_sample(source: Any, start: int, stop: int, *, sample: int = SAMPLE,
+                    budget: int | None = None) -> tuple[Plan, dict[int, int]]:  # fmt: skip
+    """The scan's plan, its sample of ``sample`` headers bought, and the sampled uncle counts
+    by block number: what a caller that splits the scan (``feeslab.cluster``) hands each part
+    as ``get(..., known_counts=)``, so that no header is bought twice.
+
+    Raises
+    ------
+    BudgetExceeded
+        Before the sample is bought, or after, when the plan would pass ``budget`` [credits].
+    """
+    result, sampled, _, _ = _plan_and_sample(source, start, stop, sample, budget)
+    return result, sampled
 
 
 def get(

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import threading
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -94,6 +95,13 @@ class NodeClient:
         Show tqdm progress bars on long fetches.
     chunk : int
         Calls sent between cache writes and progress updates.
+    known : mapping, optional
+        Answers the caller already has, by ``(method, json.dumps(params))``: given for those
+        calls, on every path a call is sent by, without sending them (nothing charged or
+        booked). A cluster's workers are handed what the driver asked once (the chain id,
+        the client version) this way.
+    head : int, optional
+        The latest block number, when the caller knows it already (then not asked).
     """
 
     def __init__(
@@ -106,6 +114,8 @@ class NodeClient:
         progress: bool = True,
         chunk: int = DEFAULT_CHUNK,
         identity_suffix: str | None = None,
+        known: Mapping[tuple[str, str], Any] | None = None,
+        head: int | None = None,
     ) -> None:
         self.transport = transport
         self.identity_suffix = identity_suffix
@@ -116,7 +126,8 @@ class NodeClient:
         self._cache_option = cache
         self._cache: Cache | None = None
         self._identity: str | None = None
-        self._head: int | None = None
+        self._head: int | None = head
+        self._known = dict(known or {})
         self._lock = threading.Lock()
         self._budgets: tuple[Budget, ...] = ()  # charged before each request (nested fetches)
         self._workers: ThreadPoolExecutor | None = None
@@ -378,6 +389,16 @@ class NodeClient:
             self._budgets = previous
 
     def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+        if not self._known:
+            return self._post(calls, on_batch)
+        keys = [(c.method, json.dumps(c.params)) for c in calls]
+        todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._known]
+        sent = iter(self._post(todo, on_batch) if todo else [])
+        return [RpcResult(c, result=self._known[k]) if k in self._known else next(sent)
+                for c, k in zip(calls, keys, strict=True)]  # fmt: skip
+
+    def _post(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+        """Send ``calls`` (each budget charged first)."""
         if self._budgets and calls:
             cost = sum(method_cost(c.method) for c in calls)
             charged: list[Budget] = []

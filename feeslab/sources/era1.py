@@ -490,6 +490,30 @@ class Era1File:
             raise self._error("its records run into the next block's", self.start + i)
         self._records = {k: (o.tolist(), n.tolist()) for k, (o, n) in layout.items()}
 
+    def header_bytes(self, index: int) -> bytes:
+        """The RLP of the header of the file's ``index``-th block (block ``start + index``),
+        decompressed, unchecked (:meth:`headers` checks every header).
+
+        Raises
+        ------
+        IndexError
+            ``index`` outside ``0 .. count - 1``.
+        Era1Error
+            The record does not decompress.
+        """
+        if not 0 <= index < self.count:
+            raise IndexError(f"{self.path.name} holds {self.count:,} headers: no index {index!r}")
+        return self._record(COMPRESSED_HEADER, index)
+
+    def first_parent_hash(self) -> bytes:
+        """The ``parentHash`` of its first block: the previous file's last hash, which a scan of
+        this file alone cannot check (``ValueError`` for a header that is not pre-merge)."""
+        return _decode_header_slow(self.header_bytes(0))["parent_hash"]
+
+    def last_hash(self) -> bytes:
+        """The hash (keccak of the header) of its last block: the next file's first parent."""
+        return keccak(self.header_bytes(self.count - 1))
+
     def _record(self, kind: bytes, i: int) -> bytes:
         offsets, lengths = self._records[kind]
         o = offsets[i]
@@ -873,8 +897,14 @@ class Era1Source:
             self._ranges = sorted(spans)
         return self._ranges
 
-    def _covering(self, start: int, stop: int) -> list[tuple[Path, int, int]]:
-        """(file, first index, index after the last) covering blocks start .. stop - 1."""
+    def covering(self, start: int, stop: int) -> list[tuple[Path, int, int]]:
+        """(file, first index, index after the last) covering blocks ``start`` .. ``stop - 1``.
+
+        Raises
+        ------
+        Era1Error
+            No file covers some block of the range (naming the first such block).
+        """
         if not 0 <= start < stop:
             raise ValueError(f"need 0 <= start < stop, got {start}, {stop}")
         out = []
@@ -898,7 +928,7 @@ class Era1Source:
 
     def _walk(self, start: int, stop: int, progress: bool | None):
         """(file, its checked headers, first index, index after the last) per file."""
-        parts = self._covering(start, stop)
+        parts = self.covering(start, stop)
         bar = None
         if progress or (progress is None and len(parts) > 1):
             from tqdm.auto import tqdm
@@ -920,6 +950,11 @@ class Era1Source:
         finally:
             if bar is not None:
                 bar.close()
+
+    def tag(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with ``attrs`` saying its chain, spec, source and network (as
+        ``RpcSource.tag`` does for a node's frames)."""
+        return self._attrs(frame, self.network)
 
     @staticmethod
     def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
