@@ -13,7 +13,11 @@ Subcommands:
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
-  alone reaches the real service; nothing starts the embedded devnet (``--seed``);
+  alone reaches the real service; nothing starts the embedded devnet (``--seed``).
+  On a cluster (``--workers``/``--scheduler``) several keys multiply the rate: ``--api-key
+  KEY[:SECRET]`` repeated or as a comma list, or ``INFURA_API_KEYS``; each key has its own
+  credit bucket and ledger (printed per key, as "key 1", "key 2": never the key itself), one
+  ``--budget`` for all; ``--url`` once for every key, or once per key in the same order;
   ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
   credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
@@ -146,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(sub)
     _fetch_parser(sub)
     _export_era1_parser(sub)
+    plain = parser.error  # the words argparse could not place are reported here: masked
+    parser.error = lambda message: plain(_masked_arguments(message))  # type: ignore[method-assign]
     return parser
 
 
@@ -281,7 +287,7 @@ def _one_line_error(parser: argparse.ArgumentParser):
     """``parser.error`` that prints one line (no usage block) and exits 2."""
 
     def error(message: str) -> NoReturn:
-        parser.exit(USER_ERROR, f"{parser.prog}: error: {message}\n")
+        parser.exit(USER_ERROR, f"{parser.prog}: error: {_masked_arguments(message)}\n")
 
     return error
 
@@ -294,6 +300,32 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
+
+
+KEYS_VARIABLE = "INFURA_API_KEYS"
+"""Several keys for a cluster job, ``KEY[:SECRET],KEY[:SECRET],...``."""
+
+
+def _api_keys(text: str) -> tuple[tuple[str, str | None], ...]:
+    """``KEY[:SECRET]`` or a comma list of them: (key, secret or None) pairs. A mistake is
+    named without the text, which holds secrets (argparse would echo a ValueError's value)."""
+    pairs = []
+    for item in text.split(","):
+        key, colon, secret = item.strip().partition(":")
+        if not key or (colon and not secret) or any(c.isspace() for c in key + secret):
+            raise argparse.ArgumentTypeError(
+                "expected KEY or KEY:SECRET, or a comma list of them (the value is not shown)")
+        pairs.append((key, secret or None))
+    return tuple(pairs)
+
+
+def _masked_arguments(message: str) -> str:
+    """argparse's ``unrecognized arguments: ...`` with the values left out: a stray word may be
+    a key or a secret (``--api-key KEY SECRET``); the options are kept, to show the typo."""
+    head, colon, rest = message.partition(": ")
+    if head != "unrecognized arguments" or not colon:
+        return message
+    return f"{head}: " + " ".join(t if t.startswith("-") else "(a value)" for t in rest.split())
 
 
 def _fetch_parser(sub: argparse._SubParsersAction) -> None:
@@ -314,10 +346,15 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
     )
     where = common.add_argument_group("connection (default: the embedded devnet)")
     where.add_argument(
-        "--url", help="root of a running devnet or service (as `feeslab serve` prints); needs a key"
-    )
-    where.add_argument("--api-key", help="default: $INFURA_API_KEY")
-    where.add_argument("--api-key-secret", help="default: $INFURA_API_KEY_SECRET")
+        "--url", action="append",
+        help="root of a running devnet or service (as `feeslab serve` prints); needs a key; "
+        "with several keys, once for all or once per key",
+    )  # fmt: skip
+    where.add_argument("--api-key", metavar="KEY[:SECRET]", type=_api_keys, action="append",
+                       help="default: $INFURA_API_KEYS or $INFURA_API_KEY; on a cluster, repeat "
+                       "it (or give a comma list) for several keys: each its own bucket")
+    where.add_argument("--api-key-secret", help="the (first) key's secret; default: "
+                       "$INFURA_API_KEY_SECRET")  # fmt: skip
     where.add_argument("--network", default="mainnet", help="network (default %(default)s)")
     where.add_argument(
         "--seed", type=int, default=0, help="the embedded devnet's seed (default %(default)s)"
@@ -463,9 +500,16 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"no directory {str(output.parent)!r} to write {output.name!r} into")
     if output.is_dir():
         raise UsageError(f"{str(output)!r} is a directory")
-    if args.url is not None and not (args.api_key or os.environ.get("INFURA_API_KEY")):
+    keys = _keys_given(args)
+    if args.url is not None and not keys:
         raise UsageError("--url needs --api-key (or INFURA_API_KEY in the environment)")
-    params: dict[str, Any] = {"output": output}
+    if len(keys) > 1 and args.scheduler is None and not args.workers:
+        raise UsageError(f"{len(keys)} API keys: several keys share a job's partitions on a "
+                         "cluster (--workers N or --scheduler ADDRESS); one process uses one")
+    if args.url is not None and len(args.url) not in (1, max(1, len(keys))):
+        raise UsageError(f"--url given {len(args.url)} times for {len(keys)} API keys: give it "
+                         "once (every key) or once per key")  # fmt: skip
+    params: dict[str, Any] = {"output": output, "keys": keys}
     if args.era1 is not None and (args.url is not None or args.kind == "storage"
                                   or (args.kind == "base-fees" and args.start is None)):
         raise UsageError("--era1 reads blocks, uncles and base fees over --start/--stop from "
@@ -490,6 +534,27 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
             )
         params["blocks"] = _parse_blocks(args.blocks)
     return params
+
+
+def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The API keys and their secrets: ``--api-key`` (repeated, or comma lists), else
+    ``INFURA_API_KEYS``, else ``INFURA_API_KEY``; ``--api-key-secret`` (or
+    ``INFURA_API_KEY_SECRET``) is the first key's secret when it has none of its own."""
+    if args.api_key:
+        keys = [pair for given in args.api_key for pair in given]
+    elif os.environ.get(KEYS_VARIABLE):
+        try:
+            keys = list(_api_keys(os.environ[KEYS_VARIABLE]))
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"${KEYS_VARIABLE}: {exc}") from None
+    elif os.environ.get("INFURA_API_KEY"):
+        keys = [(os.environ["INFURA_API_KEY"], None)]
+    else:
+        return []
+    secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
+    if keys[0][1] is None and secret:
+        keys[0] = (keys[0][0], secret)
+    return keys
 
 
 def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, Any]:
@@ -537,7 +602,7 @@ def _cluster_uncles(source: Any, args: argparse.Namespace, params: dict[str, Any
     def scan() -> Any:
         found = cluster.uncles(source, args.start, args.stop, client=params["client"],
                                budget=args.budget, progress=not args.quiet, planned=planned,
-                               **options)  # fmt: skip
+                               keys=params.get("labs", ()), **options)  # fmt: skip
         return found.blocks if args.per_block else found.uncles
 
     return planned[0].plan, scan
@@ -580,12 +645,15 @@ def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> A
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
-    node = lab.node if lab.era1 is None else None  # era1 files are read, not paced
-    governor = getattr(getattr(node, "transport", None), "governor", None)
-    if governor is not None and plan.total:
-        governor.settle(timeout=5.0)
-        rate = governor.ceiling
-        say(f"pacing at {rate:,.0f} credits/s: about {plan.total / rate:,.0f} s "
+    labs = [lab, *params.get("labs", ())]
+    nodes = [one.node for one in labs] if lab.era1 is None else []  # era1 files: not paced
+    governors = [getattr(getattr(n, "transport", None), "governor", None) for n in nodes]
+    if governors and None not in governors and plan.total:
+        for governor in governors:
+            governor.settle(timeout=5.0)
+        rate = sum(governor.ceiling for governor in governors)  # each key its own bucket
+        keys = f" over {len(labs)} API keys" if len(labs) > 1 else ""
+        say(f"pacing at {rate:,.0f} credits/s{keys}: about {plan.total / rate:,.0f} s "
             "(--credits-per-second to change)")
     return get()
 
@@ -601,15 +669,23 @@ def _ledger_text(ledger: Any) -> str:
     return "\n".join(lines)
 
 
+def _ledgers_text(labs: Sequence[Any]) -> str:
+    """The ledger, or each API key's (named by its place, never by the key)."""
+    if len(labs) == 1:
+        return _ledger_text(labs[0].credits)
+    return "\n".join(f"key {i}: {_ledger_text(lab.credits)}" for i, lab in enumerate(labs, 1))
+
+
 def _run_fetch(args: argparse.Namespace) -> int:
     from feeslab.connection import connect
     from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError, redact
     from feeslab.frames.io import write_frame
 
-    api_key = args.api_key or os.environ.get("INFURA_API_KEY") or None
-    secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
-    secrets = [s for s in (api_key, secret) if s]
     prog = f"feeslab fetch {args.kind}"
+    secrets = [s for s in (args.api_key_secret, os.environ.get("INFURA_API_KEY_SECRET"),
+                           os.environ.get("INFURA_API_KEY")) if s]  # fmt: skip
+    secrets += [s for given in args.api_key or () for pair in given for s in pair if s]
+    secrets += [s for pair in _keys_quietly() for s in pair if s]
 
     def fail(status: int, message: str) -> int:
         text = " ".join(redact(str(message), secrets).split())  # one line, no secrets
@@ -624,30 +700,35 @@ def _run_fetch(args: argparse.Namespace) -> int:
         params = _check_args(args)
     except UsageError as exc:
         return fail(USER_ERROR, str(exc))
-    lab = None
+    keys = params.pop("keys") or [(None, None)]
+    urls = args.url or [None]
+    labs: list[Any] = []
     try:
         params["client"] = _client(args)
-        lab = connect(
-            api_key=api_key,
-            api_key_secret=secret,
-            network=args.network,
-            url=args.url,
-            seed=args.seed,
-            cache=not args.no_cache,
-            progress=not args.quiet,
-            credits_per_second=args.credits_per_second,
-            era1=args.era1,
-        )
+        for i, (key, secret) in enumerate(keys):
+            labs.append(connect(
+                api_key=key,
+                api_key_secret=secret,
+                network=args.network,
+                url=urls[i % len(urls)],
+                seed=args.seed,
+                cache=not args.no_cache and not i,  # the driver's sample: in the first's
+                progress=not args.quiet,
+                credits_per_second=args.credits_per_second,
+                era1=args.era1,
+            ))  # fmt: skip
+        lab = labs[0]
+        params["labs"] = labs[1:]
         frame = _fetch(lab, args, params, say)
         write_frame(frame, params["output"])
-        say(_ledger_text(lab.credits))
+        say(_ledgers_text(labs))
         say(f"wrote {len(frame):,} rows to {params['output']}")
         return 0
     except (UsageError, ConfigError, BudgetExceeded, ValueError) as exc:
         return fail(USER_ERROR, str(exc))
     except FeeslabError as exc:
-        if lab is not None:
-            say(_ledger_text(lab.credits))
+        if labs:
+            say(_ledgers_text(labs))
         return fail(FAILURE, f"{type(exc).__name__}: {exc}")
     except OSError as exc:  # writing the file: disk full, permissions
         return fail(FAILURE, f"cannot write {params['output']}: {exc}")
@@ -659,8 +740,18 @@ def _run_fetch(args: argparse.Namespace) -> int:
             client.shutdown()
         elif client is not None:
             client.close()
-        if lab is not None:
-            lab.close()
+        for one in labs:
+            one.close()
+
+
+def _keys_quietly() -> list[tuple[str, str | None]]:
+    """``INFURA_API_KEYS``' pairs, or none if it does not parse (to be masked either way)."""
+    if not os.environ.get(KEYS_VARIABLE):
+        return []
+    try:
+        return list(_api_keys(os.environ[KEYS_VARIABLE]))
+    except argparse.ArgumentTypeError:
+        return [(item, None) for item in re.split(r"[,:]", os.environ.get(KEYS_VARIABLE, ""))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
