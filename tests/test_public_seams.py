@@ -1,6 +1,7 @@
 """The public seams the cluster code uses instead of other modules' private names: an era1
 file's header bytes and end hashes, an era1 source's coverage and tags, the uncle scan's
-plan with its sample, and a node client's answers known in advance."""
+plan with its sample, a node client's answers known in advance, and a transport's endpoint,
+limits and governor."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import rlp
 from eth_hash.auto import keccak
 
 import feeslab
+from feeslab._costs import method_cost
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import HTTPTransport, RpcCall
+from feeslab.fetch.transport import CreditGovernor, HTTPTransport, RpcCall
 from feeslab.sources.era1 import Era1Error, Era1File, Era1Source
 
 REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"
@@ -74,4 +76,31 @@ def test_a_node_clients_known_answers_are_not_sent(devnet):
         assert transport.attempts == 1 and set(ledger.by_method) == {"eth_blockNumber"}
     finally:
         node.close()
+        transport.close()
+
+
+class _Booking(CreditGovernor):
+    """A governor that notes what it is asked to book [credits]."""
+
+    def __init__(self, credits_per_second: float) -> None:
+        super().__init__(credits_per_second)
+        self.booked: list[float] = []
+
+    def reserve(self, cost: float) -> float:
+        self.booked.append(cost)
+        return super().reserve(cost)
+
+
+def test_a_transports_endpoint_limits_and_governor(devnet):
+    url = f"{devnet.url}/v3/{devnet.api_key}"
+    transport = HTTPTransport(url=url, max_batch=7, max_concurrency=3, credits_per_second=1e9)
+    try:
+        assert transport.url == url and devnet.api_key not in transport.where()
+        assert (transport.limits.max_batch, transport.limits.max_concurrency) == (7, 3)
+        shared = _Booking(1e9)  # another governor paces it: its bookings go there
+        transport.governor = shared
+        assert transport.governor is shared
+        transport.handle_request([RpcCall("eth_blockNumber", [])] * 2)
+        assert shared.booked == [2 * method_cost("eth_blockNumber")]
+    finally:
         transport.close()

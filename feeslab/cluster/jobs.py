@@ -335,7 +335,7 @@ def _node_source(task: _Task) -> RpcSource:
                               max_concurrency=spec.max_concurrency,
                               credits_per_second=spec.credits_per_second,
                               on_response=on_response)  # fmt: skip
-    transport._core.governor = governor  # every batch booked in the cluster's bucket
+    transport.governor = governor  # every batch booked in the cluster's bucket
     seeds: dict[Any, Any] = {("eth_chainId", "[]"): hex(spec.chain_id)}
     version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
     seeds[("web3_clientVersion", "[]")] = version
@@ -434,9 +434,9 @@ def _node_spec(source: RpcSource) -> _NodeSpec:
     if governor is not None:
         governor.settle(timeout=5.0)  # a devnet's own limit, asked when connecting
         rate = governor.ceiling / GOVERNOR_HEADROOM
-    core = transport._core
-    return _NodeSpec(url=core.url, max_batch=core.max_batch,
-                     max_concurrency=core.max_concurrency, credits_per_second=rate,
+    limits = transport.limits
+    return _NodeSpec(url=transport.url, max_batch=limits.max_batch,
+                     max_concurrency=limits.max_concurrency, credits_per_second=rate,
                      chain_id=source.chain_id(), label=source.label,
                      head=source.head())  # fmt: skip
 

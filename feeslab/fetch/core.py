@@ -661,6 +661,23 @@ class TransportReports:
         """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced."""
         return self._core.governor
 
+    @governor.setter
+    def governor(self, governor: Any) -> None:
+        """Pace with another governor: anything with ``CreditGovernor``'s methods (a cluster's
+        bucket shared by many transports, ``feeslab.cluster``)."""
+        self._core.governor = governor
+
+    @property
+    def limits(self) -> Limits:
+        """How much it sends at once: ``max_batch``, ``max_concurrency``, ``timeout``."""
+        return self._core.limits
+
+    @property
+    def url(self) -> str:
+        """The endpoint as given, key and all: to build another transport to it (a cluster's
+        workers); never to print (:meth:`where` is the masked form)."""
+        return self._core.url
+
 
 def make_policies(
     limits: Limits | None, retry: Retry | None, options: Mapping[str, Any]
