@@ -745,13 +745,14 @@ def _run_fetch(args: argparse.Namespace) -> int:
 
 
 def _keys_quietly() -> list[tuple[str, str | None]]:
-    """``INFURA_API_KEYS``' pairs, or none if it does not parse (to be masked either way)."""
+    """``INFURA_API_KEYS``' keys and secrets, to mask in messages (its pieces, should it not
+    parse)."""
     if not os.environ.get(KEYS_VARIABLE):
         return []
     try:
         return list(_api_keys(os.environ[KEYS_VARIABLE]))
     except argparse.ArgumentTypeError:
-        return [(item, None) for item in re.split(r"[,:]", os.environ.get(KEYS_VARIABLE, ""))]
+        return [(item.strip(), None) for item in re.split(r"[,:]", os.environ[KEYS_VARIABLE])]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
