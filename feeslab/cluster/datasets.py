@@ -27,21 +27,13 @@ import bisect
 import hashlib
 import itertools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
 
-from feeslab.cluster.jobs import (
-    DEFAULT_PARTITION_BLOCKS,
-    JobPlan,
-    JobResult,
-    JobSpec,
-    Partition,
-    run_job,
-)
+from feeslab.cluster.jobs import JobResult, JobSpec, Partition, run_job
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import calls as calls_dataset
 from feeslab.datasets import fee_history as fee_history_dataset
@@ -242,97 +234,43 @@ class CallsJob(JobSpec):
 # -- what the Lab calls ---------------------------------------------------------------------------
 
 
-def blocks(
-    source: Any,
-    start: int,
-    stop: int,
-    *,
-    client: Any,
-    out: str | os.PathLike[str] | None = None,
-    budget: int | None = None,
-    progress: bool | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
-    planned: JobPlan | None = None,
-) -> JobResult:
+def blocks(source: Any, start: int, stop: int, *, client: Any, **options: Any) -> JobResult:
     """Block headers of ``start`` .. ``stop - 1`` on a dask cluster: ``.frame`` is
-    :func:`feeslab.datasets.blocks.get`'s frame. The options are
-    :func:`~feeslab.cluster.jobs.run_job`'s."""
-    return run_job(BlocksJob(start, stop), source, client=client, out=out, budget=budget,
-                   progress=progress, partition_blocks=partition_blocks, keys=keys,
-                   planned=planned)  # fmt: skip
+    :func:`feeslab.datasets.blocks.get`'s frame. ``options``: those of
+    :func:`~feeslab.cluster.jobs.run_job` (``out``, ``budget``, ``progress``,
+    ``partition_blocks``, ``keys``, ``planned``)."""
+    return run_job(BlocksJob(start, stop), source, client=client, **options)
 
 
-def fee_history(
-    source: Any,
-    start: int,
-    stop: int,
-    *,
-    client: Any,
-    percentiles: Sequence[float] = fee_history_dataset.PERCENTILES,
-    out: str | os.PathLike[str] | None = None,
-    budget: int | None = None,
-    progress: bool | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
-    planned: JobPlan | None = None,
-) -> JobResult:
+def fee_history(source: Any, start: int, stop: int, *, client: Any,
+                percentiles: Sequence[float] = fee_history_dataset.PERCENTILES,
+                **options: Any) -> JobResult:  # fmt: skip
     """Fee history of ``start`` .. ``stop - 1`` on a dask cluster: ``.frame`` is
     :func:`feeslab.datasets.fee_history.get`'s frame (a node job's partitions are whole
-    calls: ``partition_blocks`` rounded up to a multiple of 1,024). The options are
-    :func:`~feeslab.cluster.jobs.run_job`'s."""
+    calls: ``partition_blocks`` rounded up to a multiple of 1,024). ``options``: those of
+    :func:`~feeslab.cluster.jobs.run_job`."""
     return run_job(FeeHistoryJob(start, stop, tuple(percentiles)), source, client=client,
-                   out=out, budget=budget, progress=progress, partition_blocks=partition_blocks,
-                   keys=keys, planned=planned)  # fmt: skip
+                   **options)  # fmt: skip
 
 
-def storage_series(
-    source: Any,
-    address: str,
-    slot: int,
-    blocks: Sequence[int],
-    *,
-    client: Any,
-    out: str | os.PathLike[str] | None = None,
-    budget: int | None = None,
-    progress: bool | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
-    planned: JobPlan | None = None,
-) -> JobResult:
+def storage_series(source: Any, address: str, slot: int, blocks: Sequence[int], *,
+                   client: Any, **options: Any) -> JobResult:  # fmt: skip
     """The word at ``slot`` of ``address`` after each of ``blocks`` on a dask cluster:
     ``.frame`` is :func:`feeslab.datasets.storage.get`'s frame. ``partition_blocks``: the
-    series' blocks a partition; the other options are :func:`~feeslab.cluster.jobs.run_job`'s.
+    series' blocks a partition; ``options``: those of :func:`~feeslab.cluster.jobs.run_job`.
     """
-    return run_job(StorageJob(address, slot, tuple(blocks)), source, client=client, out=out,
-                   budget=budget, progress=progress, partition_blocks=partition_blocks,
-                   keys=keys, planned=planned)  # fmt: skip
+    return run_job(StorageJob(address, slot, tuple(blocks)), source, client=client, **options)
 
 
-def call_series(
-    source: Any,
-    to: str,
-    function: str | Mapping[str, Any],
-    args: Sequence[Any],
-    blocks: Sequence[int],
-    *,
-    client: Any,
-    sender: str = ZERO_ADDRESS,
-    returns: Sequence[str] | None = None,
-    abi: Abi | None = None,
-    out: str | os.PathLike[str] | None = None,
-    budget: int | None = None,
-    progress: bool | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
-    planned: JobPlan | None = None,
-) -> JobResult:
+def call_series(source: Any, to: str, function: str | Mapping[str, Any], args: Sequence[Any],
+                blocks: Sequence[int], *, client: Any, sender: str = ZERO_ADDRESS,
+                returns: Sequence[str] | None = None, abi: Abi | None = None,
+                **options: Any) -> JobResult:  # fmt: skip
     """``eth_call`` of one function at each of ``blocks`` on a dask cluster: ``.frame`` is
-    :func:`feeslab.datasets.calls.get`'s frame (a revert in its row's ``error``).
-    ``partition_blocks``: the series' blocks a partition; the other options are
-    :func:`~feeslab.cluster.jobs.run_job`'s."""
+    :func:`feeslab.datasets.calls.get`'s frame (a revert in its row's ``error``; ``sender``,
+    ``returns`` and ``abi`` as there). ``partition_blocks``: the series' blocks a partition;
+    ``options``: those of :func:`~feeslab.cluster.jobs.run_job`."""
     spec = CallsJob(to, function, tuple(args), tuple(blocks), sender=sender,
                     returns=None if returns is None else tuple(returns),
                     abi=None if abi is None else tuple(abi))  # fmt: skip
-    return run_job(spec, source, client=client, out=out, budget=budget, progress=progress,
-                   partition_blocks=partition_blocks, keys=keys, planned=planned)  # fmt: skip
+    return run_job(spec, source, client=client, **options)
