@@ -506,12 +506,12 @@ def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> t
     if args.kind == "base-fees" and "percentiles" not in params:
         return datasets.base_fees.plan(source), lambda: datasets.base_fees.get(
             source, params["chain_id"])
+    if params.get("client") is not None:
+        return _on_cluster(source, args, params)
     if args.kind == "base-fees":
         return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
             datasets.fee_history.get(source, args.start, args.stop,
                                      percentiles=params["percentiles"], progress=progress))
-    if params.get("client") is not None:
-        return _on_cluster(source, args, params)
     if args.kind == "uncles":
         plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
 

@@ -20,7 +20,7 @@ from feeslab import cluster
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import fee_history as fee_history_dataset
 from feeslab.devnet.era1 import export_era1
-from feeslab.errors import ConfigError
+from feeslab.errors import BudgetExceeded, ConfigError
 from feeslab.frames.io import frame_from_bytes
 from feeslab.slots import mapping_slot
 from feeslab.sources.era1 import Era1Source
@@ -112,6 +112,9 @@ def test_fee_history_of_era1_files_matches_one_process(client, exported, tmp_pat
                                  out=tmp_path / "job", progress=False)  # fmt: skip
     _same(result.frame, reference)
     assert len(result.report.computed) == 2
+    lab = feeslab.connect(era1=exported[0].parent)  # through the Lab
+    _same(lab.fee_history(8_000, 16_384, percentiles=(25, 75), client=client, progress=False,
+                          out=tmp_path / "lab"), reference)  # fmt: skip
 
 
 def test_blocks_on_a_node_match_one_process_and_a_rerun_sends_nothing(client, devnet,
@@ -133,6 +136,10 @@ def test_blocks_on_a_node_match_one_process_and_a_rerun_sends_nothing(client, de
     manifest = json.loads((out / cluster.MANIFEST).read_text())
     assert manifest["dataset"] == "blocks"
     assert [p["planned_credits"] for p in manifest["partitions"]] == [8_000] * 4
+    with _lab(devnet) as lab, pytest.raises(BudgetExceeded):  # refused before anything runs
+        cluster.blocks(lab.data_source, 1_000, 1_400, client=client, out=tmp_path / "poor",
+                       budget=31_999, progress=False)  # fmt: skip
+    assert not list((tmp_path / "poor").glob("part-*"))
 
 
 def test_fee_history_on_a_node_is_cut_in_whole_calls(client, devnet, tmp_path):
@@ -250,3 +257,30 @@ def test_cli_fetches_blocks_on_a_running_cluster(client, exported, tmp_path):
     pd.testing.assert_frame_equal(frame_from_bytes(output.read_bytes()), reference)
     assert len(list((tmp_path / "b.parts").glob("part-*.parquet"))) == 2
 
+
+
+def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, contracts,
+                                                                tmp_path):  # fmt: skip
+    found, accounts, chain = contracts
+    token = found["FeeslabToken"]["address"]
+    slot = mapping_slot(accounts["holders"][2], 0)
+    first = chain["contracts_block"] + 1
+    with _lab(devnet) as lab:
+        fees = lab.fee_history(100_000, 110_000, percentiles=(50,))
+        words = lab.storage_series(token, slot, range(first, first + 300, 3))
+    base = [sys.executable, "-m", "feeslab.cli", "fetch"]
+    where = ["--url", devnet.url, "--api-key", devnet.api_key, "--api-key-secret",
+             devnet.api_key_secret, "--no-cache", "--quiet", "--scheduler",
+             client.scheduler.address, "--partition-blocks", "40"]  # fmt: skip
+    for kind, options, reference in (
+        ("base-fees", ["--start", "100000", "--stop", "110000", "--percentiles", "50"], fees),
+        ("storage", ["--address", token, "--slot", str(slot), "--blocks",
+                     f"{first}:{first + 300}:3"], words),
+    ):  # fmt: skip
+        output = tmp_path / f"{kind}.parquet"
+        proc = subprocess.run([*base, kind, *where, *options, "-o", str(output)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        _same(frame_from_bytes(output.read_bytes()), reference)
+        parts = len(list((tmp_path / f"{kind}.parts").glob("part-*.parquet")))
+        assert parts == (10 if kind == "base-fees" else 3)  # 1,024 blocks, 40 words a part
