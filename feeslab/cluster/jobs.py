@@ -210,10 +210,11 @@ class JobSpec:
     """How one dataset runs as a cluster job: a small description the runner follows.
 
     A spec is a frozen dataclass of the dataset's parameters (it is pickled to every
-    worker). The runner plans the whole job with :meth:`plan` on the driver, cuts it with
-    :meth:`cut` (a node) or by era1 file, computes each partition on a worker with
-    :meth:`compute`, writes the frame as Parquet, and hands the partitions' frames,
-    concatenated in block order, to :meth:`finish`.
+    worker). The runner plans the whole job on the driver (:meth:`plan_job`: by default the
+    dataset's plan of the whole, of each partition, cut with :meth:`cut` on a node or by era1
+    file), computes each partition on a worker with :meth:`compute`, writes the frame as
+    Parquet, and hands the partitions' frames, concatenated in block order, to
+    :meth:`finish`.
     """
 
     name: ClassVar[str]
@@ -229,6 +230,11 @@ class JobSpec:
     def plan(self, source: Any, part: Partition) -> Plan:
         """What one process pays for ``part`` [credits] (on the driver)."""
         raise NotImplementedError
+
+    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
+        """The whole job's plan and partitions (:func:`plan_job`)."""
+        return _plan_partitions(self, source, out=out, partition_blocks=partition_blocks)
 
     def cut(self, whole: Partition, size: int) -> list[Partition]:
         """A node job's partitions of about ``size`` blocks, in block order (credits unset)."""
@@ -312,6 +318,7 @@ def plan_job(
     *,
     out: str | os.PathLike[str] | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    budget: int | None = None,
 ) -> JobPlan:
     """The whole job's plan (what one process would pay) and its partitions.
 
@@ -325,8 +332,16 @@ def plan_job(
     partition_blocks : int
         Blocks per partition of a node job [blocks] (of a series: its blocks); era1 files
         are one partition each.
+    budget : int, optional
+        Refuse (``BudgetExceeded``) before a plan that buys a sample (uncles) buys it.
     """
     _check_size(partition_blocks)
+    return spec.plan_job(source, out=out, partition_blocks=partition_blocks, budget=budget)
+
+
+def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] | None,
+                     partition_blocks: int) -> JobPlan:  # fmt: skip
+    """The dataset's plan of the whole job and of each partition."""
     whole = spec.span()
     plan = spec.plan(source, whole)  # the dataset's own checks: a range, a node, its arguments
     if is_archive(source):
@@ -671,8 +686,10 @@ class UncleJob(JobSpec):
     def span(self) -> Partition:
         return Partition(self.start, self.stop)
 
-    def plan(self, source: Any, part: Partition) -> Plan:
-        return uncles_dataset.plan(source, part.start, part.stop)  # era1 files: nothing
+    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
+        return plan_uncles(source, self.start, self.stop, out=out,
+                           partition_blocks=partition_blocks, budget=budget)[0]  # fmt: skip
 
     def part_context(self, context: Any, part: Partition) -> Any:
         return {n: h for n, h in (context or {}).items() if part.start <= n < part.stop}
@@ -738,15 +755,22 @@ def run_job(
         (so n keys buy n times the credits per second), its spending in its own ledger
         (``lab.credits``); ``budget`` counts them all.
     planned : JobPlan, optional
-        What :func:`plan_job` (or :func:`plan_uncles`) gave for the same arguments.
+        What :func:`plan_job` gave for the same arguments.
+
+    Returns
+    -------
+    Any
+        What ``spec.finish`` makes of the partitions' rows: a :class:`JobResult` (the frame
+        one process gives, the plan and the :class:`JobReport`), a
+        :class:`ClusterUncleScan` for uncles.
     """
     as_completed = _distributed()
     from feeslab.cluster import _governor
 
     began = time.perf_counter()
     sources, specs = _node_specs(source, keys)
-    job = planned if planned is not None else plan_job(spec, source, out=out,
-                                                       partition_blocks=partition_blocks)
+    job = planned if planned is not None else plan_job(
+        spec, source, out=out, partition_blocks=partition_blocks, budget=budget)
     if budget is not None and job.plan.total > budget:  # a plan made without the budget
         raise BudgetExceeded(planned=job.plan.total, budget=budget)
     job.out.mkdir(parents=True, exist_ok=True)
@@ -873,14 +897,12 @@ def uncles(
     ClusterUncleScan
         ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
     """
-    _distributed()
-    _node_specs(source, keys)  # refused before the plan's sample is bought
-    if planned is None:
-        planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
-                              budget=budget)  # fmt: skip
-    job, sampled = planned
-    if job.context is None:
-        job = replace(job, context=sampled,
-                      bought=len(sampled) * method_cost(blocks_dataset.METHOD))  # fmt: skip
+    job = None
+    if planned is not None:
+        job, sampled = planned
+        if job.context is None:  # a JobPlan made without its sample
+            job = replace(job, context=sampled,
+                          bought=len(sampled) * method_cost(blocks_dataset.METHOD))  # fmt: skip
     return run_job(UncleJob(start, stop), source, client=client, out=out, budget=budget,
-                   progress=progress, keys=keys, planned=job)  # fmt: skip
+                   progress=progress, partition_blocks=partition_blocks, keys=keys,
+                   planned=job)  # fmt: skip
