@@ -867,30 +867,22 @@ def run_job(
     return spec.finish(source, frame, job, result)
 
 
-def uncles(
-    source: Any,
-    start: int,
-    stop: int,
-    *,
-    client: Any,
-    out: str | os.PathLike[str] | None = None,
-    budget: int | None = None,
-    progress: bool | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
-    planned: tuple[JobPlan, dict[int, Any]] | None = None,
-) -> ClusterUncleScan:
+def uncles(source: Any, start: int, stop: int, *, client: Any,
+           planned: tuple[JobPlan, dict[int, Any]] | None = None,
+           **options: Any) -> ClusterUncleScan:  # fmt: skip
     """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
 
     The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
-    ``client``, ``out``, ``budget``, ``progress``, ``partition_blocks`` and ``keys`` as for
-    :func:`run_job`.
 
     Parameters
     ----------
     source : RpcSource or Era1Source
+    client : distributed.Client
     planned : tuple, optional
         What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
+    **options
+        Those of :func:`run_job`: ``out``, ``budget``, ``progress``, ``partition_blocks``,
+        ``keys``.
 
     Returns
     -------
@@ -903,6 +895,4 @@ def uncles(
         if job.context is None:  # a JobPlan made without its sample
             job = replace(job, context=sampled,
                           bought=len(sampled) * method_cost(blocks_dataset.METHOD))  # fmt: skip
-    return run_job(UncleJob(start, stop), source, client=client, out=out, budget=budget,
-                   progress=progress, partition_blocks=partition_blocks, keys=keys,
-                   planned=job)  # fmt: skip
+    return run_job(UncleJob(start, stop), source, client=client, planned=job, **options)
