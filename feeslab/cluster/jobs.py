@@ -75,7 +75,7 @@ MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe 
 MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
 PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
-SEQUENCES = "feeslab_sequences"  # a partition file's attrs: its tuple and list columns
+TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
 
 
 @dataclass(frozen=True)
@@ -459,31 +459,21 @@ def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
 
 def _write_partition(frame: pd.DataFrame, path: Path) -> None:
     """``frame`` as ``path``, atomically, without its ``attrs`` (the driver tags the whole
-    frame); its columns of tuples or lists (a block's uncle hashes) are noted in the file, as
-    Parquet gives every list back as an array."""
+    frame); its columns of tuples (a block's uncle hashes, a call's array outputs) are named
+    in the file, as Parquet gives every list back as an array."""
     frame.attrs.clear()
-    sequences = {}
-    for name in frame.columns:
-        if frame[name].dtype == object:
-            kinds = {type(v) for v in frame[name] if v is not None and not _missing(v)}
-            if kinds and kinds <= {tuple, list}:
-                sequences[name] = "tuple" if kinds == {tuple} else "list"
-    if sequences:
-        frame.attrs[SEQUENCES] = sequences
+    tuples = [name for name in frame.columns if frame[name].dtype == object
+              and {type(v) for v in frame[name] if not pd.isna(v)} == {tuple}]  # fmt: skip
+    if tuples:
+        frame.attrs[TUPLES] = tuples
     write_frame(frame, path)
-
-
-def _missing(value: Any) -> bool:
-    return not isinstance(value, (tuple, list)) and bool(pd.isna(value))
 
 
 def _read_partition(path: Path) -> pd.DataFrame:
     """A partition file as :func:`_write_partition` was given it (no ``attrs``)."""
     frame = frame_from_bytes(path.read_bytes())
-    sequences = frame.attrs.pop(SEQUENCES, {})
-    for name, kind in sequences.items():
-        make = tuple if kind == "tuple" else list
-        values = [make(v.tolist()) if isinstance(v, np.ndarray) else v for v in frame[name]]
+    for name in frame.attrs.pop(TUPLES, []):
+        values = [tuple(v.tolist()) if isinstance(v, np.ndarray) else v for v in frame[name]]
         frame[name] = pd.Series(values, dtype=object, index=frame.index)
     frame.attrs.clear()
     return frame

@@ -284,3 +284,27 @@ def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, 
         _same(frame_from_bytes(output.read_bytes()), reference)
         parts = len(list((tmp_path / f"{kind}.parts").glob("part-*.parquet")))
         assert parts == (10 if kind == "base-fees" else 3)  # 1,024 blocks, 40 words a part
+
+
+
+def test_partition_files_give_back_tuples_and_exact_ints(tmp_path):
+    """What a dataset's frame holds comes back from its partition file as it was written:
+    Parquet alone gives arrays for tuples."""
+    from feeslab.cluster.jobs import _write_partition
+
+    frame = pd.DataFrame({
+        "block_number": [1, 2, 3],
+        "hashes": pd.Series([("0xaa", "0xbb"), (), None], dtype=object),
+        "amounts": pd.Series([(1, 2), None, (3,)], dtype=object),
+        "word": pd.Series([2**255, None, 7], dtype=object),
+    })  # fmt: skip
+    frame.attrs["chain_id"] = 1
+    _write_partition(frame.copy(), tmp_path / "part-000000001-000000003.parquet")
+    back = cluster.read_partitions(tmp_path)
+    pd.testing.assert_frame_equal(back, frame, check_exact=True)
+    assert back["hashes"].tolist() == [("0xaa", "0xbb"), (), None]
+    assert back["amounts"].tolist() == [(1, 2), None, (3,)]
+    assert back["word"].tolist() == [2**255, None, 7]
+    assert back.attrs == {}  # the driver tags the whole frame
+    lists = pd.read_parquet(tmp_path)["amounts"]  # Parquet lists, for any reader
+    assert [len(v) for v in lists if v is not None] == [2, 1]
