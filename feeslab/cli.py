@@ -20,6 +20,9 @@ Subcommands:
   ``--budget`` for all; ``--url`` once for every key, or once per key in the same order;
   ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
   credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
+  ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
+  worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
+  OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
@@ -381,14 +384,16 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
         help="pace requests at N credits/s or a plan's rate (core, developer, team); default: "
         "what a devnet reports, else the Core plan's 500 on the service; inf: no pacing",
     )
-    scale = common.add_argument_group("on a dask cluster (uncles; pip install 'feeslab[dask]')")
+    scale = common.add_argument_group("on a dask cluster (pip install 'feeslab[dask]'; "
+                                      "base-fees over --start/--stop only)")
     scale.add_argument("--scheduler", metavar="ADDRESS",
                        help="run in partitions on this dask scheduler (tcp://host:8786); the "
                        "partition files go to OUTPUT's stem + .parts/, and a rerun resumes")
     scale.add_argument("--workers", type=_non_negative, metavar="N",
                        help="start a local cluster of N worker processes instead")
     scale.add_argument("--partition-blocks", type=_non_negative, metavar="N",
-                       help="blocks per partition on a node (default 8,192; era1: a file each)")
+                       help="blocks per partition on a node (default 8,192; storage: of "
+                       "--blocks; base fees: rounded up to 1,024s; era1: a file each)")
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -566,12 +571,12 @@ def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> t
     if args.kind == "base-fees" and "percentiles" not in params:
         return datasets.base_fees.plan(source), lambda: datasets.base_fees.get(
             source, params["chain_id"])
+    if params.get("client") is not None:
+        return _on_cluster(source, args, params)
     if args.kind == "base-fees":
         return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
             datasets.fee_history.get(source, args.start, args.stop,
                                      percentiles=params["percentiles"], progress=progress))
-    if args.kind == "uncles" and params.get("client") is not None:
-        return _cluster_uncles(source, args, params)
     if args.kind == "uncles":
         plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
 
@@ -588,32 +593,44 @@ def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> t
         datasets.storage.get(source, args.address, args.slot, blocks, progress=progress))
 
 
-def _cluster_uncles(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[
+def _on_cluster(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[
         Any, Any]:  # fmt: skip
-    """The uncle scan on ``params["client"]``'s cluster (``feeslab.cluster``): planned once."""
+    """The fetch on ``params["client"]``'s cluster (``feeslab.cluster``): planned once."""
     from feeslab import cluster
 
     output = params["output"]
     options = {"out": output.with_name(output.stem + ".parts")}
     if args.partition_blocks:
         options["partition_blocks"] = args.partition_blocks
-    planned = cluster.plan_uncles(source, args.start, args.stop, budget=args.budget, **options)
+    run = {"client": params["client"], "budget": args.budget, "progress": not args.quiet,
+           "keys": params.get("labs", ())}
+    if args.kind == "uncles":
+        planned = cluster.plan_uncles(source, args.start, args.stop, budget=args.budget,
+                                      **options)  # fmt: skip
 
-    def scan() -> Any:
-        found = cluster.uncles(source, args.start, args.stop, client=params["client"],
-                               budget=args.budget, progress=not args.quiet, planned=planned,
-                               keys=params.get("labs", ()), **options)  # fmt: skip
-        return found.blocks if args.per_block else found.uncles
+        def scan() -> Any:
+            found = cluster.uncles(source, args.start, args.stop, planned=planned, **options,
+                                   **run)  # fmt: skip
+            return found.blocks if args.per_block else found.uncles
 
-    return planned[0].plan, scan
+        return planned[0].plan, scan
+    if args.kind == "blocks":
+        spec: Any = cluster.BlocksJob(args.start, args.stop)
+    elif args.kind == "base-fees":
+        spec = cluster.FeeHistoryJob(args.start, args.stop, params["percentiles"])
+    else:
+        spec = cluster.StorageJob(args.address, args.slot, tuple(params["blocks"]))
+    job = cluster.plan_job(spec, source, **options)
+    return job.plan, lambda: cluster.run_job(spec, source, planned=job, **run).frame
 
 
 def _client(args: argparse.Namespace) -> Any:
     """A ``distributed.Client`` for ``--scheduler``/``--workers`` (None without them)."""
     if args.scheduler is None and not args.workers:
         return None
-    if args.kind != "uncles":
-        raise UsageError("--scheduler/--workers run uncle scans (feeslab fetch uncles)")
+    if args.kind == "base-fees" and args.start is None:
+        raise UsageError("--scheduler/--workers run base fees over --start/--stop (the Gas "
+                         "API's last 500 are one call)")  # fmt: skip
     if args.scheduler is not None and args.workers:
         raise UsageError("give --scheduler (a running cluster) or --workers (a local one)")
     try:

@@ -196,9 +196,18 @@ class Lab:
         return base_fees.plan(self.data_source)
 
     def fee_history(self, start: int, stop: int, *, percentiles: Sequence[float] = (10, 50, 90),
-                    budget: int | None = None, progress: bool | None = None) -> pd.DataFrame:
+                    budget: int | None = None, progress: bool | None = None, client: Any = None,
+                    out: Any = None, keys: Sequence[Lab] = ()) -> pd.DataFrame:
         """Base fees, gas used ratios and tip percentiles of blocks ``start`` .. ``stop - 1``
-        (:func:`feeslab.datasets.fee_history.get`: ``eth_feeHistory``, 1,024 blocks a call)."""
+        (:func:`feeslab.datasets.fee_history.get`: ``eth_feeHistory``, 1,024 blocks a call).
+        With ``client``, ``out`` and ``keys``: in partitions on a dask cluster, as
+        :meth:`uncles` (:func:`feeslab.cluster.fee_history`: the same frame)."""
+        if client is not None:
+            from feeslab import cluster  # dask only when asked for
+
+            return cluster.fee_history(self.data_source, start, stop, client=client,
+                                       percentiles=percentiles, out=out, budget=budget,
+                                       progress=progress, keys=keys).frame  # fmt: skip
         return fee_history.get(self.data_source, start, stop, percentiles=percentiles,
                                budget=budget, progress=progress)
 
@@ -207,8 +216,16 @@ class Lab:
         return fee_history.plan(self.data_source, start, stop)
 
     def blocks(self, start: int, stop: int, *, budget: int | None = None,
-               progress: bool | None = None) -> pd.DataFrame:
-        """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`)."""
+               progress: bool | None = None, client: Any = None, out: Any = None,
+               keys: Sequence[Lab] = ()) -> pd.DataFrame:
+        """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`).
+        With ``client``, ``out`` and ``keys``: in partitions on a dask cluster, as
+        :meth:`uncles` (:func:`feeslab.cluster.blocks`: the same frame)."""
+        if client is not None:
+            from feeslab import cluster  # dask only when asked for
+
+            return cluster.blocks(self.data_source, start, stop, client=client, out=out,
+                                  budget=budget, progress=progress, keys=keys).frame
         return blocks.get(self.data_source, start, stop, budget=budget, progress=progress)
 
     def plan_blocks(self, start: int, stop: int) -> Plan:
@@ -242,9 +259,19 @@ class Lab:
         return storage.word(self.data_source, address, slot, block)
 
     def storage_series(self, address: str, slot: int, blocks: Sequence[int], *,
-                       budget: int | None = None, progress: bool | None = None) -> pd.DataFrame:
+                       budget: int | None = None, progress: bool | None = None,
+                       client: Any = None, out: Any = None,
+                       keys: Sequence[Lab] = ()) -> pd.DataFrame:
         """The word at ``slot`` of ``address`` after each of ``blocks``
-        (:func:`feeslab.datasets.storage.get`)."""
+        (:func:`feeslab.datasets.storage.get`). With ``client``, ``out`` and ``keys``: in
+        partitions on a dask cluster, as :meth:`uncles` (:func:`feeslab.cluster.storage_series`:
+        the same frame; its workers read no answer cache)."""
+        if client is not None:
+            from feeslab import cluster  # dask only when asked for
+
+            return cluster.storage_series(self.data_source, address, slot, blocks,
+                                          client=client, out=out, budget=budget,
+                                          progress=progress, keys=keys).frame  # fmt: skip
         return storage.get(self.data_source, address, slot, blocks, budget=budget,
                            progress=progress)
 
@@ -265,9 +292,21 @@ class Lab:
     def call_series(self, to: str, function: str | Mapping[str, Any], args: Sequence[Any],
                     blocks: Sequence[int], *, sender: str = ZERO_ADDRESS,
                     returns: Sequence[str] | None = None, abi: Abi | None = None,
-                    budget: int | None = None, progress: bool | None = None) -> pd.DataFrame:
+                    budget: int | None = None, progress: bool | None = None,
+                    client: Any = None, out: Any = None,
+                    keys: Sequence[Lab] = ()) -> pd.DataFrame:
         """``eth_call`` of one function at each of ``blocks``, decoded, a revert in its row's
-        ``error`` (:func:`feeslab.datasets.calls.get`)."""
+        ``error`` (:func:`feeslab.datasets.calls.get`). With ``client``, ``out`` and
+        ``keys``: in partitions on a dask cluster, as :meth:`uncles`
+        (:func:`feeslab.cluster.call_series`: the same frame; its workers read no answer
+        cache)."""
+        if client is not None:
+            from feeslab import cluster  # dask only when asked for
+
+            return cluster.call_series(self.data_source, to, function, args, blocks,
+                                       client=client, sender=sender, returns=returns, abi=abi,
+                                       out=out, budget=budget, progress=progress,
+                                       keys=keys).frame  # fmt: skip
         return calls.get(self.data_source, to, function, args, blocks, sender=sender,
                          returns=returns, abi=abi, budget=budget, progress=progress)
 

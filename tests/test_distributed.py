@@ -318,10 +318,9 @@ def test_cli_runs_on_a_local_cluster(exported, tmp_path):
     assert len(list((tmp_path / "u.parts").glob("part-*.parquet"))) == 2
 
 
-def test_cli_refuses_a_cluster_for_other_datasets(tmp_path, capsys):
-    status = main(["fetch", "blocks", "--start", "0", "--stop", "10", "--workers", "2",
-                   "-o", str(tmp_path / "b.parquet")])  # fmt: skip
-    assert status == 2 and "--scheduler/--workers run uncle scans" in capsys.readouterr().err
+def test_cli_refuses_a_cluster_for_the_gas_apis_base_fees(tmp_path, capsys):
+    status = main(["fetch", "base-fees", "--workers", "2", "-o", str(tmp_path / "b.parquet")])
+    assert status == 2 and "over --start/--stop" in capsys.readouterr().err
     assert not (tmp_path / "b.parquet").exists()
 
 

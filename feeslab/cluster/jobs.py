@@ -1,17 +1,20 @@
 """Partitioned jobs on dask.distributed: one plan, one credit bucket, one Parquet file a partition.
 
-A job is planned whole on the driver before anything runs (the dataset's own plan, its sample
-bought once), then cut into partitions: one per era1 file for archive files, one per
-``partition_blocks`` blocks for a node. Each partition runs as one dask task on a worker,
-through the same dataset code a single process runs (``feeslab.datasets.uncles.get``), and
+A job is one dataset's fetch, described by a :class:`JobSpec` (how one partition is planned and
+computed, through the same ``feeslab.datasets`` code a single process runs, and how the
+partitions' rows become the one-process result). It is planned whole on the driver before
+anything runs, then cut into partitions: one per era1 file for archive files, one per
+``partition_blocks`` blocks for a node. Each partition runs as one dask task on a worker and
 writes its rows to ``part-<first>-<last>.parquet`` in the job's directory, atomically (a
 temporary file renamed over the name), before the task ends. A partition whose file exists is
-done: a rerun of a killed job skips it and spends nothing for it.
+done: a rerun of a killed job skips it and spends nothing for it. :func:`run_job` is the one
+runner; the datasets' specs are :class:`UncleJob` here and those of
+:mod:`feeslab.cluster.datasets`.
 
 Workers read no SQLite cache (``cache=False``): the partition files are the settled answers, so
-no two processes ever write one cache. The driver's own cache keeps the plan's sample, which
-each worker is handed for its range, so the cluster buys exactly the calls one process would.
-Every worker's batches are booked in one token bucket on the scheduler
+no two processes ever write one cache. The driver's own cache keeps an uncle plan's sample,
+which each worker is handed for its range, so the cluster buys exactly the calls one process
+would. Every worker's batches are booked in one token bucket on the scheduler
 (:mod:`feeslab.cluster._governor`), with the job's ``budget``.
 """
 
@@ -30,8 +33,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from feeslab._costs import method_cost
@@ -54,9 +58,14 @@ __all__ = [
     "ClusterUncleScan",
     "JobPlan",
     "JobReport",
+    "JobResult",
+    "JobSpec",
     "Partition",
+    "UncleJob",
+    "plan_job",
     "plan_uncles",
     "read_partitions",
+    "run_job",
     "uncles",
 ]
 
@@ -66,16 +75,20 @@ MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe 
 MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
 PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
+TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
 
 
 @dataclass(frozen=True)
 class Partition:
-    """One task of a job: blocks ``start`` .. ``stop - 1``, from ``file`` (era1) or a node."""
+    """One task of a job: blocks ``start`` .. ``stop - 1``, from ``file`` (era1) or a node;
+    for a series of blocks (storage, calls), ``blocks`` are those of the series in that range,
+    in the series' order."""
 
     start: int
     stop: int
     file: str | None = None
     credits: int = 0  # planned [credits]
+    blocks: tuple[int, ...] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -97,6 +110,12 @@ class JobPlan:
         In block order.
     out : Path
         The job's directory (partition files and ``_manifest.json``).
+    context : Any
+        What the plan learnt that the partitions reuse (an uncle scan's sampled uncle
+        counts by block), handed to each partition's task for its range.
+    bought : int
+        Credits the driver spent while planning (an uncle scan's sample), part of
+        ``plan.total`` the workers do not spend again [credits].
     """
 
     job: str
@@ -106,6 +125,8 @@ class JobPlan:
     plan: Plan
     partitions: tuple[Partition, ...]
     out: Path
+    context: Any = field(default=None, compare=False)
+    bought: int = 0
 
     def done(self) -> list[Partition]:
         """The partitions whose file is already written (one directory listing)."""
@@ -163,6 +184,79 @@ class ClusterUncleScan(UncleScan):
 
 
 @dataclass(frozen=True, repr=False)
+class JobResult:
+    """A frame computed on a cluster: the one-process frame, its plan and the run's report.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The same, row for row, dtypes and ``attrs``, as the dataset gives in one process.
+    plan : Plan
+        The credits the whole job was planned to cost.
+    report : JobReport
+    """
+
+    frame: pd.DataFrame
+    plan: Plan
+    report: JobReport
+
+    def __repr__(self) -> str:
+        return (f"<JobResult {len(self.frame):,} rows, {len(self.report.computed)} partitions "
+                f"computed, {len(self.report.skipped)} skipped, {self.report.credits:,} "
+                "credits>")  # fmt: skip
+
+
+class JobSpec:
+    """How one dataset runs as a cluster job: a small description the runner follows.
+
+    A spec is a frozen dataclass of the dataset's parameters (it is pickled to every
+    worker). The runner plans the whole job on the driver (:meth:`plan_job`: by default the
+    dataset's plan of the whole, of each partition, cut with :meth:`cut` on a node or by era1
+    file), computes each partition on a worker with :meth:`compute`, writes the frame as
+    Parquet, and hands the partitions' frames, concatenated in block order, to
+    :meth:`finish`.
+    """
+
+    name: ClassVar[str]
+
+    def span(self) -> Partition:
+        """The whole job as one partition (its blocks, or its series)."""
+        raise NotImplementedError
+
+    def key(self) -> str:
+        """The parameters that make two jobs of the same blocks differ (in the job's name)."""
+        return ""
+
+    def plan(self, source: Any, part: Partition) -> Plan:
+        """What one process pays for ``part`` [credits] (on the driver)."""
+        raise NotImplementedError
+
+    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
+        """The whole job's plan and partitions (:func:`plan_job`)."""
+        return _plan_partitions(self, source, out=out, partition_blocks=partition_blocks)
+
+    def cut(self, whole: Partition, size: int) -> list[Partition]:
+        """A node job's partitions of about ``size`` blocks, in block order (credits unset)."""
+        return [Partition(lo, min(whole.stop, lo + size))
+                for lo in range(whole.start, whole.stop, size)]  # fmt: skip
+
+    def part_context(self, context: Any, part: Partition) -> Any:
+        """What ``part``'s task needs of the plan's ``context``."""
+        return None
+
+    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
+        """``part``'s rows, by the dataset's own code (on a worker; ``source`` reads that
+        partition's era1 file or the node, with no cache)."""
+        raise NotImplementedError
+
+    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan, report: JobReport) -> Any:
+        """The result from the partitions' rows (attrs not yet set): the frame tagged as one
+        process tags it, by default."""
+        return JobResult(frame=_tag(source, frame), plan=job.plan, report=report)
+
+
+@dataclass(frozen=True, repr=False)
 class _NodeSpec:
     """How a worker reaches the node (the URL holds the key: never shown)."""
 
@@ -182,7 +276,7 @@ class _NodeSpec:
 class _Task:
     """What every partition task of one run shares."""
 
-    dataset: str
+    spec: JobSpec
     out: str
     bucket: str
     workers: int
@@ -195,6 +289,72 @@ class _Task:
 def _job_id(dataset: str, start: int, stop: int, where: str) -> str:
     digest = hashlib.sha256(f"{dataset}|{start}|{stop}|{where}".encode()).hexdigest()[:16]
     return f"{dataset}-{start}-{stop}-{digest}"
+
+
+def _era1_partitions(source: Any, start: int, stop: int) -> tuple[list[Partition], str]:
+    """One partition per era1 file a range touches, and what names them in the job's id."""
+    parts = []
+    for first, after, path in source.ranges():
+        lo, hi = max(start, first), min(stop, after)
+        if lo < hi:
+            parts.append(Partition(lo, hi, file=str(path)))
+    source.covering(start, stop)  # every block covered, or Era1Error naming the gap
+    return parts, "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
+
+
+def _directory(out: str | os.PathLike[str] | None, job: str) -> Path:
+    return Path(out) if out is not None else default_cache_dir() / "jobs" / job
+
+
+def _check_size(partition_blocks: Any) -> None:
+    if (not isinstance(partition_blocks, int) or isinstance(partition_blocks, bool)
+            or partition_blocks < 1):  # fmt: skip
+        raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
+
+
+def plan_job(
+    spec: JobSpec,
+    source: Any,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
+    budget: int | None = None,
+) -> JobPlan:
+    """The whole job's plan (what one process would pay) and its partitions.
+
+    Parameters
+    ----------
+    spec : JobSpec
+        The dataset and its parameters (e.g. :class:`feeslab.cluster.datasets.BlocksJob`).
+    source : RpcSource or Era1Source
+    out : path, optional
+        The job's directory; default ``<cache>/jobs/<job>`` (``$FEESLAB_CACHE_DIR``).
+    partition_blocks : int
+        Blocks per partition of a node job [blocks] (of a series: its blocks); era1 files
+        are one partition each.
+    budget : int, optional
+        Refuse (``BudgetExceeded``) before a plan that buys a sample (uncles) buys it.
+    """
+    _check_size(partition_blocks)
+    return spec.plan_job(source, out=out, partition_blocks=partition_blocks, budget=budget)
+
+
+def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] | None,
+                     partition_blocks: int) -> JobPlan:  # fmt: skip
+    """The dataset's plan of the whole job and of each partition."""
+    whole = spec.span()
+    plan = spec.plan(source, whole)  # the dataset's own checks: a range, a node, its arguments
+    if is_archive(source):
+        parts, where = _era1_partitions(source, whole.start, whole.stop)
+    else:
+        parts = spec.cut(whole, partition_blocks)
+        # the chain (id and genesis hash), and the partitioning, which names the files
+        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
+    parts = [replace(p, credits=spec.plan(source, p).total) for p in parts]
+    key = spec.key()
+    job = _job_id(spec.name, whole.start, whole.stop, f"{where}|{key}" if key else where)
+    return JobPlan(job, spec.name, whole.start, whole.stop, plan, tuple(parts),
+                   _directory(out, job))  # fmt: skip
 
 
 def plan_uncles(
@@ -220,18 +380,11 @@ def plan_uncles(
         Refuse (``BudgetExceeded``) before the plan's sample is bought, as one process does.
     """
     check_range(start, stop)
-    if not isinstance(partition_blocks, int) or partition_blocks < 1:
-        raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
+    _check_size(partition_blocks)
     sampled: dict[int, int] = {}
     if is_archive(source):
         plan = uncles_dataset.plan(source, start, stop)
-        parts = []
-        for first, after, path in source.ranges():
-            lo, hi = max(start, first), min(stop, after)
-            if lo < hi:
-                parts.append(Partition(lo, hi, file=str(path)))
-        source.covering(start, stop)  # every block covered, or Era1Error naming the gap
-        where = "era1:" + ",".join(Path(p.file).name for p in parts)  # type: ignore[arg-type]
+        parts, where = _era1_partitions(source, start, stop)
     else:
         plan, sampled = uncles_dataset.plan_and_sample(source, start, stop, budget=budget)
         per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
@@ -245,8 +398,9 @@ def plan_uncles(
         # the chain (id and genesis hash), and the partitioning, which names the files
         where = f"{source.label}:{source.node.identity}:{partition_blocks}"
     job = _job_id("uncles", start, stop, where)
-    directory = Path(out) if out is not None else default_cache_dir() / "jobs" / job
-    return JobPlan(job, "uncles", start, stop, plan, tuple(parts), directory), sampled
+    bought = len(sampled) * method_cost(blocks_dataset.METHOD)
+    return JobPlan(job, "uncles", start, stop, plan, tuple(parts), _directory(out, job),
+                   context=sampled, bought=bought), sampled  # fmt: skip
 
 
 _PLANNED = ("file", "start", "stop", "planned_credits", "written")
@@ -299,7 +453,29 @@ def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
     paths = sorted(out.glob("part-*.parquet"))
     if not paths:
         raise ConfigError(f"no partition files (part-*.parquet) in {out}")
-    return _concat([frame_from_bytes(p.read_bytes()) for p in paths])
+    return _concat([_read_partition(p) for p in paths])
+
+
+def _write_partition(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` as ``path``, atomically, without its ``attrs`` (the driver tags the whole
+    frame); its columns of tuples (a block's uncle hashes, a call's array outputs) are named
+    in the file, as Parquet gives every list back as an array."""
+    frame.attrs.clear()
+    tuples = [name for name in frame.columns if frame[name].dtype == object
+              and {type(v) for v in frame[name] if not pd.isna(v)} == {tuple}]  # fmt: skip
+    if tuples:
+        frame.attrs[TUPLES] = tuples
+    write_frame(frame, path)
+
+
+def _read_partition(path: Path) -> pd.DataFrame:
+    """A partition file as :func:`_write_partition` was given it (no ``attrs``)."""
+    frame = frame_from_bytes(path.read_bytes())
+    for name in frame.attrs.pop(TUPLES, []):
+        values = [tuple(v.tolist()) if isinstance(v, np.ndarray) else v for v in frame[name]]
+        frame[name] = pd.Series(values, dtype=object, index=frame.index)
+    frame.attrs.clear()
+    return frame
 
 
 def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -387,10 +563,11 @@ def _error_from_data(data: dict[str, Any]) -> BaseException:
     return exc
 
 
-def run_partition(task: _Task, part: Partition, sampled: dict[int, int]) -> dict[str, Any]:
-    """One partition, on a worker: its rows written to ``part.name`` (atomically), unless an
-    earlier attempt wrote them. Returns what it did; a feeslab error (a budget refused, a 402,
-    a damaged file) as data, raised again on the driver with its type and attributes."""
+def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
+    """One partition, on a worker: its rows (``task.spec.compute``) written to ``part.name``
+    (atomically), unless an earlier attempt wrote them. Returns what it did; a feeslab error
+    (a budget refused, a 402, a damaged file) as data, raised again on the driver with its
+    type and attributes."""
     path = Path(task.out) / part.name
     if path.exists():
         return {"file": part.name, "skipped": True}
@@ -403,18 +580,14 @@ def run_partition(task: _Task, part: Partition, sampled: dict[int, int]) -> dict
             source = Era1Source(part.file)
         else:
             source = _node_source(task)
-        # the plan's sample in this range was bought by the driver: not asked for again
-        scan = uncles_dataset.get(source, part.start, part.stop, progress=False,
-                                  known_counts=sampled)
+        frame = task.spec.compute(source, part, context)
     except FeeslabError as exc:
         return {"file": part.name, "error": _error_as_data(exc)}
     finally:
         if source is not None:
             source.close()
-    frame = scan.uncles
-    frame.attrs.clear()  # the driver tags the whole frame
     links = {} if part.file is None else _era1_links(part)
-    write_frame(frame, path)
+    _write_partition(frame, path)
     spent = 0 if part.file is not None else source.credits.spent
     return {"file": part.name, "rows": len(frame), "credits": spent, **links,
             "seconds": round(time.perf_counter() - began, 4),
@@ -469,10 +642,50 @@ def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list
     return sources, specs
 
 
-def uncles(
+@dataclass(frozen=True)
+class UncleJob(JobSpec):
+    """Uncle scans (:func:`feeslab.datasets.uncles.get`) as a cluster job; planned by
+    :func:`plan_uncles`, whose sampled counts each partition reuses."""
+
+    start: int
+    stop: int
+    name: ClassVar[str] = "uncles"
+
+    def span(self) -> Partition:
+        return Partition(self.start, self.stop)
+
+    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
+        return plan_uncles(source, self.start, self.stop, out=out,
+                           partition_blocks=partition_blocks, budget=budget)[0]  # fmt: skip
+
+    def part_context(self, context: Any, part: Partition) -> Any:
+        return {n: h for n, h in (context or {}).items() if part.start <= n < part.stop}
+
+    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
+        # the plan's sample in this range was bought by the driver: not asked for again
+        return uncles_dataset.get(source, part.start, part.stop, progress=False,
+                                  known_counts=context).uncles  # fmt: skip
+
+    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan,
+               report: JobReport) -> ClusterUncleScan:  # fmt: skip
+        found = _tag(source, frame)
+        counts = _tag(source, uncle_scan_frame(range(self.start, self.stop), found))
+        return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=report)
+
+
+def _distributed() -> Any:
+    try:
+        from distributed import as_completed
+    except ImportError:
+        raise ConfigError("a cluster job needs dask.distributed: pip install 'feeslab[dask]'"
+                          ) from None  # fmt: skip
+    return as_completed
+
+
+def run_job(
+    spec: JobSpec,
     source: Any,
-    start: int,
-    stop: int,
     *,
     client: Any,
     out: str | os.PathLike[str] | None = None,
@@ -480,14 +693,14 @@ def uncles(
     progress: bool | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
     keys: Sequence[Any] = (),
-    planned: tuple[JobPlan, dict[int, Any]] | None = None,
-) -> ClusterUncleScan:
-    """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
-
-    The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
+    planned: JobPlan | None = None,
+) -> Any:
+    """Run the job ``spec`` describes on a dask cluster: what ``spec.finish`` makes of it.
 
     Parameters
     ----------
+    spec : JobSpec
+        The dataset and its parameters.
     source : RpcSource or Era1Source
         Where the blocks come from (era1 files must be readable by every worker at the
         same path; a node reachable from every worker).
@@ -503,33 +716,29 @@ def uncles(
     progress : bool, optional
         A progress bar over the partitions, and the dashboard's address printed (default on).
     partition_blocks : int
-        Blocks per partition of a node scan [blocks].
+        Blocks per partition of a node job [blocks].
     keys : sequence of Lab or RpcSource
         Connections with other API keys to the same chain: the partitions are dealt among
         ``source`` and these in turn, each key paced by its own bucket at its plan's rate
         (so n keys buy n times the credits per second), its spending in its own ledger
         (``lab.credits``); ``budget`` counts them all.
-    planned : tuple, optional
-        What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
+    planned : JobPlan, optional
+        What :func:`plan_job` gave for the same arguments.
 
     Returns
     -------
-    ClusterUncleScan
-        ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
+    Any
+        What ``spec.finish`` makes of the partitions' rows: a :class:`JobResult` (the frame
+        one process gives, the plan and the :class:`JobReport`), a
+        :class:`ClusterUncleScan` for uncles.
     """
-    try:
-        from distributed import as_completed
-    except ImportError:
-        raise ConfigError("a cluster scan needs dask.distributed: pip install 'feeslab[dask]'"
-                          ) from None  # fmt: skip
+    as_completed = _distributed()
     from feeslab.cluster import _governor
 
     began = time.perf_counter()
     sources, specs = _node_specs(source, keys)
-    if planned is None:
-        planned = plan_uncles(source, start, stop, out=out, partition_blocks=partition_blocks,
-                              budget=budget)  # fmt: skip
-    job, sampled = planned
+    job = planned if planned is not None else plan_job(
+        spec, source, out=out, partition_blocks=partition_blocks, budget=budget)
     if budget is not None and job.plan.total > budget:  # a plan made without the budget
         raise BudgetExceeded(planned=job.plan.total, budget=budget)
     job.out.mkdir(parents=True, exist_ok=True)
@@ -546,21 +755,20 @@ def uncles(
     buckets = [f"{run}-key{i}" for i in range(max(1, len(specs)))]
     reports: list[dict[str, Any]] = []
     if todo:
-        # the workers' share: the budget less the plan's sample, bought on the driver
-        sample = len(sampled) * method_cost(blocks_dataset.METHOD)
-        remaining = None if budget is None else budget - sample
+        # the workers' share: the budget less what the plan bought on the driver
+        remaining = None if budget is None else budget - job.bought
         _governor.install(client)
         for i, bucket in enumerate(buckets):
             _governor.scheduler_call(
                 client, "open", name=bucket, budget=remaining,
                 credits_per_second=specs[i].credits_per_second if specs else None,
                 group=buckets[0] if i else None)  # fmt: skip
-        task = _Task("uncles", str(job.out), buckets[0], max(1, sum(client.nthreads().values())))
+        task = _Task(spec, str(job.out), buckets[0], max(1, sum(client.nthreads().values())))
         futures = [
             client.submit(run_partition,
                           replace(task, bucket=buckets[i % len(buckets)],
                                   node=specs[i % len(specs)] if specs else None),
-                          p, {n: h for n, h in sampled.items() if p.start <= n < p.stop},
+                          p, spec.part_context(job.context, p),
                           key=f"feeslab-{run}-{p.name}", pure=False)
             for i, p in enumerate(todo)
         ]  # fmt: skip
@@ -611,9 +819,7 @@ def uncles(
                     own.credits.record_request([method] * n, 200)
     _write_manifest(job, written, done)
     _check_links(job, written)
-    found = _tag(source, _concat([frame_from_bytes((job.out / p.name).read_bytes())
-                                  for p in job.partitions]))
-    counts = _tag(source, uncle_scan_frame(range(start, stop), found))
+    frame = _concat([_read_partition(job.out / p.name) for p in job.partitions])
     calls: Counter[str] = Counter()
     for report in reports:
         calls.update(report.get("calls", {}))
@@ -626,4 +832,35 @@ def uncles(
         seconds=time.perf_counter() - began, dashboard=dashboard, calls=dict(calls),
         keys=tuple({k: r.get(k, 0) for k in ("spent", "refusals", "requests")} for r in reports),
     )  # fmt: skip
-    return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=result)
+    return spec.finish(source, frame, job, result)
+
+
+def uncles(source: Any, start: int, stop: int, *, client: Any,
+           planned: tuple[JobPlan, dict[int, Any]] | None = None,
+           **options: Any) -> ClusterUncleScan:  # fmt: skip
+    """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
+
+    The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
+
+    Parameters
+    ----------
+    source : RpcSource or Era1Source
+    client : distributed.Client
+    planned : tuple, optional
+        What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
+    **options
+        Those of :func:`run_job`: ``out``, ``budget``, ``progress``, ``partition_blocks``,
+        ``keys``.
+
+    Returns
+    -------
+    ClusterUncleScan
+        ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
+    """
+    job = None
+    if planned is not None:
+        job, sampled = planned
+        if job.context is None:  # a JobPlan made without its sample
+            job = replace(job, context=sampled,
+                          bought=len(sampled) * method_cost(blocks_dataset.METHOD))  # fmt: skip
+    return run_job(UncleJob(start, stop), source, client=client, planned=job, **options)
