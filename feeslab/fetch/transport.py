@@ -305,11 +305,27 @@ class AsyncHTTPTransport(TransportReports):
         return [result for part in parts for result in part]
 
     async def _exchange(self, pending: Mapping[int, RpcCall]) -> Outcome:
-        """One HTTP request for the calls ``{id: call}``, its answer read."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._post, pending)
+        """One HTTP request for the calls ``{id: call}``, its answer read.
 
-    def _post(self, pending: Mapping[int, RpcCall]) -> Outcome:
+        The request goes on the pool; the answer is decoded here, on the loop's thread, where
+        ``on_batch`` then runs at once: decoded batches do not wait for the loop (up to seven
+        of 500 Shanghai headers, 40 MB, were seen waiting) and are reduced one at a time. The
+        decoding holds the GIL on either thread, so no time is lost.
+        """
+        loop = asyncio.get_running_loop()
+        response = await loop.run_in_executor(self._pool, self._post, pending)
+        core = self._core
+        try:
+            return _interpret(
+                response, pending, secrets=core.secrets, credits_spent=core.credits_spent
+            )
+        finally:
+            # httpx binds a response and its stream to each other (a reference cycle) and the
+            # fetches pause the collector (feeslab.fetch._gc): unbound, the answer's bytes (2
+            # MB a batch of 500 headers) are freed once read, not at the collector's next pass
+            response.stream = httpx.ByteStream(b"")
+
+    def _post(self, pending: Mapping[int, RpcCall]) -> httpx.Response:
         core = self._core
         calls = list(pending.values())
         try:
@@ -320,15 +336,7 @@ class AsyncHTTPTransport(TransportReports):
             error.__cause__ = exc
             raise Retryable(error) from None
         core.record(calls, response.status_code)
-        try:
-            return _interpret(
-                response, pending, secrets=core.secrets, credits_spent=core.credits_spent
-            )
-        finally:
-            # httpx binds a response and its stream to each other (a reference cycle) and the
-            # fetches pause the collector (feeslab.fetch._gc): unbound, the answer's bytes (2
-            # MB a batch of 500 headers) are freed once read, not at the collector's next pass
-            response.stream = httpx.ByteStream(b"")
+        return response
 
     async def aclose(self) -> None:
         """Close the connection pool and its threads."""
