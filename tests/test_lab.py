@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import feeslab
@@ -380,3 +381,22 @@ def test_on_network_of_the_embedded_devnet_shares_it(monkeypatch, tmp_path):
         other.close()  # leaves the devnet to the Lab that started it
         assert lab.devnet.running and lab.node.head() > 0
     assert not lab.devnet.running
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_blocks_streamed_chunk_by_chunk_equal_the_frame_of_every_header(devnet, tmp_path, cache):
+    """lab.blocks turns each chunk's headers into frame columns as they arrive (slimmed, the
+    JSON freed): the frame is the one parse_blocks makes of all the whole headers at once."""
+    from feeslab.frames import parse_blocks
+
+    blocks = range(197_800, 200_300)  # Shanghai's withdrawals in each header
+    with _lab_on(devnet, tmp_path if cache else False) as lab:
+        whole = headers_of(lab.data_source, blocks[:900])  # some of them cached, whole
+        assert all(len(h["withdrawals"]) for h in whole)
+        lab.node.chunk = 700  # four chunks, the cached ones among the first two
+        frame = lab.blocks(blocks.start, blocks.stop)
+    with _lab_on(devnet, False) as plain:
+        reference = parse_blocks(headers_of(plain.data_source, blocks))
+    assert frame["block_number"].tolist() == list(blocks)
+    pd.testing.assert_frame_equal(frame, reference)
+    assert frame.attrs["chain_id"] == 1
