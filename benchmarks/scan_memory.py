@@ -4,6 +4,8 @@ Each scan runs in a fresh Python process (``ru_maxrss`` is a process's peak), on
 chain 1 (seed 0) ending at ``STOP``: the peak RSS should be flat in the range (the scan
 streams), and a warm rerun of settled blocks reads Parquet pieces back, sending nothing.
 
+``SIZES`` are the ranges measured; one that does not fit below the served chain's head is
+skipped with a note (a longer chain: ``feeslab serve --height``, where the devnet has it).
 Cold runs with and without the cache alternate (the faster of two each, the first run without
 a cache untimed: it warms the server's own caches); the peak RSS is the highest of all runs.
 ``python benchmarks/scan_memory.py`` prints the rows; ``bench()`` returns them for ``run.py``.
@@ -19,7 +21,10 @@ import tempfile
 from uncle_scan import CREDITS_PER_SECOND, DAILY_CREDITS, SEED, feeslab_serve, warm
 
 STOP = 200_000  # settled: chain 1 reaches block 210,000 at seed 0
-SIZES = (20_000, 200_000)
+# [blocks] each scan ends at STOP; a longer one (on a longer chain) a little below the head
+SIZES = (20_000, 200_000, 1_000_000)
+GOAL_SIZE = 200_000  # the scan the warm-rerun and cache-cold goals are about
+BELOW_HEAD = 1_000  # [blocks] a longer scan's end below the head: settled, with room
 RSS_GOAL_MIB = 300
 WARM_GOAL_S = 0.5
 
@@ -66,19 +71,35 @@ def scan(served, start: int, stop: int, cache: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def head(served) -> int:
+    """The served chain's head [block number]."""
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}
+    answer = httpx.post(served.rpc, json=body, timeout=60).raise_for_status().json()
+    return int(answer["result"], 16)
+
+
 def bench() -> list[tuple[str, float, str]]:
     rows = []
     serve = ("--seed", str(SEED), "--credits-per-second", str(CREDITS_PER_SECOND),
              "--daily-credits", str(DAILY_CREDITS))
     with feeslab_serve(*serve) as served:
         warm(served)
+        top = head(served)
+        peaks = {}
         for size in SIZES:
+            stop = STOP if size <= STOP else top + 1 - BELOW_HEAD
+            if size > stop:
+                print(f"skipped: a {size:,}-block scan needs a chain past block "
+                      f"{size + BELOW_HEAD:,} (this one's head is {top:,})", flush=True)
+                continue
             # alternated, off first and last: the server's own caches warm up on the first
-            offs, ons = [scan(served, STOP - size, STOP, "off")], []
+            offs, ons = [scan(served, stop - size, stop, "off")], []
             for _ in range(2):
                 with tempfile.TemporaryDirectory(prefix="feeslab-bench-cache-") as cache_dir:
-                    ons.append(scan(served, STOP - size, STOP, cache_dir))
-                offs.append(scan(served, STOP - size, STOP, "off"))
+                    ons.append(scan(served, stop - size, stop, cache_dir))
+                offs.append(scan(served, stop - size, stop, "off"))
             off = min(offs[1:], key=lambda r: r["cold"])
             on = min(ons, key=lambda r: r["cold"])
             off["rss_mib"] = max(r["rss_mib"] for r in offs)
@@ -91,16 +112,20 @@ def bench() -> list[tuple[str, float, str]]:
                          f"{on['cold'] / off['cold']:.2f}x cache off"))
             rows.append((f"uncle scan {size:,} blocks, warm (new Lab)", on["warm"],
                          f"{on['warm_requests']} requests"))
-            if size == max(SIZES):
-                rss = max(off["rss_mib"], on["rss_mib"])
-                rows.append((f"GOAL peak RSS of a {size:,}-block scan <= {RSS_GOAL_MIB} MiB",
-                             rss, "PASS" if rss <= RSS_GOAL_MIB else "FAIL"))
+            peaks[size] = max(off["rss_mib"], on["rss_mib"])
+            if size == GOAL_SIZE:
                 ok = on["warm"] <= WARM_GOAL_S and on["warm_requests"] == 0
                 rows.append((f"GOAL warm {size:,}-block scan <= {WARM_GOAL_S} s, 0 requests",
                              on["warm"], "PASS" if ok else "FAIL"))
                 ratio = on["cold"] / off["cold"]
                 rows.append(("GOAL cold scan with the cache <= 1.15x cache off", ratio,
                              "PASS" if ratio <= 1.15 else "FAIL"))
+    if peaks:  # flat in the range: every size under the goal
+        rss = max(peaks.values())
+        sizes = " / ".join(f"{size:,}" for size in peaks)
+        spread = rss - min(peaks.values())
+        rows.append((f"GOAL peak RSS of scans of {sizes} blocks <= {RSS_GOAL_MIB} MiB", rss,
+                     f"{'PASS' if rss <= RSS_GOAL_MIB else 'FAIL'} (spread {spread:.0f} MiB)"))
     return rows
 
 

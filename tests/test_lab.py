@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import feeslab
@@ -380,3 +381,49 @@ def test_on_network_of_the_embedded_devnet_shares_it(monkeypatch, tmp_path):
         other.close()  # leaves the devnet to the Lab that started it
         assert lab.devnet.running and lab.node.head() > 0
     assert not lab.devnet.running
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_blocks_streamed_chunk_by_chunk_equal_the_frame_of_every_header(devnet, tmp_path, cache):
+    """lab.blocks turns each chunk's headers into frame columns as they arrive (slimmed, the
+    JSON freed): the frame is the one parse_blocks makes of all the whole headers at once."""
+    from feeslab.frames import parse_blocks
+
+    blocks = range(197_800, 200_300)  # Shanghai's withdrawals in each header
+    with _lab_on(devnet, tmp_path if cache else False) as lab:
+        whole = headers_of(lab.data_source, blocks[:900])  # some of them cached, whole
+        assert all(len(h["withdrawals"]) for h in whole)
+        lab.node.chunk = 700  # four chunks, the cached ones among the first two
+        frame = lab.blocks(blocks.start, blocks.stop)
+    with _lab_on(devnet, False) as plain:
+        reference = parse_blocks(headers_of(plain.data_source, blocks))
+    assert frame["block_number"].tolist() == list(blocks)
+    pd.testing.assert_frame_equal(frame, reference)
+    assert frame.attrs["chain_id"] == 1
+
+
+_PEAK = r"""
+import sys
+import feeslab
+url, key, secret, start, stop = sys.argv[1:6]
+with feeslab.connect(url=url, api_key=key, api_key_secret=secret, cache=False,
+                     progress=False) as lab:
+    assert len(lab.blocks(int(start), int(stop))) == int(stop) - int(start)
+print(int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024)
+"""
+
+
+def test_lab_blocks_peak_memory_grows_with_the_frame_not_with_the_json(devnet):
+    """The process's own peak (VmHWM) over two range sizes: 40,000 more rows of frame are
+    ~16 MiB; their headers held as decoded JSON (~11 KB each after Shanghai) were 400+ MiB."""
+    import subprocess
+    import sys
+
+    def peak(blocks: int) -> int:
+        args = [sys.executable, "-c", _PEAK, devnet.url, devnet.api_key, devnet.api_key_secret,
+                str(200_000 - blocks), "200000"]
+        done = subprocess.run(args, capture_output=True, text=True, check=True, timeout=600)
+        return int(done.stdout.split()[-1])
+
+    small, large = peak(10_000), peak(50_000)
+    assert large - small < 80, (small, large)  # [MiB] a generous margin over the frame's growth

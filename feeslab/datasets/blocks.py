@@ -1,6 +1,11 @@
 """Block headers: ``eth_getBlockByNumber`` without transactions, one row per block.
 
 See ``feeslab.frames.parse_blocks`` for the columns (blob columns included).
+
+:func:`get` streams: the range is fetched a chunk (``NodeClient.chunk`` blocks) at a time, each
+header slimmed to what the frame reads as its batch arrives (``feeslab.frames.slim_block``,
+after the answer cache has it whole) and each chunk turned into frame columns at once, so the
+decoded JSON of a long range is never held together; the chunks' frames are joined at the end.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import check_range, is_archive
+from feeslab.errors import CreditsExhausted
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Plan
-from feeslab.fetch.node import quantity
-from feeslab.fetch.transport import RpcCall
-from feeslab.frames import parse_blocks
+from feeslab.fetch.node import DEFAULT_CHUNK, quantity
+from feeslab.fetch.transport import RpcCall, RpcResult
+from feeslab.frames import parse_blocks, slim_block
 
 __all__ = ["calls", "get", "headers", "plan"]
 
@@ -78,6 +84,57 @@ def get(
         return source.blocks(start, stop, progress=progress)
     check_range(start, stop)
     with source.budgeted(plan(source, start, stop), budget), gc_paused():
-        source.check_head(stop)  # the decoded headers die before the collector resumes:
-        found = headers(source, range(start, stop), progress=progress)
-        return source.tag(parse_blocks([b for b in found if b is not None]))
+        source.check_head(stop)  # the decoded headers die before the collector resumes
+        parts = [f for f in _frames(source, start, stop, progress) if len(f)]
+        if not parts:
+            return source.tag(parse_blocks([]))
+        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        return source.tag(frame)
+
+
+def _slim(answer: RpcResult) -> RpcResult:
+    """A header's answer reduced to what the frame reads, as it arrives."""
+    if answer.error is not None or answer.result is None:
+        return answer
+    return RpcResult(answer.call, result=slim_block(answer.result))
+
+
+def _frames(source: Any, start: int, stop: int, progress: bool | None):
+    """The frame of each chunk of ``start`` .. ``stop - 1`` in order (blocks the node does not
+    have left out), each made as soon as its headers are there."""
+    node = source.node
+    bar = _bar(source, start, stop, progress)
+    try:
+        for a in range(start, stop, node.chunk):
+            b = min(stop, a + node.chunk)
+            before = node.ledger.cached
+            try:
+                answers = node.run(calls(range(a, b)), progress=False, reduce=_slim)
+            except CreditsExhausted as exc:  # the chunks before this one were answered too
+                exc.answers_kept = a - start + getattr(exc, "answers_kept", 0)
+                raise
+            found = [answer.unwrap() for answer in answers]
+            del answers
+            yield parse_blocks([header for header in found if header is not None])
+            if bar is not None:  # counted from the cached ones, as its initial
+                bar.update(b - a - (node.ledger.cached - before))
+                bar.set_postfix(credits=f"{source.credits.spent:,}")
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _bar(source: Any, start: int, stop: int, progress: bool | None) -> Any:
+    """A bar over the range's calls when at least half a chunk of them is to be sent."""
+    node = source.node
+    if not (node.progress if progress is None else progress) or stop - start < DEFAULT_CHUNK // 2:
+        return None
+    cached = 0
+    if node.caching:
+        cached = node.cache.count_cached((c.method, c.params)  # type: ignore[union-attr]
+                                         for c in calls(range(start, stop))).get(METHOD, 0)
+    if stop - start - cached < DEFAULT_CHUNK // 2:
+        return None
+    from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere
+
+    return progress_bar(total=stop - start, initial=cached, description="blocks", unit="call")

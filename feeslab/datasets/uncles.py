@@ -31,7 +31,7 @@ from feeslab.datasets._checks import check_range, is_archive
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Budget, Plan, PlanLine
 from feeslab.fetch.node import quantity
-from feeslab.fetch.transport import RpcCall
+from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
 
 __all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "get", "plan", "plan_and_sample"]
@@ -154,14 +154,23 @@ def _plan_of(start: int, stop: int, todo: list[tuple[int, int]], sampled: dict[i
         {blocks.METHOD: count - left, METHOD: known})
 
 
-def _counts(source: Any, numbers: Sequence[int], results: Sequence[Any]) -> np.ndarray:
-    """Each header's uncle count (the headers themselves are not kept)."""
+def _uncle_count(answer: RpcResult) -> RpcResult:
+    """A header's answer reduced to its uncle count as it arrives: the decoded header is not
+    kept (an error or a null header stays as it is, for the scan to raise)."""
+    header = answer.result
+    if answer.error is not None or header is None:
+        return answer
+    return RpcResult(answer.call, result=len(header["uncles"]))
+
+
+def _counts(source: Any, numbers: Sequence[int], results: Sequence[RpcResult]) -> np.ndarray:
+    """The uncle counts ``_uncle_count`` left of each header's answer."""
     out = np.empty(len(numbers), dtype=np.int64)
     for j, answer in enumerate(results):
-        header = answer.unwrap()
-        if header is None:
+        count = answer.unwrap()
+        if count is None:
             raise source.missing(numbers[j])
-        out[j] = len(header["uncles"])
+        out[j] = count
     return out
 
 
@@ -186,8 +195,8 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             if piece is None:
                 return
             ask = [n for n in range(*piece) if n not in known]
-            headers.append((piece, ask, node.submit(blocks.calls(ask), on_batch=note)
-                            if ask else None))
+            headers.append((piece, ask, node.submit(blocks.calls(ask), on_batch=note,
+                                                    reduce=_uncle_count) if ask else None))
 
     def finish() -> tuple[tuple[int, int], pd.DataFrame, bool]:
         piece, wanted, future = uncles.popleft()

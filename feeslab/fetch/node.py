@@ -45,6 +45,9 @@ DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
 # connections busy (the cache is written per batch, as each arrives, within a chunk)
 DEFAULT_CHUNK = 8_000
 
+Reduce = Callable[[RpcResult], RpcResult]
+"""``reduce(answer)``: what stands for one answer from its arrival on (see ``NodeClient.run``)."""
+
 # which positional param names the block an answer is about
 _BLOCK_PARAM = {
     "eth_getBlockByNumber": 0,
@@ -204,10 +207,11 @@ class NodeClient:
         return answers
 
     def submit(self, calls: Sequence[RpcCall], *, on_batch: Any = None,
-               cached: bool = False) -> Future:
+               cached: bool = False, reduce: Reduce | None = None) -> Future:
         """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
         a worker thread; a future of their answers in call order. ``on_batch(calls, results)``
-        runs as each batch's answers arrive (not for cached calls, nor over WebSocket).
+        runs as each batch's answers arrive (not for cached calls, nor over WebSocket), and
+        then ``reduce`` (see ``run``) replaces each of them by what the future is to hold.
 
         For streaming scans: they keep a few parts in flight, so that the transport's
         connections stay busy across part boundaries, and cache whole chunks of results
@@ -215,12 +219,14 @@ class NodeClient:
         at a time (the WebSocket one) is sent to at once, in the caller's thread.
         """
         calls = list(calls)
+        job: Callable[..., list[RpcResult]]
         if cached:
             job, args = self.run, (calls,)
-            kwargs: dict[str, Any] = {"progress": False}
+            kwargs: dict[str, Any] = {"progress": False, "reduce": reduce}
+        elif self._per_batch:
+            job, args, kwargs = self._send, (calls, _then(on_batch, reduce)), {}
         else:
-            job, args = self._send, (calls, on_batch if self._per_batch else None)
-            kwargs = {}
+            job, args, kwargs = self._send_reduced, (calls, reduce), {}
         if not self._per_batch:
             done: Future = Future()
             try:
@@ -236,17 +242,22 @@ class NodeClient:
             workers = self._workers
         return workers.submit(job, *args, **kwargs)
 
+    def _send_reduced(self, calls: Sequence[RpcCall], reduce: Reduce | None) -> list[RpcResult]:
+        answers = self._send(calls)
+        return answers if reduce is None else [reduce(a) for a in answers]
+
     def _steps(
         self,
         calls: Sequence[RpcCall],
         progress: bool | None,
         description: str,
         on_chunk: Callable[[int], None] | None,
+        reduce: Reduce | None = None,
     ) -> Generator[tuple[list[RpcCall], Any], list[RpcResult], list[RpcResult]]:
         """One fetch: yields each chunk of calls to send with the ``on_batch`` callback to send
         them with (None: none needed), answered with their results; returns every answer in
-        call order. The driver has opened the cache and asked the head first when
-        ``_needs_cache(calls)``."""
+        call order (each through ``reduce``). The driver has opened the cache and asked the
+        head first when ``_needs_cache(calls)``."""
         answers: list[RpcResult | None] = [None] * len(calls)
         # the per-call checks cost time on big fetches: skip them when there is no cache
         use_cache = self._cache_option is not False
@@ -259,17 +270,21 @@ class NodeClient:
             found = cache.get_many([(calls[i].method, calls[i].params) for i in cacheable])
             for i, value in zip(cacheable, found, strict=True):
                 if value is not MISSING:
-                    answers[i] = RpcResult(calls[i], result=value)
+                    answer = RpcResult(calls[i], result=value)
+                    answers[i] = answer if reduce is None else reduce(answer)
                     self.ledger.record(calls[i].method, cached=True)
         todo = [i for i, a in enumerate(answers) if a is None]
         show = self.progress if progress is None else progress
         bar = _progress(len(calls), len(calls) - len(todo), description, show, self.ledger)
         per_batch = cache is not None and self._per_batch
+        # with a per-batch transport the answers are reduced as each batch arrives (stored
+        # first): no chunk's decoded answers wait for its last batch
+        reduced = reduce is None or self._per_batch
         try:
             for start in range(0, len(todo), self.chunk):
                 part = todo[start : start + self.chunk]
                 kept = [0]  # answers of this chunk already stored, batch by batch
-                on_batch = None
+                on_batch = _then(None, reduce) if self._per_batch else None
                 if per_batch:
                     assert cache is not None
                     settled = self.settled_below()
@@ -278,6 +293,7 @@ class NodeClient:
                         self._store(cache, zip(sent, results, strict=True), settled)
                         with self._lock:
                             kept[0] += len(results)
+                        return None if reduce is None else [reduce(a) for a in results]
 
                 try:
                     results = yield [calls[i] for i in part], on_batch
@@ -289,6 +305,9 @@ class NodeClient:
                     answers[i] = result
                 if cache is not None and not per_batch:
                     self._store(cache, [(calls[i], answers[i]) for i in part])
+                if not reduced:
+                    for i in part:
+                        answers[i] = reduce(answers[i])  # type: ignore[arg-type,misc]
                 if bar is not None:
                     bar.update(len(part))
                     bar.set_postfix(credits=f"{self.ledger.spent:,}")
@@ -355,13 +374,19 @@ class NodeClient:
         progress: bool | None = None,
         description: str = "fetching",
         on_chunk: Callable[[int], None] | None = None,
+        reduce: Reduce | None = None,
     ) -> list[RpcResult]:
-        """Answer ``calls`` in order, from the cache where possible (see the module notes)."""
+        """Answer ``calls`` in order, from the cache where possible (see the module notes).
+
+        ``reduce(answer) -> answer``, if given, replaces each answer as soon as it is there
+        (a batch's as that batch arrives, after it is cached), e.g. a header by the fields a
+        frame keeps: the decoded batches are freed at once, not when the last one comes.
+        """
         with gc_paused():
             if self._needs_cache(calls):
                 self.cache  # noqa: B018 - the identity and the head, before the steps need them
                 self.head()
-            steps = self._steps(calls, progress, description, on_chunk)
+            steps = self._steps(calls, progress, description, on_chunk, reduce)
             sent: list[RpcResult] | None = None
             error: BaseException | None = None
             while True:
@@ -413,6 +438,20 @@ class NodeClient:
         if on_batch is None:
             return self.transport.handle_request(calls)
         return self.transport.handle_request(calls, on_batch=on_batch)
+
+
+def _then(on_batch: Any, reduce: Reduce | None) -> Any:
+    """An ``on_batch`` running ``on_batch`` (if any), then giving each answer through
+    ``reduce`` to stand for it."""
+    if reduce is None:
+        return on_batch
+
+    def each(sent: Sequence[RpcCall], results: list[RpcResult]) -> list[RpcResult]:
+        if on_batch is not None:
+            on_batch(sent, results)
+        return [reduce(answer) for answer in results]
+
+    return each
 
 
 def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):

@@ -29,7 +29,7 @@ from feeslab.frames.base_fees import (
     reward_column,
     stitch_base_fee_snapshots,
 )
-from feeslab.frames.blocks import BLOCK_DTYPES, parse_blocks
+from feeslab.frames.blocks import BLOCK_DTYPES, parse_blocks, slim_block
 from feeslab.frames.calls import (
     CALL_SERIES_BASE_DTYPES,
     COST_DTYPES,
@@ -70,6 +70,7 @@ __all__ = [
     "parse_storage_series",
     "parse_uncles",
     "reward_column",
+    "slim_block",
     "stitch_base_fee_snapshots",
     "transaction_cost",
     "uncle_scan_frame",

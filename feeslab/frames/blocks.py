@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_DTYPES", "parse_blocks"]
+__all__ = ["BLOCK_DTYPES", "parse_blocks", "slim_block"]
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -179,6 +179,30 @@ def _check_not_null(items: list[Any], what: str, hint: Callable[[int], str]) -> 
 
 
 # -- blocks ----------------------------------------------------------------------------------
+
+# the fields of a header parse_blocks reads
+_READ = ("number", "hash", "parentHash", "timestamp", "miner", "difficulty", "totalDifficulty",
+         "gasLimit", "gasUsed", "baseFeePerGas", "size", "uncles", "blobGasUsed",
+         "excessBlobGas")
+
+
+def slim_block(block: Any) -> Any:
+    """What :func:`parse_blocks` reads of a header: its fields, the transactions by their count
+    only (a ``range`` of it). A streaming fetch keeps this of each header as it arrives: a
+    decoded header after Shanghai (16 withdrawals, a bloom) is ~11 KB, this ~1.5 KB.
+
+    ``parse_blocks`` gives the same frame from the slim headers as from the whole ones
+    (anything that is not a JSON object is returned as it is, for it to refuse alike).
+    """
+    if not isinstance(block, Mapping):
+        return block
+    slim = {key: block[key] for key in _READ if key in block}
+    if "transactions" in block:
+        transactions = block["transactions"]
+        slim["transactions"] = (range(len(transactions)) if isinstance(transactions, list)
+                                else transactions)
+    return slim
+
 
 
 def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

@@ -113,3 +113,39 @@ def test_submitted_parts_answer_like_run_and_skip_the_answer_cache(devnet, tmp_p
         assert client.ledger.cached == 0
     finally:
         _close(client)
+
+
+@pytest.mark.parametrize("over", ["http", "ws"])
+def test_reduce_replaces_each_answer_and_the_cache_keeps_it_whole(devnet, tmp_path, over):
+    """``reduce`` stands for each answer from its arrival (a header by its uncle count): what
+    ``submit`` and ``run`` return; the answer cache still gets the whole header."""
+    from feeslab.fetch.transport import RpcResult
+
+    url = (f"{devnet.url}/v3/{devnet.api_key}" if over == "http"
+           else f"{devnet.ws_url}/ws/v3/{devnet.api_key}")
+    calls = blocks_dataset.calls(range(100_000, 100_700))
+    plain = _client(f"{devnet.url}/v3/{devnet.api_key}", False)
+    try:
+        headers = _results(plain, calls)
+    finally:
+        _close(plain)
+    counts = [len(h["uncles"]) for h in headers]
+    assert 0 < sum(counts) < len(counts)  # some blocks with uncles, some without
+
+    def count(answer):
+        return RpcResult(answer.call, result=len(answer.result["uncles"]))
+
+    client = _client(url, tmp_path, max_batch=100)
+    try:
+        submitted = client.submit(calls, reduce=count).result()
+        assert [a.unwrap() for a in submitted] == counts
+        half = len(calls) // 2
+        client.run(calls[:half])  # half of them cached, whole
+        through = client.submit(calls, cached=True, reduce=count).result()
+        assert [a.unwrap() for a in through] == counts
+        assert [a.unwrap() for a in client.run(calls, reduce=count)] == counts
+        sent = client.ledger.calls
+        assert _results(client, calls) == headers  # the cache holds the whole headers
+        assert client.ledger.calls == sent
+    finally:
+        _close(client)

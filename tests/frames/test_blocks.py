@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -171,3 +172,25 @@ def test_blob_columns_are_exact_and_absent_before_cancun():
     assert frame["blob_gas_used"].isna().tolist() == [True, False, False]
     assert frame["excess_blob_gas"].tolist()[1:] == [0, 50_462_720]
     assert frame["blob_gas_used"].tolist()[2] == 1_179_648  # 9 blobs: a full Prague block
+
+
+def test_slim_headers_give_the_same_frame_and_the_same_refusals():
+    """A streaming fetch keeps only ``slim_block`` of each header: the frame must not change
+    (the conformance blocks: London to Prague, full transaction objects, genesis), nor the
+    error a bad header gets."""
+    from feeslab.frames import slim_block
+
+    names = sorted(p.name for p in BLOCK_TESTS.glob("get-*.io"))
+    results = [r for r in (io_result(BLOCK_TESTS / name) for name in names) if r is not None]
+    assert len(results) >= 7 and any(len(r["transactions"]) for r in results)
+    slim = [slim_block(r) for r in results]
+    assert all("withdrawals" not in s and "logsBloom" not in s for s in slim)
+    pd.testing.assert_frame_equal(parse_blocks(slim), parse_blocks(results))
+    pd.testing.assert_frame_equal(parse_blocks([slim_block(header(1, transactions=None))]),
+                                  parse_blocks([header(1, transactions=None)]))
+    bad = [None, header(1, gasUsed=...), header(2, hash=5), ["not", "a", "dict"]]
+    for block in bad:
+        with pytest.raises((ValueError, TypeError)) as whole:
+            parse_blocks([block])
+        with pytest.raises(type(whole.value), match=re.escape(str(whole.value))):
+            parse_blocks([slim_block(block)])
