@@ -1,5 +1,15 @@
 """Where blocks come from besides the service: ``era1`` (pre-merge archive files)."""
 
-from feeslab.sources.era1 import Era1Error, Era1Source
+from typing import Any
 
 __all__ = ["Era1Error", "Era1Source"]
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: the era1 reader pulls in rlp and cramjam, which a scan
+    # over the service (it imports feeslab.sources.rpc) never needs
+    if name in __all__:
+        from feeslab.sources import era1
+
+        return getattr(era1, name)
+    raise AttributeError(f"module 'feeslab.sources' has no attribute {name!r}")
