@@ -72,6 +72,17 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds per new block (live chains); omit for fixed chains",
     )
     serve.add_argument(
+        "--height",
+        type=int,
+        metavar="N",
+        default=None,
+        help="for benchmarks and scale tests: lengthen the mainnet chain (chain 1) to head "
+        "block N (default: its 210,000). Blocks up to 210,000 stay the default chain's; the "
+        "rest continue its last fork (proof of stake with blobs). N from 206,000 (its last "
+        "fork) to 10,000,000. A million blocks take ~75 s to generate (in the background) and "
+        "~390 MB",
+    )
+    serve.add_argument(
         "--ipfs-dir",
         default=None,
         help="the IPFS node's blockstore directory, kept across restarts "
@@ -245,6 +256,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             wallet_user=user,
             wallet_allow_origin=args.wallet_allow_origin,
             read_timeout=args.read_timeout,
+            height=args.height,
         )
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)
