@@ -671,6 +671,10 @@ class History:
         self._ready = 0
         self._stored = False  # the on-disk store was consulted
         self._saved = False
+        # the longest head a chain of this history asked for (Chain(height=...)): a history
+        # that long is stored in a file of its own, so the default chain's stays short
+        self._extent = params.height
+        self._saved_extent = params.height
 
     def number_of(self, block_hash: bytes) -> int | None:
         """Number of the generated canonical block with this hash."""
@@ -684,6 +688,12 @@ class History:
     def ensure(self, number: int) -> None:
         """Generate at least up to block ``number``."""
         self._ensure(number)
+
+    def reach(self, height: int) -> None:
+        """Note that a chain will ask for blocks up to ``height``: a history generated that far
+        is stored (and loaded) as one of that length."""
+        with self._lock:
+            self._extent = max(self._extent, height)
 
     def generated(self) -> int:
         """How many blocks have been generated so far."""
@@ -978,13 +988,19 @@ class History:
             with self._lock:
                 if not self._stored:
                     self._stored = True
-                    if _store.load(self) and self._ready > number:
+                    long = self._extent > self.params.height and _store.load(self, self._extent)
+                    # a long history loaded is never saved as the default chain's
+                    self._saved = self._saved or long
+                    if (long or _store.load(self)) and self._ready > number:
                         return
                 if self._ready <= number:
                     self._generate_chunk()
                     if self._ready > self.params.height and not self._saved:
                         self._saved = True
                         _store.save(self)
+                    if self._ready > self._extent > self._saved_extent:
+                        self._saved_extent = self._extent
+                        _store.save(self, self._extent)
 
     # -- persistence (see feeslab.devnet._store) ------------------------------------------
 
@@ -1477,6 +1493,8 @@ class Chain:
         self._clock = clock
         self._t0 = clock()
         self._h = history(params, seed)
+        if self.height > params.height:
+            self._h.reach(self.height)
 
     def __repr__(self) -> str:
         return f"<Chain {self.chain_id} ({self.network}) head={self.head()}>"

@@ -154,3 +154,32 @@ def test_serve_says_what_height_is_for(capsys):
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     assert "benchmarks and scale tests" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_lengthened_history_is_stored_apart_from_the_default_one(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from feeslab.devnet.chain import History
+
+    monkeypatch.setenv("FEESLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEESLAB_DEVNET_CACHE", raising=False)
+    params = replace(devnet_params()[1], height=30_000)  # short, so the test is quick
+    long = History(params, 23)
+    long.reach(40_000)
+    long.ensure(40_000)
+    files = sorted((tmp_path / "devnet").glob("chain-1-*.npz"), key=lambda p: len(p.name))
+    assert len(files) == 2 and files[1].name.endswith("-to40000.npz")
+    default_bytes = files[0].read_bytes()
+    # a default history loads the short file: no more than its chain and a chunk
+    short = History(params, 23)
+    short.ensure(10)
+    assert 30_000 < short.generated() < 40_000
+    # a lengthened one loads the long file: nothing left to generate
+    again = History(params, 23)
+    again.reach(40_000)
+    again.ensure(10)
+    assert again.generated() > 40_000
+    for number in (29_999, 35_000, 40_000):  # long was generated, not loaded: the truth
+        assert again.block(number).hash == long.block(number).hash
+    again.ensure(again.generated() + 10)  # growing past it leaves the default file alone
+    assert files[0].read_bytes() == default_bytes
