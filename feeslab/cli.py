@@ -3,7 +3,9 @@
 Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
-  ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
+  ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice;
+  ``--height N`` lengthens the mainnet chain to head block N for benchmarks and scale tests
+  (``--height 1000000`` for a 1,000,000-block scan; the default chain's blocks are unchanged).
 - ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
   the datasets make it, ``feeslab.datasets``) into a file. The credit plan is printed before
   anything is sent and the ledger after; the file is written by ``feeslab.frames.io.write_frame``
