@@ -183,3 +183,13 @@ def test_a_lengthened_history_is_stored_apart_from_the_default_one(tmp_path, mon
         assert again.block(number).hash == long.block(number).hash
     again.ensure(again.generated() + 10)  # growing past it leaves the default file alone
     assert files[0].read_bytes() == default_bytes
+
+
+def test_a_lengthened_chain_grows_live_from_its_height():
+    from feeslab.devnet.chain import Chain
+
+    now = [0.0]
+    chain = Chain(devnet_params()[1], SEED, block_time=12.0, clock=lambda: now[0], height=HEIGHT)
+    assert chain.head() == HEIGHT
+    now[0] += 30.0
+    assert chain.head() == HEIGHT + 2
