@@ -3,7 +3,9 @@
 Subcommands:
 
 - ``feeslab serve``: run the devnet in the foreground and print how to reach it; Ctrl-C stops it.
-  ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice.
+  ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice;
+  ``--height N`` lengthens the mainnet chain to head block N for benchmarks and scale tests
+  (``--height 1000000`` for a 1,000,000-block scan; the default chain's blocks are unchanged).
 - ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
   the datasets make it, ``feeslab.datasets``) into a file. The credit plan is printed before
   anything is sent and the ledger after; the file is written by ``feeslab.frames.io.write_frame``
@@ -77,6 +79,17 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="seconds per new block (live chains); omit for fixed chains",
+    )
+    serve.add_argument(
+        "--height",
+        type=int,
+        metavar="N",
+        default=None,
+        help="for benchmarks and scale tests: lengthen the mainnet chain (chain 1) to head "
+        "block N (default: its 210,000). Blocks up to 210,000 stay the default chain's; the "
+        "rest continue its last fork (proof of stake with blobs). N from 206,000 (its last "
+        "fork) to 10,000,000. A million blocks take ~75 s to generate (in the background) and "
+        "~390 MB",
     )
     serve.add_argument(
         "--ipfs-dir",
@@ -254,6 +267,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             wallet_user=user,
             wallet_allow_origin=args.wallet_allow_origin,
             read_timeout=args.read_timeout,
+            height=args.height,
         )
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)

@@ -3,7 +3,9 @@
 Generating chain 1's default 210,000 blocks takes ~5 s; every new process (a
 ``feeslab serve``, each notebook kernel) would pay it again.  Once a history
 reaches its chain's configured height it is saved here; a later process with
-the same seed loads it instead of generating.
+the same seed loads it instead of generating.  A history lengthened for a longer head
+(``feeslab serve --height N``) is stored once it reaches N, in a file of its own (``-toN``),
+so the default chain's file stays as short as its chain.
 
 The file name is a digest of everything that determines the history: the
 simulator's source (with the EIP-1559 rule it imports), ``data/chains.json``,
@@ -58,7 +60,8 @@ def store_dir() -> Path | None:
     return Path(base) / "devnet"
 
 
-def history_file(history: History) -> Path | None:
+def history_file(history: History, extent: int | None = None) -> Path | None:
+    """The file of ``history``'s store, or of its lengthened form that reaches ``extent``."""
     directory = store_dir()
     if directory is None:
         return None
@@ -75,12 +78,13 @@ def history_file(history: History) -> Path | None:
         str(FORMAT).encode(),
     ):
         digest.update(hashlib.sha256(part).digest())
-    return directory / f"chain-{history.chain_id}-{digest.hexdigest()[:24]}.npz"
+    suffix = "" if extent is None else f"-to{extent}"
+    return directory / f"chain-{history.chain_id}-{digest.hexdigest()[:24]}{suffix}.npz"
 
 
-def load(history: History) -> bool:
-    """Fill ``history`` from its file, if there is a good one."""
-    path = history_file(history)
+def load(history: History, extent: int | None = None) -> bool:
+    """Fill ``history`` from its file (the one reaching ``extent``), if there is a good one."""
+    path = history_file(history, extent)
     if path is None or not path.exists():
         return False
     try:
@@ -94,9 +98,10 @@ def load(history: History) -> bool:
     return True
 
 
-def save(history: History) -> None:
-    """Write ``history``'s columns atomically; failures only cost the speed-up."""
-    path = history_file(history)
+def save(history: History, extent: int | None = None) -> None:
+    """Write ``history``'s columns atomically (as the one reaching ``extent``); failures only
+    cost the speed-up."""
+    path = history_file(history, extent)
     if path is None:
         return
     buffer = io.BytesIO()

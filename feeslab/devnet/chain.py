@@ -671,6 +671,10 @@ class History:
         self._ready = 0
         self._stored = False  # the on-disk store was consulted
         self._saved = False
+        # the longest head a chain of this history asked for (Chain(height=...)): a history
+        # that long is stored in a file of its own, so the default chain's stays short
+        self._extent = params.height
+        self._saved_extent = params.height
 
     def number_of(self, block_hash: bytes) -> int | None:
         """Number of the generated canonical block with this hash."""
@@ -684,6 +688,12 @@ class History:
     def ensure(self, number: int) -> None:
         """Generate at least up to block ``number``."""
         self._ensure(number)
+
+    def reach(self, height: int) -> None:
+        """Note that a chain will ask for blocks up to ``height``: a history generated that far
+        is stored (and loaded) as one of that length."""
+        with self._lock:
+            self._extent = max(self._extent, height)
 
     def generated(self) -> int:
         """How many blocks have been generated so far."""
@@ -978,13 +988,19 @@ class History:
             with self._lock:
                 if not self._stored:
                     self._stored = True
-                    if _store.load(self) and self._ready > number:
+                    long = self._extent > self.params.height and _store.load(self, self._extent)
+                    # a long history loaded is never saved as the default chain's
+                    self._saved = self._saved or long
+                    if (long or _store.load(self)) and self._ready > number:
                         return
                 if self._ready <= number:
                     self._generate_chunk()
                     if self._ready > self.params.height and not self._saved:
                         self._saved = True
                         _store.save(self)
+                    if self._ready > self._extent > self._saved_extent:
+                        self._saved_extent = self._extent
+                        _store.save(self, self._extent)
 
     # -- persistence (see feeslab.devnet._store) ------------------------------------------
 
@@ -1446,9 +1462,15 @@ class Chain:
     block_time : float, optional
         Live mode: the head grows by one block every ``block_time`` [s] of wall
         time after the chain is created.  ``None`` keeps the head fixed at
-        ``params.height``.
+        ``height``.
     clock : callable, optional
         Monotonic clock [s] used for live mode (injectable for tests).
+    height : int, optional
+        The head block instead of ``params.height``, for benchmarks and scale tests
+        (:func:`check_height` says what is allowed).  The history is the same one: blocks up
+        to ``params.height`` are the default chain's, byte for byte, and the blocks past it
+        continue the last fork as live mode grows it (the simulation's shape, such as the
+        blob appetite's growth to the configured height, follows ``params.height``).
     """
 
     def __init__(
@@ -1458,9 +1480,11 @@ class Chain:
         *,
         block_time: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        height: int | None = None,
     ) -> None:
         if block_time is not None and not block_time > 0:
             raise ValueError(f"block_time must be positive, got {block_time!r}")
+        self._height = None if height is None else check_height(params, height)
         self.params = params
         self.chain_id = params.chain_id
         self.network = params.network
@@ -1469,6 +1493,8 @@ class Chain:
         self._clock = clock
         self._t0 = clock()
         self._h = history(params, seed)
+        if self.height > params.height:
+            self._h.reach(self.height)
 
     def __repr__(self) -> str:
         return f"<Chain {self.chain_id} ({self.network}) head={self.head()}>"
@@ -1478,12 +1504,17 @@ class Chain:
         """The process-wide history behind this chain (shared by chains of the same seed)."""
         return self._h
 
+    @property
+    def height(self) -> int:
+        """The head block before any live growth: ``height`` if given, else ``params.height``."""
+        return self.params.height if self._height is None else self._height
+
     def head(self) -> int:
         """Number of the current head block."""
         if self.block_time is None:
-            return self.params.height
+            return self.height
         grown = int((self._clock() - self._t0) / self.block_time)
-        return self.params.height + max(0, grown)
+        return self.height + max(0, grown)
 
     def block(self, number: int) -> Block | None:
         """Canonical block ``number``, or None outside ``0..head``."""
@@ -1584,6 +1615,36 @@ class Chain:
         return max(number, start) if number >= 0 else None
 
 
+MAX_HEIGHT = 10_000_000  # a history costs ~390 bytes a block in memory [blocks]
+
+
+def last_fork(params: ChainParams) -> int:
+    """The first block of the chain's last rule change: fork, consensus or blob schedule."""
+    starts = [*params.forks.values(), *(start for start, _ in params.consensus)]
+    starts += [rule.start for rule in params.blob_rules]
+    return max(starts, default=0)
+
+
+def check_height(params: ChainParams, height: int) -> int:
+    """``height`` as a chain's head block, checked: an int from the chain's last fork (so
+    every fork is still in the chain) up to ``MAX_HEIGHT``.
+
+    Raises
+    ------
+    ValueError
+        Not an int, below the last fork or above ``MAX_HEIGHT``; the message says which.
+    """
+    if isinstance(height, bool) or not isinstance(height, int):
+        raise ValueError(f"height must be an int block number, not {height!r}")
+    low = last_fork(params)
+    if not low <= height <= MAX_HEIGHT:
+        raise ValueError(
+            f"height {height:,} is outside {low:,}..{MAX_HEIGHT:,} for chain "
+            f"{params.chain_id} ({params.network}): its last fork starts at block {low:,}"
+        )
+    return height
+
+
 _HISTORIES: dict[tuple[str, int], History] = {}
 _HISTORIES_LOCK = threading.Lock()
 
@@ -1621,9 +1682,19 @@ def build_chains(
     *,
     block_time: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    height: int | None = None,
 ) -> ChainSet:
-    """Every devnet chain of ``data/chains.json`` for ``seed``."""
+    """Every devnet chain of ``data/chains.json`` for ``seed``.
+
+    ``height``: the mainnet chain's (chain 1's) head block instead of its configured 210,000,
+    for benchmarks and scale tests (see :class:`Chain`); the other chains keep theirs.
+    """
     params = devnet_params()
-    return ChainSet(
-        tuple(Chain(p, seed, block_time=block_time, clock=clock) for p in params.values())
-    )
+    chains = []
+    for p in params.values():
+        lengthened = height if p.chain_id == LONG_CHAIN else None
+        chains.append(Chain(p, seed, block_time=block_time, clock=clock, height=lengthened))
+    return ChainSet(tuple(chains))
+
+
+LONG_CHAIN = 1  # the chain build_chains(height=...) lengthens: mainnet, whose scans scale

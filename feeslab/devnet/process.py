@@ -71,7 +71,8 @@ def spawn(**options: Any) -> SpawnedDevnet:
     ----------
     **options
         ``feeslab serve``'s options as keywords: ``seed``, ``latency_ms``,
-        ``daily_credits``, ``credits_per_second``, ``block_time``, ``host``, ``port``.
+        ``daily_credits``, ``credits_per_second``, ``block_time``, ``host``, ``port``,
+        ``height``.
     """
     args = [sys.executable, "-m", "feeslab.cli", "serve"]
     options.setdefault("port", 0)

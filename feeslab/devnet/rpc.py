@@ -1017,7 +1017,7 @@ def _encoded_block(ctx: Any, tag: int | str, full_tx: bool) -> Any:
     if tag == "pending":
         return eth_get_block_by_number(ctx, tag, full_tx)
     chain = ctx.chain
-    number = resolve_tag(chain, tag)
+    number = tag if type(tag) is int else resolve_tag(chain, tag)  # a scan's numbers: no call
     head = chain.head()
     if not 0 <= number <= head:
         return None

@@ -41,6 +41,9 @@ class Devnet:
         Credits spent with that key.
     block_time : float or None
         Seconds per new block in live mode; None for a chain that does not grow.
+    height : int or None
+        The mainnet chain's head block when lengthened (``build_chains(height=...)``), else
+        None.
     latency_ms : float
         Delay added before answering each HTTP request and each WebSocket message.
     dispatch : callable
@@ -65,6 +68,7 @@ class Devnet:
     credentials: Credentials
     ledger: CreditLedger
     block_time: float | None = None
+    height: int | None = None
     latency_ms: float = 0.0
     dispatch: Dispatcher = rpc.dispatch_encoded
     format_new_head: Callable[[Any], dict] = rpc.format_new_head
