@@ -91,7 +91,7 @@ def feeslab_serve(*args: str) -> Iterator[Served]:
     )
     try:
         seen: dict[str, str] = {}
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a lengthened chain's first start generates it (~100 s)
         while not {"URL", "API key", "API secret"} <= seen.keys():
             line = proc.stdout.readline()
             if not line or time.monotonic() > deadline:
