@@ -40,7 +40,7 @@ SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
 METHOD = "eth_getUncleByBlockNumberAndIndex"
 # blocks a piece: the unit streamed (its headers become counts and are freed) and cached (one
 # Parquet file of its uncles); aligned, so that scans of other ranges share the inner pieces
-PIECE = 4_096
+PIECE = 4_000  # a multiple of connect()'s batches of 500: a piece sends only full batches
 AHEAD = 2  # pieces whose headers are in flight while the one before is read
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
