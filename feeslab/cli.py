@@ -276,6 +276,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     # SIGTERM (e.g. from a supervisor) stops as cleanly as Ctrl-C
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(_banner(handle), flush=True)
+    threading.Thread(target=_settle, args=(handle,), name="feeslab-settle", daemon=True).start()
     try:
         while not stop.is_set() and handle.running:
             stop.wait(0.5)
@@ -286,6 +287,26 @@ def _run_serve(args: argparse.Namespace) -> int:
         handle.stop()
         print("devnet stopped", flush=True)
     return 0
+
+
+def _settle(handle: Any) -> None:
+    """Build every chain's history now, then freeze what the process holds (``gc.freeze``).
+
+    The histories are lists of a few million ints and hashes that live as long as the server:
+    every full collection walked them (90 ms on chain 1, a stall in whichever answers were in
+    flight); frozen, the collector skips them. Only ``feeslab serve`` does this: the process
+    is the devnet's own, unlike ``feeslab.devnet.start()`` in a user's kernel.
+    """
+    import gc
+
+    try:
+        for chain in handle.chains:
+            chain.history.ensure(chain.head())
+    except Exception:  # an optimisation: the first requests build them anyway
+        logging.getLogger(__name__).debug("chain histories not built ahead", exc_info=True)
+        return
+    gc.collect()
+    gc.freeze()
 
 
 # -- feeslab fetch ------------------------------------------------------------------------------
