@@ -105,3 +105,23 @@ def truth():
     from feeslab.devnet.chain import build_chains
 
     return build_chains(7).by_id[1]
+
+
+# -- a real dask LocalCluster (the tests of feeslab.cluster) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A client of a LocalCluster of 2 worker processes, one per test module that asks."""
+    from cluster_support import two_workers
+
+    with two_workers() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Two epochs of the devnet's chain 1 (seed 7) as era1 files."""
+    from feeslab.devnet.era1 import export_era1
+
+    return export_era1(tmp_path_factory.mktemp("era1"), epochs=2, seed=7)

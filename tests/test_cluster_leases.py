@@ -14,15 +14,13 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 
 import cloudpickle
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from cluster_support import two_workers, uncached_lab, uncles_with_a_worker_killed
 
-import feeslab
 from feeslab import cluster
 from feeslab.cluster import _governor
 from feeslab.cluster._governor import CreditsPlugin
@@ -109,8 +107,7 @@ def test_lease_seconds_must_be_positive():
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      dashboard_address=":0") as local, Client(local) as c:  # fmt: skip
+    with two_workers() as c:
         cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import it
         yield c
 
@@ -164,9 +161,7 @@ def limited():
         yield handle
 
 
-def _lab(devnet):
-    return feeslab.connect(url=devnet.url, api_key=devnet.api_key,
-                           api_key_secret=devnet.api_key_secret, cache=False, progress=False)
+_lab = uncached_lab
 
 
 @pytest.mark.slow
@@ -185,30 +180,8 @@ def test_a_worker_killed_mid_scan_leaves_no_booking(client, limited, tmp_path, m
 
     monkeypatch.setattr(_governor, "scheduler_call", keep)
     out = tmp_path / "job"
-    pids = client.run(os.getpid)
-    result: dict = {}
-
-    def run() -> None:
-        with _lab(limited) as lab:
-            try:
-                result["scan"] = cluster.uncles(lab.data_source, START, STOP, client=client,
-                                                out=out, progress=False,
-                                                partition_blocks=PARTITION)  # fmt: skip
-                result["spent"] = lab.credits.spent
-            except BaseException as exc:
-                result["error"] = exc
-
-    job = threading.Thread(target=run)
-    job.start()
-    deadline = time.monotonic() + 30
-    while not list(out.glob("part-*.parquet")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    busy = [w for w, keys in client.processing().items() if keys]
-    assert busy, "no worker was running a partition"
-    os.kill(pids[busy[0]], signal.SIGKILL)  # the nanny starts another
-    job.join(120)
-    assert "error" not in result, result.get("error")
-    scan = result["scan"]
+    scan, job_spent = uncles_with_a_worker_killed(client, limited, out, START, STOP,
+                                                  partition_blocks=PARTITION, timeout=120)
     pd.testing.assert_frame_equal(scan.uncles, reference.uncles, check_exact=True)
     pd.testing.assert_frame_equal(scan.blocks, reference.blocks, check_exact=True)
     report = closed[0]
@@ -216,7 +189,7 @@ def test_a_worker_killed_mid_scan_leaves_no_booking(client, limited, tmp_path, m
     # what the finished partitions bought, with the driver's plan, is one process's spending
     manifest = json.loads((out / cluster.MANIFEST).read_text())["partitions"]
     useful = sum(p["credits"] for p in manifest)
-    driver = result["spent"] - scan.report.credits
+    driver = job_spent - scan.report.credits
     assert abs(driver + useful - spent) <= spent / 100
     # and the ledger shows the killed attempt's requests too (the service charged them), no
     # more than its partition's worth

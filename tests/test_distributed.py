@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import dask.dataframe as dd
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster
+from cluster_support import uncached_lab, uncles_with_a_worker_killed
 
 import feeslab
 from feeslab import cluster
@@ -44,28 +42,13 @@ REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"
 
 
 @pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      dashboard_address=":0") as local, Client(local) as c:  # fmt: skip
-        yield c
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    return export_era1(tmp_path_factory.mktemp("era1"), epochs=2, seed=7)
-
-
-@pytest.fixture(scope="module")
 def limited():
     """A devnet holding clients to RATE credits per second (429 beyond it)."""
     with start(seed=7, credits_per_second=RATE) as handle:
         yield handle
 
 
-def _lab(devnet):
-    # no answer cache: every run pays for what it reads, so credits compare
-    return feeslab.connect(url=devnet.url, api_key=devnet.api_key,
-                           api_key_secret=devnet.api_key_secret, cache=False, progress=False)
+_lab = uncached_lab
 
 
 @pytest.fixture(scope="module")
@@ -244,28 +227,9 @@ def test_a_worker_killed_mid_job_and_the_result_is_the_same(client, limited, sin
     reference, _ = single
     out = tmp_path / "job"
     pids = _worker_pids(client)
-    result: dict = {}
-
-    def run() -> None:
-        with _lab(limited) as lab:
-            try:
-                result["scan"] = cluster.uncles(lab.data_source, START, STOP, client=client,
-                                                out=out, progress=False,
-                                                partition_blocks=PARTITION)  # fmt: skip
-            except BaseException as exc:
-                result["error"] = exc
-
-    job = threading.Thread(target=run)
-    job.start()
-    deadline = time.monotonic() + 30
-    while not list(out.glob("part-*.parquet")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    busy = [w for w, keys in client.processing().items() if keys]
-    assert busy, "no worker was running a partition"
-    os.kill(pids[busy[0]], signal.SIGKILL)  # the nanny starts another
-    job.join(90)
-    assert "error" not in result, result.get("error")
-    _same(result["scan"], reference)
+    scan, _ = uncles_with_a_worker_killed(client, limited, out, START, STOP,
+                                          partition_blocks=PARTITION, timeout=90)
+    _same(scan, reference)
     assert len(list(out.glob("part-*.parquet"))) == (STOP - START) // PARTITION
     client.wait_for_workers(2, timeout=30)
     assert set(_worker_pids(client).values()) != set(pids.values())  # one was replaced

@@ -76,6 +76,8 @@ MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while
 PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
 TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
+WRITER, ROWS, SPENT = "feeslab_run", "feeslab_rows", "feeslab_credits"  # ... who wrote it, and
+# what it cost: read back when a killed attempt wrote the file before it could answer
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,7 @@ class _Task:
     bucket: str
     workers: int
     node: _NodeSpec | None = None
+    run: str = ""  # this run of the job: a partition file names the run that wrote it
 
 
 # -- the plan ------------------------------------------------------------------------------------
@@ -456,11 +459,13 @@ def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
     return _concat([_read_partition(p) for p in paths])
 
 
-def _write_partition(frame: pd.DataFrame, path: Path) -> None:
+def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str) -> None:
     """``frame`` as ``path``, atomically, without its ``attrs`` (the driver tags the whole
     frame); its columns of tuples (a block's uncle hashes, a call's array outputs) are named
-    in the file, as Parquet gives every list back as an array."""
+    in the file, as Parquet gives every list back as an array; and the run that wrote it,
+    its rows and the credits they cost."""
     frame.attrs.clear()
+    frame.attrs.update({WRITER: run, ROWS: len(frame), SPENT: spent})
     tuples = [name for name in frame.columns if frame[name].dtype == object
               and {type(v) for v in frame[name] if not pd.isna(v)} == {tuple}]  # fmt: skip
     if tuples:
@@ -570,7 +575,14 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
     type and attributes."""
     path = Path(task.out) / part.name
     if path.exists():
-        return {"file": part.name, "skipped": True}
+        written = frame_from_bytes(path.read_bytes()).attrs
+        if written.get(WRITER) != task.run:  # another run's (a killed job's task finishing)
+            return {"file": part.name, "skipped": True}
+        # this run's attempt, killed after the file's rename, before its answer: the file
+        # says what it read and spent
+        links = {} if part.file is None else _era1_links(part)
+        return {"file": part.name, "rows": written.get(ROWS, 0), "credits": written.get(SPENT, 0),
+                **links, "earlier_attempt": True}  # fmt: skip
     began, cpu = time.perf_counter(), time.thread_time()
     source: Any = None
     try:
@@ -587,8 +599,8 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
         if source is not None:
             source.close()
     links = {} if part.file is None else _era1_links(part)
-    _write_partition(frame, path)
     spent = 0 if part.file is not None else source.credits.spent
+    _write_partition(frame, path, spent, task.run)
     return {"file": part.name, "rows": len(frame), "credits": spent, **links,
             "seconds": round(time.perf_counter() - began, 4),
             "cpu_seconds": round(time.thread_time() - cpu, 4)}  # fmt: skip
@@ -763,7 +775,8 @@ def run_job(
                 client, "open", name=bucket, budget=remaining,
                 credits_per_second=specs[i].credits_per_second if specs else None,
                 group=buckets[0] if i else None)  # fmt: skip
-        task = _Task(spec, str(job.out), buckets[0], max(1, sum(client.nthreads().values())))
+        task = _Task(spec, str(job.out), buckets[0], max(1, sum(client.nthreads().values())),
+                     run=run)  # fmt: skip
         futures = [
             client.submit(run_partition,
                           replace(task, bucket=buckets[i % len(buckets)],

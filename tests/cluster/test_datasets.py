@@ -13,13 +13,12 @@ import sys
 
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from cluster_support import uncached_lab
 
 import feeslab
 from feeslab import cluster
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import fee_history as fee_history_dataset
-from feeslab.devnet.era1 import export_era1
 from feeslab.errors import BudgetExceeded, ConfigError
 from feeslab.frames.io import frame_from_bytes
 from feeslab.slots import mapping_slot
@@ -29,28 +28,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      dashboard_address=":0") as local, Client(local) as c:  # fmt: skip
-        yield c
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    return export_era1(tmp_path_factory.mktemp("era1"), epochs=2, seed=7)
-
-
-@pytest.fixture(scope="module")
 def contracts(devnet):
     info = devnet.contracts
     (chain,) = [c for c in info["chains"] if c["chain_id"] == 1]
     return {c["name"]: c for c in info["contracts"]}, info["accounts"], chain
 
 
-def _lab(devnet):
-    # no answer cache: every run pays for what it reads, so credits compare
-    return feeslab.connect(url=devnet.url, api_key=devnet.api_key,
-                           api_key_secret=devnet.api_key_secret, cache=False, progress=False)
+_lab = uncached_lab
 
 
 def _same(frame, reference):
@@ -78,6 +62,18 @@ def _rerun_sends_nothing(first, again, out):
     assert again.report.credits == 0 and again.report.calls == {} and again.report.keys == ()
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("part-*.parquet")} == stamps
     _same(again.frame, first.frame)
+
+
+def _same_as_one_process(devnet, run, reference, spent, out, *, partitions, calls):
+    """``run`` on the cluster gives ``reference`` in ``partitions`` files, sending ``calls``
+    (per method) for the credits one process ``spent``, within 1 %; a rerun sends nothing."""
+    first, total = _on_cluster(devnet, run)
+    _same(first.frame, reference)
+    assert len(first.report.computed) == partitions
+    assert first.report.calls == calls
+    assert abs(total - spent) <= spent / 100
+    again, _ = _on_cluster(devnet, run)
+    _rerun_sends_nothing(first, again, out)
 
 
 def test_blocks_of_era1_files_match_one_process(client, exported, tmp_path):
@@ -178,13 +174,8 @@ def test_storage_of_a_series_matches_one_process(client, devnet, contracts, tmp_
         return cluster.storage_series(source, token, slot, series, client=client, out=out,
                                       progress=False, partition_blocks=150)  # fmt: skip
 
-    first, total = _on_cluster(devnet, run)
-    _same(first.frame, reference)
-    assert len(first.report.computed) == 4
-    assert first.report.calls == {"eth_getStorageAt": len(series)}
-    assert abs(total - spent) <= spent / 100
-    again, _ = _on_cluster(devnet, run)
-    _rerun_sends_nothing(first, again, out)
+    _same_as_one_process(devnet, run, reference, spent, out, partitions=4,
+                         calls={"eth_getStorageAt": len(series)})  # fmt: skip
     with _lab(devnet) as lab, pytest.raises(ConfigError, match="another job"):
         cluster.storage_series(lab.data_source, token, slot + 1, series, client=client,
                                out=out, progress=False, partition_blocks=150)  # fmt: skip
@@ -209,13 +200,8 @@ def test_calls_of_a_series_match_one_process(client, devnet, contracts, tmp_path
                                    abi=token["abi"], client=client, out=out, progress=False,
                                    partition_blocks=100)  # fmt: skip
 
-    first, total = _on_cluster(devnet, run)
-    _same(first.frame, reference)
-    assert len(first.report.computed) == 3
-    assert first.report.calls == {"eth_call": len(series)}
-    assert abs(total - spent) <= spent / 100
-    again, _ = _on_cluster(devnet, run)
-    _rerun_sends_nothing(first, again, out)
+    _same_as_one_process(devnet, run, reference, spent, out, partitions=3,
+                         calls={"eth_call": len(series)})  # fmt: skip
 
 
 def test_reverts_are_rows_on_the_cluster_as_in_one_process(client, devnet, contracts,
@@ -299,7 +285,7 @@ def test_partition_files_give_back_tuples_and_exact_ints(tmp_path):
         "word": pd.Series([2**255, None, 7], dtype=object),
     })  # fmt: skip
     frame.attrs["chain_id"] = 1
-    _write_partition(frame.copy(), tmp_path / "part-000000001-000000003.parquet")
+    _write_partition(frame.copy(), tmp_path / "part-000000001-000000003.parquet", 0, "run")
     back = cluster.read_partitions(tmp_path)
     pd.testing.assert_frame_equal(back, frame, check_exact=True)
     assert back["hashes"].tolist() == [("0xaa", "0xbb"), (), None]
@@ -308,3 +294,23 @@ def test_partition_files_give_back_tuples_and_exact_ints(tmp_path):
     assert back.attrs == {}  # the driver tags the whole frame
     lists = pd.read_parquet(tmp_path)["amounts"]  # Parquet lists, for any reader
     assert [len(v) for v in lists if v is not None] == [2, 1]
+
+
+def test_a_partition_a_killed_attempt_wrote_keeps_its_rows_and_credits(tmp_path):
+    """A worker killed after the file's rename, before its answer: the retry reads what the
+    attempt did from the file (its rows and the credits they cost), so the manifest and the
+    report count it as computed in this run, not as a partition found from an earlier run."""
+    from dataclasses import replace
+
+    from feeslab.cluster.jobs import Partition, UncleJob, _Task, _write_partition, run_partition
+
+    part = Partition(8_192, 8_200)
+    frame = pd.DataFrame({"block_number": [8_192, 8_193]})
+    _write_partition(frame, tmp_path / part.name, 1_234, "job-run1")
+    task = _Task(spec=UncleJob(8_192, 8_200), out=str(tmp_path), bucket="unused", workers=1,
+                 run="job-run1")  # fmt: skip
+    answer = run_partition(task, part, None)
+    assert answer == {"file": part.name, "rows": 2, "credits": 1_234, "earlier_attempt": True}
+    # another run's file (a killed job's task that finished after its driver died): skipped
+    assert run_partition(replace(task, run="job-run2"), part, None) == {"file": part.name,
+                                                                       "skipped": True}
