@@ -168,3 +168,21 @@ def test_a_scan_past_its_budget_is_refused_having_spent_at_most_the_budget(devne
         with pytest.raises(BudgetExceeded):
             lab.uncles(start, stop, budget=headers_only + 150)
         assert lab.credits.spent <= headers_only + 150
+
+
+def test_a_paced_scan_moves_its_bar_with_each_header_batch(capfd):
+    """Paced, a piece's uncle call waits behind the next pieces' headers: a bar moved by
+    whole pieces stood still for half the scan. It counts the headers as they arrive, so it
+    shows counts inside the first piece, and ends at the range's size."""
+    import re
+
+    from feeslab.devnet import start
+
+    with start(seed=7, credits_per_second=400_000) as paced, feeslab.connect(
+        url=paced.url, api_key=paced.api_key, api_key_secret=paced.api_key_secret, cache=False,
+        progress=True,
+    ) as lab:
+        lab.uncles(0, 2 * PIECE)
+    shown = {int(n) for n in re.findall(rf"\|\s*(\d+)/{2 * PIECE} \[", capfd.readouterr().err)}
+    assert 2 * PIECE in shown
+    assert any(0 < n < PIECE for n in shown), shown

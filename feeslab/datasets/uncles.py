@@ -186,7 +186,8 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     headers: deque = deque()  # (piece, numbers asked, future)
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
-    note = _note_counts(source, writer)
+    note = _note_counts(source, writer) if bar is None else _counting(
+        _note_counts(source, writer), bar)
     swept = 0
 
     def ask_headers() -> None:
@@ -202,8 +203,6 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         piece, wanted, future = uncles.popleft()
         objects = [a.unwrap() for a in future.result()] if future is not None else []
         rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-        if bar is not None:
-            bar.update(piece[1] - piece[0])
         return piece, parse_uncles(rows), len(rows) == len(wanted)
 
     try:
@@ -227,6 +226,8 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             for n in range(a, b):
                 if n in known:
                     counts[n - a] = known[n]
+            if bar is not None:  # the blocks read before the scan (the plan's sample)
+                bar.update(b - a - len(ask))
             del future  # the headers die here: only their counts are kept
             # the collector is paused (decoding makes no cycles), but the HTTP machinery's
             # few cyclic leftovers would pile up over a long scan: sweep the young ones now
@@ -279,6 +280,19 @@ def _note_counts(source: Any, writer: Any) -> Any:
                               settled_below=settled)
 
     return note
+
+
+def _counting(note: Any, bar: Any) -> Any:
+    """``note`` that also moves ``bar`` as each header batch arrives: under pacing a piece's
+    uncle call waits behind the next pieces' headers, so a bar moved by whole pieces stood
+    at 0 % for the first half of a paced scan."""
+
+    def on_batch(sent: Sequence[Any], results: Sequence[Any]) -> None:
+        bar.update(len(sent))
+        if note is not None:
+            note(sent, results)
+
+    return on_batch
 
 
 def _noted_counts(source: Any, start: int, stop: int) -> dict[int, int]:
