@@ -249,7 +249,7 @@ class Lab:
 
     def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE,
                     budget: int | None = None, less_cached: bool = True) -> Plan:
-        """What :meth:`uncles` will cost, estimated from ``sample`` headers (cached for the
+        """What :meth:`uncles` will cost, estimated from ``sample`` uncle counts (cached for the
         scan; ``less_cached=False``: from scratch; :func:`feeslab.datasets.uncles.plan`)."""
         return uncles.plan(self.data_source, start, stop, sample=sample, budget=budget,
                            less_cached=less_cached)

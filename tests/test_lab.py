@@ -60,19 +60,21 @@ def test_uncle_scan_finds_every_uncle_and_costs_what_it_planned(lab, truth):
     assert scan.blocks["uncle_count"].sum() == len(expected)
     spent = lab.credits.by_method
     assert spent["eth_getUncleByBlockNumberAndIndex"] == 150 * len(expected)
-    # the plan said so before running (its header sample is part of the scan's headers)
+    # the plan said so before running (its sample is part of the scan's uncle counts)
     assert scan.plan.total == pytest.approx(80 * (stop - start) + 150 * len(expected), rel=0.2)
 
 
-def test_uncle_scan_without_a_cache_asks_for_each_header_once(devnet, truth):
-    # the plan's header sample is part of the scan: it is not fetched a second time
+def test_uncle_scan_without_a_cache_asks_for_each_uncle_count_once(devnet, truth):
+    # the plan's sample is part of the scan: it is not fetched a second time; no header is
+    # asked for (a count says as much as a header's uncle list, for the same credits)
     start, stop = 50_000, 52_000
     with feeslab.connect(url=devnet.url, api_key=devnet.api_key, cache=False,
                          progress=False) as lab:
         scan = lab.uncles(start, stop)
         calls = lab.credits.to_frame().set_index("method")["calls"]
-    assert calls["eth_getBlockByNumber"] == stop - start
+    assert calls["eth_getUncleCountByBlockNumber"] == stop - start
     assert calls["eth_getUncleByBlockNumberAndIndex"] == len(scan.uncles)
+    assert "eth_getBlockByNumber" not in calls
     assert len(scan.uncles) == sum(len(truth.block(n).uncles) for n in range(start, stop))
 
 
@@ -329,18 +331,19 @@ def test_embedded_devnet_answers_are_cached_apart_per_simulation(tmp_path) -> No
 
 
 def test_budget_is_checked_before_the_uncle_plan_buys_its_sample(lab):
-    # 20,000 headers alone are 1,600,000 credits: refused before the 200-header sample
+    # 20,000 uncle counts alone are 1,600,000 credits: refused before the 200-block sample
     for ask in (lambda: lab.uncles(100_000, 120_000, budget=100_000),
                 lambda: lab.plan_uncles(100_000, 120_000, budget=100_000)):
         with pytest.raises(feeslab.BudgetExceeded) as refused:
             ask()
         assert refused.value.planned == 80 * 20_000
         assert lab.credits.calls == 0 and lab.credits.spent == 0  # nothing sent, no sample
-    # enough for the headers but not for the uncles the sample finds: refused after it
+    # enough for the counts but not for the uncles the sample finds: refused after it
     with pytest.raises(feeslab.BudgetExceeded):
         lab.uncles(100_000, 120_000, budget=80 * 20_000 + 150)
     # the sample (kept in the cache for the scan) and the genesis header naming the cache
-    assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * 200 + 80
+    assert lab.credits.by_method["eth_getUncleCountByBlockNumber"] == 80 * 200
+    assert lab.credits.by_method["eth_getBlockByNumber"] == 80
     assert "eth_getUncleByBlockNumberAndIndex" not in lab.credits.by_method
 
 

@@ -39,7 +39,6 @@ import numpy as np
 import pandas as pd
 
 from feeslab._costs import method_cost
-from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.datasets._checks import check_range, is_archive
 from feeslab.datasets.uncles import UncleScan
@@ -390,18 +389,19 @@ def plan_uncles(
         parts, where = _era1_partitions(source, start, stop)
     else:
         plan, sampled = uncles_dataset.plan_and_sample(source, start, stop, budget=budget)
-        per_block = sum(line.credits for line in plan.lines if line.method != blocks_dataset.METHOD)
+        counts = uncles_dataset.COUNT_METHOD
+        per_block = sum(line.credits for line in plan.lines if line.method != counts)
         per_block /= stop - start
-        header = method_cost(blocks_dataset.METHOD)
+        each = method_cost(counts)
         parts = []
         for lo in range(start, stop, partition_blocks):
             hi = min(stop, lo + partition_blocks)
             fresh = sum(1 for n in range(lo, hi) if n not in sampled)
-            parts.append(Partition(lo, hi, credits=round(fresh * header + per_block * (hi - lo))))
+            parts.append(Partition(lo, hi, credits=round(fresh * each + per_block * (hi - lo))))
         # the chain (id and genesis hash), and the partitioning, which names the files
         where = f"{source.label}:{source.node.identity}:{partition_blocks}"
     job = _job_id("uncles", start, stop, where)
-    bought = len(sampled) * method_cost(blocks_dataset.METHOD)
+    bought = len(sampled) * method_cost(uncles_dataset.COUNT_METHOD)
     return JobPlan(job, "uncles", start, stop, plan, tuple(parts), _directory(out, job),
                    context=sampled, bought=bought), sampled  # fmt: skip
 
@@ -874,6 +874,6 @@ def uncles(source: Any, start: int, stop: int, *, client: Any,
     if planned is not None:
         job, sampled = planned
         if job.context is None:  # a JobPlan made without its sample
-            job = replace(job, context=sampled,
-                          bought=len(sampled) * method_cost(blocks_dataset.METHOD))  # fmt: skip
+            bought = len(sampled) * method_cost(uncles_dataset.COUNT_METHOD)
+            job = replace(job, context=sampled, bought=bought)
     return run_job(UncleJob(start, stop), source, client=client, planned=job, **options)

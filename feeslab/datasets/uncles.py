@@ -1,15 +1,17 @@
 """Uncles: every uncle included by a range of blocks, and each block's uncle count.
 
-Headers first (``eth_getBlockByNumber``: their ``uncles`` list says which blocks have uncles
-and how many), then ``eth_getUncleByBlockNumberAndIndex`` only for uncles that exist: about
-80 x blocks + 150 x uncles credits, instead of 300 x blocks for probing both indexes
-everywhere. The plan estimates the uncles from a sample of headers, which the scan reuses.
+Uncle counts first (``eth_getUncleCountByBlockNumber``: which blocks have uncles and how
+many; the same 80 credits as a header, whose ``uncles`` list says as much, in about a
+thirtieth of the bytes), then ``eth_getUncleByBlockNumberAndIndex`` only for uncles that
+exist: about 80 x blocks + 150 x uncles credits, instead of 300 x blocks for probing both
+indexes everywhere. The plan estimates the uncles from a sample of counts, which the scan
+reuses.
 
 The scan streams: the range is cut into pieces of :data:`PIECE` blocks (at multiples of it),
-a few pieces' headers are in flight while the one before is read, each piece's headers become
-its uncle counts at once (and are freed), and its uncles are asked for while later pieces'
-headers are still coming. Memory stays flat however long the range. Each settled piece's
-uncles frame is cached as Parquet, so a rerun reads frames back without decoding an answer.
+a few pieces' counts are in flight while the one before is read, and each piece's uncles are
+asked for while later pieces' counts are still coming. Memory stays flat however long the
+range. Each settled piece's uncles frame is cached as Parquet, so a rerun reads frames back
+without decoding an answer.
 """
 
 from __future__ import annotations
@@ -26,25 +28,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feeslab.datasets import blocks
 from feeslab.datasets._checks import check_range, is_archive
+from feeslab.errors import ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Budget, Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
 
-__all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "get", "plan", "plan_and_sample"]
+__all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get", "plan",
+           "plan_and_sample"]
 
-SAMPLE = 200  # headers read to estimate a scan's uncles (the scan reuses them)
+SAMPLE = 200  # uncle counts read to estimate a scan's uncles (the scan reuses them)
 METHOD = "eth_getUncleByBlockNumberAndIndex"
-# blocks a piece: the unit streamed (its headers become counts and are freed) and cached (one
-# Parquet file of its uncles); aligned, so that scans of other ranges share the inner pieces
+COUNT_METHOD = "eth_getUncleCountByBlockNumber"
+# blocks a piece: the unit streamed and cached (one Parquet file of its uncles); aligned, so
+# that scans of other ranges share the inner pieces
 PIECE = 4_000  # a multiple of connect()'s batches of 500: a piece sends only full batches
-AHEAD = 2  # pieces whose headers are in flight while the one before is read
+AHEAD = 2  # pieces whose counts are in flight while the one before is read
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
-NOTES = "uncle_counts/v1"  # and for the header batches' uncle counts of unfinished pieces
+NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces
 
 
 @dataclass(frozen=True, repr=False)
@@ -92,6 +96,11 @@ class UncleScan:
 def calls(wanted: Sequence[tuple[int, int]]) -> list[RpcCall]:
     """The calls for the uncles at (block number, index) pairs, in order."""
     return [RpcCall(METHOD, [quantity(n), quantity(i)]) for n, i in wanted]
+
+
+def count_calls(numbers: Sequence[int]) -> list[RpcCall]:
+    """The calls for the uncle counts of blocks ``numbers``, in order."""
+    return [RpcCall(COUNT_METHOD, [quantity(n)]) for n in numbers]
 
 
 def _title(start: int, stop: int) -> str:
@@ -147,30 +156,44 @@ def _plan_of(start: int, stop: int, todo: list[tuple[int, int]], sampled: dict[i
     left = sum(b - a for a, b in todo)
     per_block = sum(sampled.values()) / max(1, len(sampled))
     known = sum(len(f) for f in cached.values())
-    lines = [PlanLine.of(blocks.METHOD, count),
+    lines = [PlanLine.of(COUNT_METHOD, count),
              PlanLine.of(METHOD, known + round(per_block * left),
                          estimated=left > len(sampled))]
     return Plan(lines, title=_title(start, stop)).minus_cached(
-        {blocks.METHOD: count - left, METHOD: known})
+        {COUNT_METHOD: count - left, METHOD: known})
+
+
+def _count_of(result: Any) -> Any:
+    """An uncle count's answer as an int; anything but a hex quantity (a null, a malformed
+    answer) as it is, for :func:`_checked` to raise."""
+    if type(result) is str and result[:2] == "0x":
+        with contextlib.suppress(ValueError):
+            return int(result, 16)
+    return result
 
 
 def _uncle_count(answer: RpcResult) -> RpcResult:
-    """A header's answer reduced to its uncle count as it arrives: the decoded header is not
-    kept (an error or a null header stays as it is, for the scan to raise)."""
-    header = answer.result
-    if answer.error is not None or header is None:
+    """A count's answer decoded as it arrives (an error answer stays as it is)."""
+    if answer.error is not None:
         return answer
-    return RpcResult(answer.call, result=len(header["uncles"]))
+    return RpcResult(answer.call, result=_count_of(answer.result))
+
+
+def _checked(source: Any, number: int, count: Any) -> int:
+    """``count`` (as ``_uncle_count`` left it) if an int; else the error it stands for."""
+    if type(count) is int:
+        return count
+    if count is None:
+        raise source.missing(number)
+    raise ProtocolError(f"{COUNT_METHOD} for block {number:,} answered {str(count)[:40]!r}, "
+                        "not a hex quantity")
 
 
 def _counts(source: Any, numbers: Sequence[int], results: Sequence[RpcResult]) -> np.ndarray:
-    """The uncle counts ``_uncle_count`` left of each header's answer."""
+    """The uncle counts ``_uncle_count`` left of each answer (an error answer raises)."""
     out = np.empty(len(numbers), dtype=np.int64)
     for j, answer in enumerate(results):
-        count = answer.unwrap()
-        if count is None:
-            raise source.missing(numbers[j])
-        out[j] = count
+        out[j] = _checked(source, numbers[j], answer.unwrap())
     return out
 
 
@@ -183,20 +206,20 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     uncle its header lists (a lagging node): such a piece is not cached."""
     node = source.node
     pieces = iter(todo)
-    headers: deque = deque()  # (piece, numbers asked, future)
+    counting: deque = deque()  # (piece, numbers asked, future of their counts)
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
     note = _note_counts(source, writer) if bar is None else _counting(
         _note_counts(source, writer), bar)
     swept = 0
 
-    def ask_headers() -> None:
-        while len(headers) < AHEAD:
+    def ask_counts() -> None:
+        while len(counting) < AHEAD:
             piece = next(pieces, None)
             if piece is None:
                 return
             ask = [n for n in range(*piece) if n not in known]
-            headers.append((piece, ask, node.submit(blocks.calls(ask), on_batch=note,
+            counting.append((piece, ask, node.submit(count_calls(ask), on_batch=note,
                                                     reduce=_uncle_count) if ask else None))
 
     def finish() -> tuple[tuple[int, int], pd.DataFrame, bool]:
@@ -206,9 +229,9 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         return piece, parse_uncles(rows), len(rows) == len(wanted)
 
     try:
-        ask_headers()
-        while headers:
-            (a, b), ask, future = headers.popleft()
+        ask_counts()
+        while counting:
+            (a, b), ask, future = counting.popleft()
             counts = np.zeros(b - a, dtype=np.int64)
             try:
                 answers = future.result() if future is not None else []
@@ -228,17 +251,17 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
                     counts[n - a] = known[n]
             if bar is not None:  # the blocks read before the scan (the plan's sample)
                 bar.update(b - a - len(ask))
-            del future  # the headers die here: only their counts are kept
+            del future
             # the collector is paused (decoding makes no cycles), but the HTTP machinery's
             # few cyclic leftovers would pile up over a long scan: sweep the young ones now
-            # and then (each sweep also walks the headers in flight)
+            # and then
             swept += 1
             if swept % SWEEP == 0:
                 gc.collect(1)
             for n in sampled:
                 if a <= n < b:
                     sampled[n] = int(counts[n - a])
-            ask_headers()
+            ask_counts()
             where = np.flatnonzero(counts)
             wanted = [(a + int(j), i) for j in where for i in range(int(counts[j]))]
             uncles.append(((a, b), wanted, node.submit(calls(wanted)) if wanted else None))
@@ -247,7 +270,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         while uncles:
             yield finish()
     except BaseException:
-        for _, _, pending in (*headers, *uncles):
+        for _, _, pending in (*counting, *uncles):
             if pending is not None:
                 pending.cancel()
         raise
@@ -257,7 +280,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
 
 
 def _note_counts(source: Any, writer: Any) -> Any:
-    """An ``on_batch`` keeping each settled header batch's uncle counts as it arrives (written
+    """An ``on_batch`` keeping each settled batch's uncle counts as it arrives (written
     by ``writer``, the scan's one writing thread), so that an interrupted scan pays again only
     for the batches in flight (None without a cache)."""
     node = source.node
@@ -267,10 +290,9 @@ def _note_counts(source: Any, writer: Any) -> Any:
 
     def note(sent: Sequence[Any], results: Sequence[Any]) -> None:
         numbers = [int(call.params[0], 16) for call in sent]
-        try:
-            counts = [len(answer.result["uncles"]) for answer in results]
-        except (TypeError, KeyError):  # an error or a null header: the scan raises it
-            return
+        counts = [_count_of(answer.result) for answer in results]
+        if any(type(c) is not int for c in counts):  # an error, a null or a malformed answer:
+            return  # the scan raises it
         if numbers and max(numbers) < settled:
             data = np.array([numbers, counts], dtype=np.int64).tobytes()
             # RuntimeError: the scan stopped (an error) while this batch was in flight
@@ -283,8 +305,8 @@ def _note_counts(source: Any, writer: Any) -> Any:
 
 
 def _counting(note: Any, bar: Any) -> Any:
-    """``note`` that also moves ``bar`` as each header batch arrives: under pacing a piece's
-    uncle call waits behind the next pieces' headers, so a bar moved by whole pieces stood
+    """``note`` that also moves ``bar`` as each count batch arrives: under pacing a piece's
+    uncle call waits behind the next pieces' counts, so a bar moved by whole pieces stood
     at 0 % for the first half of a paced scan."""
 
     def on_batch(sent: Sequence[Any], results: Sequence[Any]) -> None:
@@ -321,13 +343,14 @@ def plan(
 ) -> Plan:
     """What :func:`get` will cost, before it runs.
 
-    The uncle count is estimated from ``sample`` headers spread over the blocks the cache
-    does not hold yet (fetched and cached, for the scan to reuse); nothing from archive files.
+    The uncles are estimated from the uncle counts of ``sample`` blocks spread over those the
+    cache does not hold yet (fetched and cached, for the scan to reuse); nothing from archive
+    files.
 
     Parameters
     ----------
     budget : int, optional
-        Refuse (``BudgetExceeded``) before the sample is bought if the scan's headers alone
+        Refuse (``BudgetExceeded``) before the sample is bought if the scan's counts alone
         (the sample among them) would pass it, and after it if the whole plan would [credits].
     less_cached : bool, default True
         Leave out what the cache holds; False: the cost from scratch, the same on every run.
@@ -338,11 +361,11 @@ def plan(
     return _plan_and_sample(source, start, stop, sample, budget, less_cached=less_cached)[0]
 
 
-def _headers_alone(source: Any, start: int, stop: int, budget: int | None) -> Budget | None:
-    """The budget, checked against the scan's headers alone before anything is sent."""
+def _counts_alone(source: Any, start: int, stop: int, budget: int | None) -> Budget | None:
+    """The budget, checked against the scan's uncle counts alone before anything is sent."""
     cap = None if budget is None else Budget(budget)
     if cap is not None:
-        cap.check(Plan([PlanLine.of(blocks.METHOD, stop - start)]), source.credits)
+        cap.check(Plan([PlanLine.of(COUNT_METHOD, stop - start)]), source.credits)
     return cap
 
 
@@ -364,14 +387,13 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
                                 dict[tuple[int, int], pd.DataFrame]]:
     """The plan (its sample bought), the sampled uncle counts by number, the pieces left to
     fetch and the cached ones."""
-    cap = _headers_alone(source, start, stop, budget)
+    cap = _counts_alone(source, start, stop, budget)
     cached, todo, numbers = _left(source, start, stop, sample, less_cached=less_cached)
     with source.budgeted(cap):  # the sample charged like any request
-        probe = blocks.headers(source, numbers, progress=False) if numbers else []
-    missing = [n for n, h in zip(numbers, probe, strict=True) if h is None]
-    if missing:
-        raise source.missing(missing[0])
-    sampled = {n: len(h["uncles"]) for n, h in zip(numbers, probe, strict=True)}
+        probe = source.results(count_calls(numbers), description="uncle counts",
+                               progress=False) if numbers else []
+    sampled = {n: _checked(source, n, _count_of(answer))
+               for n, answer in zip(numbers, probe, strict=True)}
     result = _plan_of(start, stop, todo, sampled, cached)
     if cap is not None:
         cap.check(result)
@@ -380,9 +402,9 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
 
 def plan_and_sample(source: Any, start: int, stop: int, *, sample: int = SAMPLE,
                     budget: int | None = None) -> tuple[Plan, dict[int, int]]:  # fmt: skip
-    """The scan's plan, its sample of ``sample`` headers bought, and the sampled uncle counts
+    """The scan's plan, its sample of ``sample`` uncle counts bought, and those counts
     by block number: what a caller that splits the scan (``feeslab.cluster``) hands each part
-    as ``get(..., known_counts=)``, so that no header is bought twice.
+    as ``get(..., known_counts=)``, so that no count is bought twice.
 
     Raises
     ------
@@ -411,12 +433,12 @@ def get(
     budget : int, optional
         Refuse (``BudgetExceeded``) before sending, the plan's sample included, if spending
         so far plus the plan would pass it [credits]. Without one the sample is not bought
-        ahead: the scan reads the same headers and the plan is worked out from them.
+        ahead: the scan reads the same counts and the plan is worked out from them.
     progress : bool, optional
         A progress bar on long fetches.
     known_counts : mapping of int to int, optional
         Uncle counts [uncles] of blocks already read elsewhere (a cluster job's plan sample):
-        their headers are not asked for again.
+        they are not asked for again.
 
     Returns
     -------
@@ -446,8 +468,8 @@ def get(
             known, sampled = known | given, sampled | given
         if todo:
             known = _noted_counts(source, start, stop) | known
-        if cached:  # pieces kept as frames stand for their headers' and uncles' answers
-            source.credits.record_cached(blocks.METHOD, sum(b - a for a, b in cached))
+        if cached:  # pieces kept as frames stand for their counts' and uncles' answers
+            source.credits.record_cached(COUNT_METHOD, sum(b - a for a, b in cached))
             source.credits.record_cached(METHOD, sum(len(f) for f in cached.values()))
         frames = dict(cached)
         # the cache is written on a thread of its own, beside the fetch: in order, so a piece's
@@ -478,10 +500,10 @@ def _keep(source: Any, start: int, stop: int, frame: pd.DataFrame) -> None:
 
 
 def _sample_cached(source: Any, numbers: Sequence[int]) -> dict[int, int]:
-    """The uncle counts of the sample headers the answer cache holds (none are asked for)."""
+    """The sample's uncle counts the answer cache holds (none are asked for)."""
     cache = source.node.cache if numbers and source.node.caching else None
     if cache is None:
         return {}
-    found = cache.get_many((c.method, c.params) for c in blocks.calls(numbers))
-    return {n: len(h["uncles"]) for n, h in zip(numbers, found, strict=True)
-            if isinstance(h, dict)}
+    found = cache.get_many((c.method, c.params) for c in count_calls(numbers))
+    return {n: c for n, c in zip(numbers, map(_count_of, found), strict=True)
+            if type(c) is int}

@@ -699,6 +699,11 @@ class History:
         """How many blocks have been generated so far."""
         return self._ready
 
+    def uncle_count(self, number: int) -> int:
+        """How many uncles canonical block ``number`` includes (no block is built)."""
+        self._ensure(number)
+        return len(self._uncles.get(number, ()))
+
     def base_fee(self, number: int) -> int | None:
         self._ensure(number)
         return self._base_fee[number]
@@ -1521,6 +1526,12 @@ class Chain:
         if number < 0 or number > self.head():
             return None
         return self._h.block(number)
+
+    def uncle_count(self, number: int) -> int | None:
+        """How many uncles canonical block ``number`` includes, or None outside ``0..head``."""
+        if number < 0 or number > self.head():
+            return None
+        return self._h.uncle_count(number)
 
     def pending(self) -> Block:
         """The block that will follow the current head."""

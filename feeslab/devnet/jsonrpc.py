@@ -27,7 +27,9 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from feeslab._costs import REJECTED_REQUEST_COST, method_cost
 from feeslab.devnet import rpc
@@ -67,8 +69,7 @@ class CallContext:
 Dispatcher = Callable[[CallContext, str, Any], Any]
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):  # a tuple, not a frozen dataclass: made 1,000 times a batch
     """One item of a request.
 
     ``error`` is set when the item itself is invalid; such an item is answered with it and never
@@ -112,6 +113,16 @@ _STRINGS = {
 }
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_STEPS = np.zeros(256, np.int32)
+_STEPS[[ord("["), ord("{")]], _STEPS[[ord("]"), ord("}")]] = 1, -1
+
+
+def _deepest(raw: bytes) -> int:
+    """The deepest nesting of a body without backslashes: every quote opens or closes a
+    string there, so a bracket is inside one where an odd number of quotes precede it."""
+    codes = np.frombuffer(raw, np.uint8)
+    outside = (np.cumsum(codes == ord('"'), dtype=np.int64) & 1) == 0
+    return int(np.cumsum(_STEPS[codes] * outside).max(initial=0))
 
 
 def _too_deep(body: bytes | str) -> bool:
@@ -120,6 +131,9 @@ def _too_deep(body: bytes | str) -> bool:
     opens += body.count(b"{" if isinstance(body, bytes) else "{")
     if opens <= MAX_DEPTH:
         return False
+    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    if b"\\" not in raw:  # a batch of 500 calls has 1,000 brackets: no regex, no loop here
+        return _deepest(raw) > MAX_DEPTH
     bare = _STRINGS[type(body)].sub(b"" if isinstance(body, bytes) else "", body)
     if isinstance(bare, str):
         bare = bare.encode("utf-8", "surrogatepass")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feeslab.devnet._encoded import CHUNK, ChunkedCache, EncodedCache
+from feeslab.devnet._encoded import CHUNK, ChunkedCache, Encoded, EncodedCache, encode
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
 from feeslab.devnet.evm import ZERO_ADDRESS, CallRequest, Executor, estimate_gas
 from feeslab.devnet.evm import call as evm_call
@@ -683,11 +683,15 @@ def eth_get_uncle_by_block_hash_and_index(
 
 
 def eth_get_uncle_count_by_block_number(ctx: Any, tag: int | str) -> str | None:
-    try:
-        block, _ = _block_at(ctx.chain, tag)
-    except RpcError:
-        return None  # geth drops the lookup error here and answers null
-    return None if block is None else quantity(len(block.uncles))
+    chain = ctx.chain
+    if tag != "pending":  # a count without building the block: an uncle scan asks every one
+        try:
+            number = tag if type(tag) is int else resolve_tag(chain, tag)
+        except RpcError:
+            return None  # geth drops the lookup error here and answers null
+        count = chain.uncle_count(number)
+        return None if count is None else hex(count)
+    return quantity(len(chain.pending().uncles))
 
 
 def eth_get_uncle_count_by_block_hash(ctx: Any, block_hash: bytes) -> str | None:
@@ -1045,6 +1049,17 @@ def _encoded_uncle(ctx: Any, tag: int | str, index: int) -> Any:
     )
 
 
+# an uncle count's possible answers, encoded once: an uncle scan asks for every block's
+_COUNT_ANSWERS = tuple(Encoded(encode(hex(n))) for n in range(8))
+
+
+def _encoded_uncle_count(ctx: Any, number: int) -> Any:
+    count = ctx.chain.uncle_count(number)
+    if count is None:
+        return None
+    return _COUNT_ANSWERS[count] if count < len(_COUNT_ANSWERS) else Encoded(encode(hex(count)))
+
+
 _ENCODED_HANDLERS: dict[str, Callable[..., Any]] = {
     "eth_getBlockByNumber": _encoded_block,
     "eth_getUncleByBlockNumberAndIndex": _encoded_uncle,
@@ -1063,6 +1078,18 @@ def _plain_block_params(params: Any) -> tuple[int, bool] | None:
     return None
 
 
+def _plain_number_param(params: Any) -> int | None:
+    """``[quantity]`` decoded as ``decode_params`` would, in one step; None for any other
+    shape (tags, errors), which takes the general path."""
+    if type(params) is list and len(params) == 1:
+        text = params[0]
+        if type(text) is str and _PLAIN_UINT64.fullmatch(text):
+            number = int(text, 16)
+            if number <= MAX_INT64:
+                return number
+    return None
+
+
 def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
     """:func:`dispatch` for the servers: canonical blocks and uncles come as cached
     :class:`~feeslab.devnet._encoded.Encoded` JSON, which ``jsonrpc.execute`` splices in.
@@ -1074,6 +1101,10 @@ def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
         plain = _plain_block_params(params)
         if plain is not None:
             return _encoded_block(ctx, *plain)
+    elif method == "eth_getUncleCountByBlockNumber":  # an uncle scan's: the same
+        number = _plain_number_param(params)
+        if number is not None:
+            return _encoded_uncle_count(ctx, number)
     fast = _ENCODED_HANDLERS.get(method)
     if fast is None:
         return dispatch(ctx, method, params)
