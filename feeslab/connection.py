@@ -55,7 +55,7 @@ class Settings:
     cache: Any = True
     progress: bool = True
     credits_per_second: float | str | None = None
-    max_batch: int = 500
+    max_batch: int = 1_000
     max_concurrency: int = 8
     wallet_url: str | None = None
     block_time: float | None = None
@@ -87,7 +87,7 @@ def connect(
     cache: Any = True,
     progress: bool = True,
     credits_per_second: float | str | None = None,
-    max_batch: int = 500,
+    max_batch: int = 1_000,
     max_concurrency: int = 8,
     wallet_url: str | None = None,
     block_time: float | None = None,
@@ -125,8 +125,9 @@ def connect(
         of it, cuts batches to fit it, and halves its pace on a 429 (see
         ``feeslab.fetch.transport.CreditGovernor``).
     max_batch, max_concurrency : int
-        JSON-RPC calls per HTTP request (500: fewer round trips on a slow link, and within
-        geth's limit of 1,000 per batch), and requests in flight.
+        JSON-RPC calls per HTTP request (1,000: fewer round trips on a slow link, and geth's
+        limit a batch; calls with block-sized answers, such as headers, go at most 500 to a
+        request: ``feeslab.fetch.jsonrpc.MOST_LARGE_ANSWERS``), and requests in flight.
     wallet_url : str, optional
         The multichain wallet's WebSocket for ``lab.wallet``; default on a devnet its
         ``/wallet`` (the real service has none: the wallet API is MetaMask's extension).

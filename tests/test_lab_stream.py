@@ -172,19 +172,28 @@ def test_a_scan_past_its_budget_is_refused_having_spent_at_most_the_budget(devne
         assert lab.credits.spent <= counts_only + 150
 
 
-def test_a_paced_scan_moves_its_bar_with_each_batch_of_counts(capfd):
+def test_a_paced_scan_moves_its_bar_with_each_batch_of_counts(capfd, monkeypatch):
     """Paced, a piece's uncle call waits behind the next pieces' counts: a bar moved by
     whole pieces stood still for half the scan. It moves as the counts arrive, so it
     shows counts inside the first piece, and ends at the range's size."""
     import re
 
+    from feeslab import _progress
     from feeslab.devnet import start
 
+    bars = []
+
+    def kept(**options):
+        bars.append(made(**options))
+        return bars[-1]
+
+    made = _progress.progress_bar
+    monkeypatch.setattr(_progress, "progress_bar", kept)
     with start(seed=7, credits_per_second=400_000) as paced, feeslab.connect(
         url=paced.url, api_key=paced.api_key, api_key_secret=paced.api_key_secret, cache=False,
         progress=True,
     ) as lab:
         lab.uncles(0, 2 * PIECE)
     shown = {int(n) for n in re.findall(rf"\|\s*(\d+)/{2 * PIECE} \[", capfd.readouterr().err)}
-    assert 2 * PIECE in shown
+    assert [bar.n for bar in bars] == [2 * PIECE]  # closed at the end (the last view cleared)
     assert any(0 < n < PIECE for n in shown), shown

@@ -45,7 +45,7 @@ COUNT_METHOD = "eth_getUncleCountByBlockNumber"
 # blocks a piece: the unit streamed and cached (one Parquet file of its uncles); aligned, so
 # that scans of other ranges share the inner pieces
 PIECE = 4_000  # a multiple of connect()'s batches of 500: a piece sends only full batches
-AHEAD = 2  # pieces whose counts are in flight while the one before is read
+AHEAD = 3  # pieces whose counts are in flight while the one before is read (ints: cheap)
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces

@@ -11,6 +11,7 @@ and build only through this module.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, method_cost
 from feeslab.errors import RpcError
 
 __all__ = [
+    "LARGE_ANSWERS",
+    "MOST_LARGE_ANSWERS",
     "RATE_LIMIT_CODE",
     "Outcome",
     "RpcCall",
@@ -37,6 +40,14 @@ __all__ = [
 RATE_LIMIT_CODE = -32005  # EIP-1474 "limit exceeded", the older deployments' 429 body
 MOST_A_CALL_COSTS = max(DEFAULT_METHOD_COST, *METHOD_COSTS.values())
 """[credits] The dearest call: a batch of n calls costs at most n times this."""
+LARGE_ANSWERS = frozenset({
+    "eth_feeHistory", "eth_getBlockByHash", "eth_getBlockByNumber", "eth_getBlockReceipts",
+    "eth_getLogs", "eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
+})
+"""Methods whose answers are block-sized (a header is 0.5-11 KB, a fee history ~40 KB)."""
+MOST_LARGE_ANSWERS = 500
+"""Calls of :data:`LARGE_ANSWERS` a batch holds at most, whatever its size: an answer stays a
+few MB, while small answers (counts, storage words) go up to geth's 1,000 a batch."""
 
 
 @dataclass(frozen=True)
@@ -208,21 +219,33 @@ def read_items(
 def chunks(
     items: Sequence[RpcCall], size: int, max_cost: float | None = None
 ) -> list[Sequence[RpcCall]]:
-    """``items`` in batches of at most ``size`` calls and, when given, at most ``max_cost``
-    credits each (costed per call from ``feeslab._costs``; a batch holds at least one call)."""
-    if max_cost is None or max_cost >= size * MOST_A_CALL_COSTS:
+    """``items`` in batches of at most ``size`` calls, of them at most
+    :data:`MOST_LARGE_ANSWERS` of :data:`LARGE_ANSWERS`, and, when given, at most
+    ``max_cost`` credits each (costed per call from ``feeslab._costs``; a batch holds at
+    least one call)."""
+    mixed = False
+    if size > MOST_LARGE_ANSWERS:
+        large = {call.method in LARGE_ANSWERS for call in items}
+        if large == {True}:
+            size = MOST_LARGE_ANSWERS
+        mixed = len(large) == 2
+    if not mixed and (max_cost is None or max_cost >= size * MOST_A_CALL_COSTS):
         return [items[i : i + size] for i in range(0, len(items), size)]
+    most = math.inf if max_cost is None else max_cost
     out: list[Sequence[RpcCall]] = []
-    begin, credits = 0, 0
+    begin, credits, big = 0, 0, 0
     costs: dict[str, int] = {}
     for i, call in enumerate(items):
         cost = costs.get(call.method)
         if cost is None:
             cost = costs[call.method] = method_cost(call.method)
-        if i > begin and (i - begin >= size or credits + cost > max_cost):
+        heavy = call.method in LARGE_ANSWERS
+        if i > begin and (i - begin >= size or credits + cost > most
+                          or (heavy and big >= MOST_LARGE_ANSWERS)):
             out.append(items[begin:i])
-            begin, credits = i, 0
+            begin, credits, big = i, 0, 0
         credits += cost
+        big += heavy
     if begin < len(items):
         out.append(items[begin:])
     return out

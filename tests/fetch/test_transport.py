@@ -846,6 +846,26 @@ def test_batches_are_cut_to_the_bucket_by_each_calls_cost() -> None:
     assert sorted(len(methods) for methods, _ in seen.seen) == [2, 5, 5]  # 400 credits each
 
 
+def test_block_sized_answers_go_at_most_500_to_a_batch_small_ones_up_to_max_batch() -> None:
+    from feeslab.fetch.jsonrpc import MOST_LARGE_ANSWERS, chunks as _chunks
+
+    headers = [RpcCall("eth_getBlockByNumber", [hex(n), False]) for n in range(2_100)]
+    counts = [RpcCall("eth_getUncleCountByBlockNumber", [hex(n)]) for n in range(2_100)]
+    assert MOST_LARGE_ANSWERS == 500
+    assert [len(c) for c in _chunks(headers, 1_000)] == [500] * 4 + [100]
+    assert [len(c) for c in _chunks(counts, 1_000)] == [1_000, 1_000, 100]
+    assert [len(c) for c in _chunks(counts, 300)] == [300] * 7  # max_batch still caps all
+    assert [len(c) for c in _chunks(headers, 300)] == [300] * 7
+    # mixed: a batch closes at 500 block-sized answers or 1,000 calls, whichever first
+    mixed = counts[:700] + headers[:600] + counts[:100]
+    assert [len(c) for c in _chunks(mixed, 1_000)] == [1_000, 400]
+    assert [sum(c.method == "eth_getBlockByNumber" for c in b)
+            for b in _chunks(mixed, 1_000)] == [300, 300]
+    mixed = headers[:600] + counts[:300]
+    assert [len(c) for c in _chunks(mixed, 1_000)] == [500, 400]
+    assert [len(c) for c in _chunks(headers, 1_000, 80 * 200)] == [200] * 10 + [100]
+
+
 def test_the_governor_takes_a_rate_told_later_and_keeps_a_slow_down() -> None:
     from concurrent.futures import Future
 
