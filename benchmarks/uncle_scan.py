@@ -10,7 +10,8 @@ verdicts among them. The same blocks of chain 1 (proof of work, with uncles) are
 * **web3.py batches**: ``w3.provider.make_batch_request`` with 500 calls per request, headers
   first, then the uncles they list; one request at a time, as web3.py sends them.
 * **feeslab**: ``lab.uncles(start, stop)`` with ``cache=False`` (cold: every answer comes from
-  the server), ``connect()``'s default ``max_batch`` and ``max_concurrency``; then with a cache
+  the server), ``connect()``'s default ``max_batch`` and ``max_concurrency`` (it asks for uncle
+  counts, ``eth_getUncleCountByBlockNumber``, not headers: the same credits); then with a cache
   directory, a first run that fills it, then reruns in the same ``Lab`` (which must send
   nothing) and in a new ``Lab`` on the same directory (a restarted kernel).
 
@@ -373,7 +374,8 @@ NOTE = (
     f"uncle scan: blocks {START:,}-{STOP - 1:,} of chain 1 (seed {SEED}), one `feeslab serve` "
     f"subprocess per latency (--latency-ms is a server option), --credits-per-second "
     f"{CREDITS_PER_SECOND:.0e} and --daily-credits {DAILY_CREDITS:.0e} so the plan's limits are "
-    f"not what is measured; feeslab with connect()'s defaults (max_batch 500, max_concurrency 8); "
+    f"not what is measured; feeslab with connect()'s defaults (max_batch 1,000: headers 500 a "
+    f"request, uncle counts 1,000; max_concurrency 8); "
     f"medians of {REPEAT[0]} runs at 0 ms and {REPEAT[50]} at 50 ms; the loop is timed on a "
     f"subset and extrapolated by calls."
 )
