@@ -847,7 +847,8 @@ def test_batches_are_cut_to_the_bucket_by_each_calls_cost() -> None:
 
 
 def test_block_sized_answers_go_at_most_500_to_a_batch_small_ones_up_to_max_batch() -> None:
-    from feeslab.fetch.jsonrpc import MOST_LARGE_ANSWERS, chunks as _chunks
+    from feeslab.fetch.jsonrpc import MOST_LARGE_ANSWERS
+    from feeslab.fetch.jsonrpc import chunks as _chunks
 
     headers = [RpcCall("eth_getBlockByNumber", [hex(n), False]) for n in range(2_100)]
     counts = [RpcCall("eth_getUncleCountByBlockNumber", [hex(n)]) for n in range(2_100)]
