@@ -70,18 +70,36 @@ def _check_head(source: Any, stop: int) -> None:
 
 
 @dataclass(frozen=True)
-class BlocksJob(JobSpec):
-    """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`)."""
+class _RangeJob(JobSpec):
+    """A job over the blocks ``start`` .. ``stop - 1``."""
 
     start: int
     stop: int
-    name: ClassVar[str] = "blocks"
 
     def __post_init__(self) -> None:
         check_range(self.start, self.stop)
 
     def span(self) -> Partition:
         return Partition(self.start, self.stop)
+
+
+class _SeriesJob(JobSpec):
+    """A job over a series of ``blocks`` (a tuple field of the subclass), cut by block."""
+
+    blocks: tuple[int, ...]
+
+    def span(self) -> Partition:
+        return Partition(min(self.blocks), max(self.blocks) + 1, blocks=self.blocks)
+
+    def cut(self, whole: Partition, size: int) -> list[Partition]:
+        return _cut_series(whole, size)
+
+
+@dataclass(frozen=True)
+class BlocksJob(_RangeJob):
+    """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`)."""
+
+    name: ClassVar[str] = "blocks"
 
     def plan(self, source: Any, part: Partition) -> Plan:
         _check_head(source, part.stop)
@@ -92,7 +110,7 @@ class BlocksJob(JobSpec):
 
 
 @dataclass(frozen=True)
-class FeeHistoryJob(JobSpec):
+class FeeHistoryJob(_RangeJob):
     """Fee history of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.fee_history.get`).
 
     A node job's partitions are cut from ``stop`` down in whole calls (multiples of 1,024
@@ -100,17 +118,12 @@ class FeeHistoryJob(JobSpec):
     process sends.
     """
 
-    start: int
-    stop: int
     percentiles: tuple[float, ...] = fee_history_dataset.PERCENTILES
     name: ClassVar[str] = "fee_history"
 
     def __post_init__(self) -> None:
-        check_range(self.start, self.stop)
+        super().__post_init__()
         object.__setattr__(self, "percentiles", tuple(self.percentiles))
-
-    def span(self) -> Partition:
-        return Partition(self.start, self.stop)
 
     def key(self) -> str:
         return "percentiles=" + ",".join(repr(p) for p in self.percentiles)
@@ -151,7 +164,7 @@ def _cut_series(whole: Partition, size: int) -> list[Partition]:
 
 
 @dataclass(frozen=True)
-class StorageJob(JobSpec):
+class StorageJob(_SeriesJob):
     """The word at ``slot`` of ``address`` after each of ``blocks``
     (:func:`feeslab.datasets.storage.get`)."""
 
@@ -165,9 +178,6 @@ class StorageJob(JobSpec):
         quantity(self.slot)  # a non-negative int, or a clear error
         object.__setattr__(self, "blocks", _series(self.blocks))
 
-    def span(self) -> Partition:
-        return Partition(min(self.blocks), max(self.blocks) + 1, blocks=self.blocks)
-
     def key(self) -> str:
         return _digest([self.address.lower(), self.slot, self.blocks])
 
@@ -176,16 +186,13 @@ class StorageJob(JobSpec):
         return storage_dataset.plan(source, self.address, self.slot, part.blocks or (),
                                     less_cached=False)  # fmt: skip
 
-    def cut(self, whole: Partition, size: int) -> list[Partition]:
-        return _cut_series(whole, size)
-
     def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
         return storage_dataset.get(source, self.address, self.slot, part.blocks or (),
                                    progress=False)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class CallsJob(JobSpec):
+class CallsJob(_SeriesJob):
     """``eth_call`` of one function at each of ``blocks``, decoded
     (:func:`feeslab.datasets.calls.get`; the arguments as there)."""
 
@@ -209,9 +216,6 @@ class CallsJob(JobSpec):
         encode_call(spec, self.args)  # arguments that do not encode: refused here, not on workers
         object.__setattr__(self, "blocks", _series(self.blocks))
 
-    def span(self) -> Partition:
-        return Partition(min(self.blocks), max(self.blocks) + 1, blocks=self.blocks)
-
     def key(self) -> str:
         return _digest([self.to.lower(), self.function, self.args, self.sender.lower(),
                         self.returns, self.abi, self.blocks])  # fmt: skip
@@ -222,9 +226,6 @@ class CallsJob(JobSpec):
     def plan(self, source: Any, part: Partition) -> Plan:
         return calls_dataset.plan(source, self.to, self.function, self.args, part.blocks or (),
                                   less_cached=False, **self._options())  # fmt: skip
-
-    def cut(self, whole: Partition, size: int) -> list[Partition]:
-        return _cut_series(whole, size)
 
     def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
         return calls_dataset.get(source, self.to, self.function, self.args, part.blocks or (),
