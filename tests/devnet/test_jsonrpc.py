@@ -243,6 +243,12 @@ def test_depth_check_skips_brackets_inside_strings_and_counts_wide_batches_right
     quoted = b'[{"jsonrpc":"2.0","id":"' + b"[" * 5_000 + b'","method":"echo","params":[1]}]'
     assert answer(quoted)[0]["id"] == "[" * 5_000
     assert answer(b"[" * 1_001 + b"]" * 1_001)["error"]["code"] == -32700
+    # an escaped quote inside a string does not end it: its brackets stay uncounted ...
+    escaped = b'[{"jsonrpc":"2.0","id":"\\"' + b"[" * 5_000 + b'","method":"echo","params":[1]}]'
+    assert answer(escaped)[0]["id"] == '"' + "[" * 5_000
+    # ... and brackets after a string holding one are counted
+    deep = b'[{"jsonrpc":"2.0","id":"\\"","params":' + b"[" * 1_001 + b"]" * 1_001 + b"}]"
+    assert answer(deep)["error"]["code"] == -32700
 
 
 def test_encoded_results_are_spliced_with_the_callers_id():
