@@ -197,3 +197,50 @@ def test_a_paced_scan_moves_its_bar_with_each_batch_of_counts(capfd, monkeypatch
     shown = {int(n) for n in re.findall(rf"\|\s*(\d+)/{2 * PIECE} \[", capfd.readouterr().err)}
     assert [bar.n for bar in bars] == [2 * PIECE]  # closed at the end (the last view cleared)
     assert any(0 < n < PIECE for n in shown), shown
+
+
+@pytest.mark.parametrize(("bad", "error", "says"), [
+    ("three", "ProtocolError", "answered 'three', not a hex quantity"),
+    (None, "ConfigError", "the node has no block 4,321"),
+])
+def test_a_count_that_is_not_a_quantity_stops_the_scan_naming_its_block(devnet, bad, error,
+                                                                        says):
+    """Fault injection (httpx.MockTransport in front of the real devnet): one block's uncle
+    count answered wrong; the scan raises a typed error naming the block, no traceback of
+    int() or a wrong count."""
+    import httpx
+    import orjson
+
+    from feeslab import errors
+    from feeslab.datasets import uncles
+    from feeslab.fetch.credits import CreditLedger
+    from feeslab.fetch.node import NodeClient
+    from feeslab.fetch.transport import HTTPTransport
+    from feeslab.sources.rpc import RpcSource
+
+    real = httpx.Client()
+
+    def spoil(request: httpx.Request) -> httpx.Response:
+        answer = real.post(str(request.url), content=request.content, headers=request.headers)
+        sent, items = orjson.loads(request.content), orjson.loads(answer.content)
+        if isinstance(sent, list):
+            asked = {item["id"]: item for item in sent}
+            for item in items:
+                call = asked[item["id"]]
+                if call["method"] == uncles.COUNT_METHOD and call["params"] == [hex(4_321)]:
+                    item["result"] = bad
+        return httpx.Response(answer.status_code, content=orjson.dumps(items),
+                              headers={"Content-Type": "application/json"})
+
+    ledger = CreditLedger()
+    transport = HTTPTransport(url=f"{devnet.url}/v3/{devnet.api_key}", max_batch=1_000,
+                              transport=httpx.MockTransport(spoil),
+                              on_response=ledger.on_response)  # fmt: skip
+    node = NodeClient(transport, ledger=ledger, cache=False, progress=False)
+    try:
+        with pytest.raises(getattr(errors, error), match=says):
+            uncles.get(RpcSource(node), 4_000, 8_000, progress=False)
+    finally:
+        node.close()
+        transport.close()
+        real.close()
