@@ -244,3 +244,50 @@ def test_a_count_that_is_not_a_quantity_stops_the_scan_naming_its_block(devnet, 
         node.close()
         transport.close()
         real.close()
+
+
+def test_counts_of_unfinished_pieces_are_noted_when_the_scan_stops_and_not_bought_again(
+    truth, tmp_path
+):
+    """Out of credits with counts arrived but their pieces' uncles not fetched: the counts
+    held back (a piece younger than NOTE_AFTER is not noted yet) are noted as the scan
+    stops, and the rerun asks for at most the one batch that was refused."""
+    from feeslab.devnet import start
+
+    stop = 3 * PIECE
+    # the set-up and the three pieces' counts (12 batches of 1,000); the uncles run out
+    poor = start(seed=7, daily_credits=245 + 80 * stop + 100, credits_per_second=10**9)
+    with poor, _lab(poor, tmp_path) as lab, pytest.raises(feeslab.CreditsExhausted):
+        lab.uncles(0, stop)
+    with start(seed=7, credits_per_second=10**9) as rich, _lab(rich, tmp_path) as lab:
+        scan = lab.uncles(0, stop)
+        counts = _calls(lab).get(COUNTS, 0)
+    assert _found(scan) == _expected(truth, 0, stop)
+    assert counts <= 1_000  # without the notes: two or three pieces' counts again
+
+
+def test_a_fast_scan_writes_no_notes_and_a_slow_one_notes_as_it_goes(devnet, tmp_path,
+                                                                     monkeypatch):
+    """Notes are for pieces in flight a while: a piece done sooner is kept whole, and its
+    notes would be dropped unread (writing them all made a first scan 1.25x slower)."""
+    from feeslab.datasets import uncles
+    from feeslab.fetch.cache import Cache
+
+    written = []
+    put = Cache.put_chunks
+
+    def spy(self, dataset, items, **options):
+        items = list(items)
+        written.extend(dataset for _ in items)
+        return put(self, dataset, items, **options)
+
+    monkeypatch.setattr(Cache, "put_chunks", spy)
+    with _lab(devnet, tmp_path / "fast") as lab:
+        lab.uncles(2 * PIECE, 4 * PIECE)
+    assert written.count(uncles.DATASET) == 2 and uncles.NOTES not in written
+    written.clear()
+    monkeypatch.setattr(uncles, "NOTE_AFTER", 0.0)  # every piece is in flight long enough
+    with _lab(devnet, tmp_path / "slow") as lab:
+        scan = lab.uncles(2 * PIECE, 4 * PIECE)
+    assert written.count(uncles.DATASET) == 2 and written.count(uncles.NOTES) >= 1
+    assert len(scan.blocks) == 2 * PIECE

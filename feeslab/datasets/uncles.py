@@ -16,12 +16,15 @@ without decoding an answer.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import itertools
+import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +49,7 @@ COUNT_METHOD = "eth_getUncleCountByBlockNumber"
 # that scans of other ranges share the inner pieces
 PIECE = 4_000  # a multiple of connect()'s batches of 500: a piece sends only full batches
 AHEAD = 3  # pieces whose counts are in flight while the one before is read (ints: cheap)
+NOTE_AFTER = 1.0  # [s] a piece in flight this long has its batches' counts noted (_Notes)
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces
@@ -209,9 +213,20 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     counting: deque = deque()  # (piece, numbers asked, future of their counts)
     uncles: deque = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
-    note = _note_counts(source, writer) if bar is None else _counting(
-        _note_counts(source, writer), bar)
+    notes = _Notes(source, writer, todo) if writer is not None else None
+    note = notes if bar is None else _counting(notes, bar)
     swept = 0
+
+    def wait(future: Future) -> Any:
+        """``future.result()``; meanwhile the notes of pieces in flight long enough go."""
+        while notes is not None:
+            try:
+                return future.result(timeout=NOTE_AFTER)
+            except TimeoutError:
+                if future.done():  # done meanwhile, or the fetch's own timeout: as it is
+                    return future.result()
+                notes.due()
+        return future.result()
 
     def ask_counts() -> None:
         while len(counting) < AHEAD:
@@ -219,14 +234,19 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             if piece is None:
                 return
             ask = [n for n in range(*piece) if n not in known]
+            if notes is not None:
+                notes.asked(piece)
             counting.append((piece, ask, node.submit(count_calls(ask), on_batch=note,
                                                     reduce=_uncle_count) if ask else None))
 
     def finish() -> tuple[tuple[int, int], pd.DataFrame, bool]:
         piece, wanted, future = uncles.popleft()
-        objects = [a.unwrap() for a in future.result()] if future is not None else []
+        objects = [a.unwrap() for a in wait(future)] if future is not None else []
         rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-        return piece, parse_uncles(rows), len(rows) == len(wanted)
+        complete = len(rows) == len(wanted)
+        if notes is not None:
+            notes.done(piece, kept=complete)
+        return piece, parse_uncles(rows), complete
 
     try:
         ask_counts()
@@ -234,7 +254,7 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             (a, b), ask, future = counting.popleft()
             counts = np.zeros(b - a, dtype=np.int64)
             try:
-                answers = future.result() if future is not None else []
+                answers = wait(future) if future is not None else []
             except BaseException:  # e.g. out of credits: the pieces before may still finish
                 while uncles:
                     try:
@@ -270,6 +290,8 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         while uncles:
             yield finish()
     except BaseException:
+        if notes is not None:
+            notes.flush()
         for _, _, pending in (*counting, *uncles):
             if pending is not None:
                 pending.cancel()
@@ -279,29 +301,79 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
             bar.close()
 
 
-def _note_counts(source: Any, writer: Any) -> Any:
-    """An ``on_batch`` keeping each settled batch's uncle counts as it arrives (written
-    by ``writer``, the scan's one writing thread), so that an interrupted scan pays again only
-    for the batches in flight (None without a cache)."""
-    node = source.node
-    if writer is None:
-        return None
-    cache, settled = node.cache, node.settled_below()
+class _Notes:
+    """An ``on_batch`` noting each settled batch's uncle counts in the cache (written by the
+    scan's one writing thread), so that an interrupted scan pays again only for the batches
+    in flight: held back while their piece is younger than :data:`NOTE_AFTER` (a piece done
+    by then is kept whole as Parquet, and its notes would be dropped unread; writing them all
+    made a first scan 1.25x slower than one without a cache), written as they come after
+    that, and all of them when the scan stops early (an error, Ctrl-C, out of credits)."""
 
-    def note(sent: Sequence[Any], results: Sequence[Any]) -> None:
-        numbers = [int(call.params[0], 16) for call in sent]
-        counts = [_count_of(answer.result) for answer in results]
-        if any(type(c) is not int for c in counts):  # an error, a null or a malformed answer:
-            return  # the scan raises it
-        if numbers and max(numbers) < settled:
+    def __init__(self, source: Any, writer: Any, todo: list[tuple[int, int]]) -> None:
+        node = source.node
+        self.cache, self.settled, self.writer = node.cache, node.settled_below(), writer
+        self.todo, self.starts = todo, [a for a, _ in todo]
+        self.lock = threading.Lock()
+        # batches as they came (sent, results): made into notes only if written, off the
+        # loop's thread, which decodes the next answers meanwhile
+        self.held: dict[tuple[int, int], list[tuple[Sequence[Any], Sequence[Any]]]] = {}
+        self.since: dict[tuple[int, int], float] = {}  # pieces asked for, notes held back
+        self.open: set[tuple[int, int]] = set()  # pieces whose notes are written as they come
+
+    def asked(self, piece: tuple[int, int]) -> None:
+        with self.lock:
+            self.since[piece] = time.monotonic()
+
+    def __call__(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
+        if not sent or int(sent[-1].params[0], 16) >= self.settled:  # numbers ascend
+            return
+        piece = self.todo[bisect.bisect_right(self.starts, int(sent[0].params[0], 16)) - 1]
+        with self.lock:
+            if piece not in self.open:
+                self.held.setdefault(piece, []).append((sent, results))
+                return
+        self._write([(sent, results)])
+
+    def due(self) -> None:
+        """Write the held notes of pieces in flight for :data:`NOTE_AFTER` or longer."""
+        now = time.monotonic()
+        items = []
+        with self.lock:
+            for piece in [p for p, t in self.since.items() if now - t >= NOTE_AFTER]:
+                del self.since[piece]
+                self.open.add(piece)
+                items += self.held.pop(piece, [])
+        self._write(items)
+
+    def done(self, piece: tuple[int, int], kept: bool) -> None:
+        """``piece``'s frame is made: its held notes are dropped if the frame is to be kept."""
+        with self.lock:
+            self.since.pop(piece, None)
+            self.open.discard(piece)
+            items = self.held.pop(piece, [])
+        if not kept:
+            self._write(items)
+
+    def flush(self) -> None:
+        """The scan stops early: every count held back is noted."""
+        with self.lock:
+            items = [item for held in self.held.values() for item in held]
+            self.held.clear()
+        self._write(items)
+
+    def _write(self, batches: list[tuple[Sequence[Any], Sequence[Any]]]) -> None:
+        items = []
+        for sent, results in batches:
+            counts = [_count_of(answer.result) for answer in results]
+            if any(type(c) is not int for c in counts):  # an error, a null, a malformed
+                continue  # answer: the scan raises it
+            numbers = [int(call.params[0], 16) for call in sent]
             data = np.array([numbers, counts], dtype=np.int64).tobytes()
-            # RuntimeError: the scan stopped (an error) while this batch was in flight
+            items.append((f"{numbers[0]}-{numbers[-1]}", data, numbers[-1]))
+        if items:  # RuntimeError: the writer is shut (the scan stopped while this was held)
             with contextlib.suppress(RuntimeError):
-                writer.submit(cache.put_chunks, NOTES,
-                              [(f"{numbers[0]}-{numbers[-1]}", data, max(numbers))],
-                              settled_below=settled)
-
-    return note
+                self.writer.submit(self.cache.put_chunks, NOTES, items,
+                                   settled_below=self.settled)
 
 
 def _counting(note: Any, bar: Any) -> Any:

@@ -26,15 +26,15 @@ _EXACT_INTS = b"feeslab.exact_int_columns"  # Parquet metadata key: the columns 
 
 def exact_int_columns(frame: pd.DataFrame) -> list[str]:
     """The ``object`` columns holding Python ints only (missing values aside), in order."""
-    return [
-        name
-        for name in frame.columns
-        if frame[name].dtype == object
-        and frame[name].notna().any()
-        and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in frame[name] if not pd.isna(v)
-        )
-    ]
+    found = []
+    for name, column in frame.items():
+        if column.dtype != object:
+            continue
+        values = [v for v in column.tolist() if not pd.isna(v)]
+        if values and all(type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
+                          for v in values):
+            found.append(name)
+    return found
 
 
 def frame_to_bytes(frame: pd.DataFrame, format: str = "parquet") -> bytes:
@@ -50,17 +50,27 @@ def frame_to_bytes(frame: pd.DataFrame, format: str = "parquet") -> bytes:
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
-    exact = exact_int_columns(frame)
-    portable = frame.copy()
+    portable = frame.copy(deep=False)  # only the exact columns are replaced, not written into
+    portable.attrs = {}  # pandas deep-copies attrs into every column it hands out: put back below
+    exact = exact_int_columns(portable)
     for name in exact:
-        portable[name] = portable[name].map(lambda v: None if pd.isna(v) else str(v))
+        portable[name] = [None if v is None or v is pd.NA or v != v else str(v)
+                          for v in portable[name].tolist()]
     if format == "csv":
         return portable.to_csv(index=False).encode("utf-8")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        json.dumps(frame.attrs)
+    except (TypeError, ValueError):  # pyarrow's own way with such attrs: a warning, and none
+        portable.attrs = frame.attrs
     table = pa.Table.from_pandas(portable)
     metadata = {**(table.schema.metadata or {}), _EXACT_INTS: json.dumps(exact).encode()}
+    if frame.attrs and not portable.attrs:  # where and as pyarrow writes them (same bytes)
+        described = json.loads(metadata[b"pandas"])
+        described["attributes"] = frame.attrs
+        metadata[b"pandas"] = json.dumps(described).encode("utf8")
     sink = pa.BufferOutputStream()
     pq.write_table(table.replace_schema_metadata(metadata), sink)
     return sink.getvalue().to_pybytes()
