@@ -47,7 +47,7 @@ METHOD = "eth_getUncleByBlockNumberAndIndex"
 COUNT_METHOD = "eth_getUncleCountByBlockNumber"
 # blocks a piece: the unit streamed and cached (one Parquet file of its uncles); aligned, so
 # that scans of other ranges share the inner pieces
-PIECE = 4_000  # a multiple of connect()'s batches of 500: a piece sends only full batches
+PIECE = 4_000  # a multiple of connect()'s batches (1,000 counts): a piece sends only full ones
 AHEAD = 3  # pieces whose counts are in flight while the one before is read (ints: cheap)
 NOTE_AFTER = 1.0  # [s] a piece in flight this long has its batches' counts noted (_Notes)
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)

@@ -1066,27 +1066,29 @@ _ENCODED_HANDLERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _plain_number(text: Any) -> int | None:
+    """A block number's quantity decoded as ``decode_params`` would, in one step; None for
+    anything else (tags, errors), which takes the general path."""
+    if type(text) is str and _PLAIN_UINT64.fullmatch(text):
+        number = int(text, 16)
+        if number <= MAX_INT64:
+            return number
+    return None
+
+
 def _plain_block_params(params: Any) -> tuple[int, bool] | None:
-    """``[quantity, bool]`` decoded as ``decode_params`` would, in one step; None for any
-    other shape (tags, errors), which takes the general path."""
-    if type(params) is list and len(params) == 2:
-        text, full_tx = params
-        if type(text) is str and type(full_tx) is bool and _PLAIN_UINT64.fullmatch(text):
-            number = int(text, 16)
-            if number <= MAX_INT64:
-                return number, full_tx
+    """``[quantity, bool]`` as :func:`_plain_number` decodes it; None for any other shape."""
+    if type(params) is list and len(params) == 2 and type(params[1]) is bool:
+        number = _plain_number(params[0])
+        if number is not None:
+            return number, params[1]
     return None
 
 
 def _plain_number_param(params: Any) -> int | None:
-    """``[quantity]`` decoded as ``decode_params`` would, in one step; None for any other
-    shape (tags, errors), which takes the general path."""
+    """``[quantity]`` as :func:`_plain_number` decodes it; None for any other shape."""
     if type(params) is list and len(params) == 1:
-        text = params[0]
-        if type(text) is str and _PLAIN_UINT64.fullmatch(text):
-            number = int(text, 16)
-            if number <= MAX_INT64:
-                return number
+        return _plain_number(params[0])
     return None
 
 

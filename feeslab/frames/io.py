@@ -31,8 +31,7 @@ def exact_int_columns(frame: pd.DataFrame) -> list[str]:
         if column.dtype != object:
             continue
         values = [v for v in column.tolist() if not pd.isna(v)]
-        if values and all(type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
-                          for v in values):
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             found.append(name)
     return found
 
