@@ -274,7 +274,8 @@ def test_counts_of_unfinished_pieces_are_noted_when_the_scan_stops_and_not_bough
 def test_a_fast_scan_writes_no_notes_and_a_slow_one_notes_as_it_goes(devnet, tmp_path,
                                                                      monkeypatch):
     """Notes are for pieces in flight a while: a piece done sooner is kept whole, and its
-    notes would be dropped unread (writing them all made a first scan 1.25x slower)."""
+    notes would be dropped unread (writing them all made a first scan 1.25x slower). So are
+    the files of single pieces: a fast scan keeps its pieces a run to a file."""
     from feeslab.datasets import uncles
     from feeslab.fetch.cache import Cache
 
@@ -289,10 +290,65 @@ def test_a_fast_scan_writes_no_notes_and_a_slow_one_notes_as_it_goes(devnet, tmp
     monkeypatch.setattr(Cache, "put_chunks", spy)
     with _lab(devnet, tmp_path / "fast") as lab:
         lab.uncles(2 * PIECE, 4 * PIECE)
-    assert written.count(uncles.DATASET) == 2 and uncles.NOTES not in written
+    assert written == [uncles.DATASET]  # both pieces in one file, no notes
     written.clear()
     monkeypatch.setattr(uncles, "NOTE_AFTER", 0.0)  # every piece is in flight long enough
     with _lab(devnet, tmp_path / "slow") as lab:
         scan = lab.uncles(2 * PIECE, 4 * PIECE)
     assert written.count(uncles.DATASET) == 2 and written.count(uncles.NOTES) >= 1
     assert len(scan.blocks) == 2 * PIECE
+
+
+def test_runs_of_pieces_are_read_back_by_any_scan_they_cover(devnet, truth, tmp_path,
+                                                             monkeypatch):
+    """Finished pieces are cached a run to a file (at most RUN pieces): a later scan of any
+    range takes each piece it needs from whichever file holds it, reading that file once;
+    a file of one piece (as earlier versions wrote, as a slow scan writes) serves too."""
+    from feeslab.datasets import uncles
+    from feeslab.fetch.cache import Cache
+
+    read = []
+    get_chunks = Cache.get_chunks
+
+    def spy(self, dataset, keys):
+        keys = list(keys)
+        read.extend(keys if dataset == uncles.DATASET else [])
+        return get_chunks(self, dataset, keys)
+
+    monkeypatch.setattr(Cache, "get_chunks", spy)
+    monkeypatch.setattr(uncles, "RUN", 2)
+    with _lab(devnet, tmp_path) as lab:
+        lab.uncles(PIECE + 7, 6 * PIECE)  # an edge piece, then 5 whole ones: runs of 2, 2, 2
+        cache = lab.node.cache
+        assert cache.chunk_keys(uncles.DATASET, 0, 10**9) == [
+            f"{PIECE + 7}-{3 * PIECE}", f"{3 * PIECE}-{5 * PIECE}", f"{5 * PIECE}-{6 * PIECE}"]
+        monkeypatch.setattr(uncles, "RUN", 1)
+        lab.uncles(6 * PIECE, 8 * PIECE)  # one file a piece, as earlier versions wrote
+    monkeypatch.setattr(uncles, "RUN", 25)
+    with _lab(devnet, tmp_path) as again:
+        read.clear()
+        start, stop = 2 * PIECE + 11, 8 * PIECE - 5  # inside runs, across their edges
+        scan = again.uncles(start, stop)
+        assert COUNTS not in _calls(again)  # every piece from the cache
+        assert sorted(read) == sorted([f"{PIECE + 7}-{3 * PIECE}", f"{3 * PIECE}-{5 * PIECE}",
+                                       f"{5 * PIECE}-{6 * PIECE}", f"{6 * PIECE}-{7 * PIECE}",
+                                       f"{7 * PIECE}-{8 * PIECE}"])  # each file once
+        wider = again.uncles(PIECE, 9 * PIECE)  # past both ends: those pieces are asked for
+        asked = _calls(again)[COUNTS]
+    assert _found(scan) == _expected(truth, start, stop)
+    assert scan.blocks["block_number"].tolist() == list(range(start, stop))
+    assert _found(wider) == _expected(truth, PIECE, 9 * PIECE)
+    # the first piece (the edge file holds only part of it) and the last, nothing else
+    assert asked == 2 * PIECE
+
+
+def test_covering_takes_for_each_piece_the_run_reaching_furthest():
+    from feeslab.datasets.uncles import _covering, _run_of
+
+    assert [_run_of(k) for k in ("0-4000", "8000-4000", "a-b", "12", "-5", "4000-4000")] == [
+        (0, 4000), None, None, None, None, None]
+    runs = [(0, 8), (4, 12), (4, 6), (14, 20)]
+    wanted = [(0, 4), (4, 8), (8, 12), (12, 14), (14, 16), (16, 20), (20, 24)]
+    assert _covering(runs, wanted) == {(0, 4): (0, 8), (4, 8): (4, 12), (8, 12): (4, 12),
+                                       (14, 16): (14, 20), (16, 20): (14, 20)}
+    assert _covering([], wanted) == {}

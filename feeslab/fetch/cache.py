@@ -723,19 +723,26 @@ class Cache:
             self._misses += len(out) - found
         return out
 
-    def chunks_between(self, dataset: str, low: int, high: int) -> list[tuple[str, bytes]]:
-        """Every ``(key, data)`` chunk of ``dataset`` whose block is in ``low`` .. ``high - 1``,
-        checked as `get_chunks` checks (a bad one is logged, deleted and left out)."""
+    def chunk_keys(self, dataset: str, low: int, high: int) -> list[str]:
+        """The keys of ``dataset``'s chunks whose block is in ``low`` .. ``high - 1``, in the
+        order of their blocks; nothing is read or checked (`get_chunks` does that)."""
         with self._lock:
             conn = self._conn
             if conn is None:
                 return []
-            query = "SELECT key FROM chunks WHERE dataset = ? AND block >= ? AND block < ?"
+            query = ("SELECT key FROM chunks WHERE dataset = ? AND block >= ? AND block < ? "
+                     "ORDER BY block")
             try:
-                keys = [key for (key,) in conn.execute(query, (dataset, low, high))]
+                return [key for (key,) in conn.execute(query, (dataset, low, high))]
             except sqlite3.DatabaseError:
                 log.exception("cache %s could not be read; treating lookups as misses", self.path)
                 return []
+
+    def chunks_between(self, dataset: str, low: int, high: int) -> list[tuple[str, bytes]]:
+        """Every ``(key, data)`` chunk of ``dataset`` whose block is in ``low`` .. ``high - 1``,
+        checked as `get_chunks` checks (a bad one is logged, deleted and left out)."""
+        with self._lock:  # re-entrant: the keys and their bytes in one hold
+            keys = self.chunk_keys(dataset, low, high)
             found = self.get_chunks(dataset, keys)
         return [(k, v) for k, v in zip(keys, found, strict=True) if v is not MISSING]
 

@@ -209,9 +209,10 @@ class NodeClient:
     def submit(self, calls: Sequence[RpcCall], *, on_batch: Any = None,
                cached: bool = False, reduce: Reduce | None = None) -> Future:
         """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
-        a worker thread; a future of their answers in call order. ``on_batch(calls, results)``
-        runs as each batch's answers arrive (not for cached calls, nor over WebSocket), and
-        then ``reduce`` (see ``run``) replaces each of them by what the future is to hold.
+        a worker thread; a future of their answers in call order. As each batch's answers
+        arrive, ``reduce`` (see ``run``) replaces each of them by what the future is to hold,
+        and then ``on_batch(calls, results)`` is given those (not for cached calls, nor over
+        WebSocket): a callback that holds them keeps nothing the future does not.
 
         For streaming scans: they keep a few parts in flight, so that the transport's
         connections stay busy across part boundaries, and cache whole chunks of results
@@ -441,15 +442,17 @@ class NodeClient:
 
 
 def _then(on_batch: Any, reduce: Reduce | None) -> Any:
-    """An ``on_batch`` running ``on_batch`` (if any), then giving each answer through
-    ``reduce`` to stand for it."""
+    """An ``on_batch`` giving each answer through ``reduce`` to stand for it, then handing the
+    batch so reduced to ``on_batch`` (if any): one holding the raw answers instead kept a
+    second copy of the batch alive, which made a first uncle scan with a cache 1.1x slower."""
     if reduce is None:
         return on_batch
 
     def each(sent: Sequence[RpcCall], results: list[RpcResult]) -> list[RpcResult]:
+        reduced = [reduce(answer) for answer in results]
         if on_batch is not None:
-            on_batch(sent, results)
-        return [reduce(answer) for answer in results]
+            on_batch(sent, reduced)
+        return reduced
 
     return each
 

@@ -530,7 +530,9 @@ def test_chunks_between_blocks_are_listed_and_dropped(cache: Cache, tmp_path: Pa
     cache.put_chunks("other", [("20", b"not a note", 20)], settled_below=100)
     assert sorted(cache.chunks_between("notes", 20, 40)) == [("20", b"note 20"),
                                                               ("30", b"note 30")]
+    cache.put_chunks("notes", [("5", b"note 5", 5)], settled_below=100)  # listed by block
+    assert cache.chunk_keys("notes", 0, 35) == ["5", "10", "20", "30"]
     cache.drop_chunks("notes", 15, 35)
-    assert sorted(k for k, _ in cache.chunks_between("notes", 0, 100)) == ["10", "40"]
+    assert sorted(k for k, _ in cache.chunks_between("notes", 0, 100)) == ["10", "40", "5"]
     assert cache.get_chunks("other", ["20"]) == [b"not a note"]  # another dataset is kept
-    assert len(_chunk_files(tmp_path)) == 3  # the dropped notes' files are gone too
+    assert len(_chunk_files(tmp_path)) == 4  # the dropped notes' files are gone too

@@ -137,8 +137,15 @@ def test_reduce_replaces_each_answer_and_the_cache_keeps_it_whole(devnet, tmp_pa
 
     client = _client(url, tmp_path, max_batch=100)
     try:
-        submitted = client.submit(calls, reduce=count).result()
+        seen = []  # on_batch is given each batch as reduced (nothing else kept alive)
+        submitted = client.submit(calls, reduce=count,
+                                  on_batch=lambda sent, got: seen.extend(got)).result()
         assert [a.unwrap() for a in submitted] == counts
+        if over == "http":  # the WebSocket transport sends whole, without on_batch
+            assert sorted(a.unwrap() for a in seen) == sorted(counts)
+            assert {id(a) for a in seen} == {id(a) for a in submitted}
+        else:
+            assert seen == []
         half = len(calls) // 2
         client.run(calls[:half])  # half of them cached, whole
         through = client.submit(calls, cached=True, reduce=count).result()
