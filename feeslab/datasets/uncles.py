@@ -153,9 +153,6 @@ def _inside(frame: pd.DataFrame, run: tuple[int, int], piece: tuple[int, int]) -
     if run == piece:
         return frame
     numbers = frame["block_number"].to_numpy()
-    if (np.diff(numbers) >= 0).all():  # as a scan writes it: two binary searches
-        low, high = np.searchsorted(numbers, piece, side="left")
-        return frame.iloc[low:high].reset_index(drop=True)
     return frame[(numbers >= piece[0]) & (numbers < piece[1])].reset_index(drop=True)
 
 
