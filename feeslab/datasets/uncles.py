@@ -23,7 +23,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -113,14 +113,18 @@ def _title(start: int, stop: int) -> str:
     return f"uncle scan of blocks {start:,} to {stop - 1:,}"
 
 
-def _pieces(source: Any, start: int, stop: int) -> list[tuple[int, int]]:
-    """``start`` .. ``stop - 1`` cut at the multiples of :data:`PIECE`, and (with a cache) where
-    settled blocks end, so that the settled part of the last piece is cached too."""
+def _pieces(source: Any, start: int, stop: int, runs: Iterable[tuple[int, int]] = ()
+            ) -> list[tuple[int, int]]:
+    """``start`` .. ``stop - 1`` cut at the multiples of :data:`PIECE`; with a cache, also
+    where settled blocks end, so that the settled part of the last piece is cached too, and
+    where the cached ``runs`` end, so that of a piece they hold in part only the rest is
+    fetched (a scan from block 100,007 cached, one from 100,000 asks for 7 blocks, not 4,000)."""
     cuts = {start, *range((start // PIECE + 1) * PIECE, stop, PIECE), stop}
     if source.node.caching:
         settled = source.node.settled_below()
         if start < settled < stop:
             cuts.add(settled)
+        cuts.update(edge for run in runs for edge in run if start < edge < stop)
     return list(itertools.pairwise(sorted(cuts)))
 
 
@@ -156,18 +160,24 @@ def _inside(frame: pd.DataFrame, run: tuple[int, int], piece: tuple[int, int]) -
     return frame[(numbers >= piece[0]) & (numbers < piece[1])].reset_index(drop=True)
 
 
-def _cached(source: Any, pieces: list[tuple[int, int]]) -> dict[tuple[int, int], pd.DataFrame]:
-    """The settled pieces whose uncles frame the cache holds: inside a file of a run of pieces
-    that this range's scan or another's kept (:class:`_Runs`), each such file read once."""
+def _kept_runs(source: Any, start: int, stop: int) -> dict[tuple[int, int], str]:
+    """The cached runs of pieces (:class:`_Runs`, any scan's) that may hold blocks of
+    ``start`` .. ``stop - 1``, with their keys: those ending in the range or up to :data:`RUN`
+    pieces past it (a longer run, none of this version's, is only not reused)."""
+    if not source.node.caching:
+        return {}
+    keys = source.node.cache.chunk_keys(DATASET, start, stop + RUN * PIECE)
+    return {run: key for key in keys if (run := _run_of(key)) is not None and run[0] < stop}
+
+
+def _cached(source: Any, pieces: list[tuple[int, int]], runs: Mapping[tuple[int, int], str]
+            ) -> dict[tuple[int, int], pd.DataFrame]:
+    """The settled pieces whose uncles frame the cache holds: inside one of the ``runs``
+    (:func:`_kept_runs`), each file needed read once."""
     settled = source.node.settled_below() if source.node.caching else 0
     wanted = [(a, b) for a, b in pieces if b <= settled]
-    if not wanted:
+    if not wanted or not runs:
         return {}
-    # a run holding a wanted piece ends (its newest block) at or after that piece's end, and
-    # not far past the last one unless longer than RUN pieces (then it is only not reused)
-    keys = source.node.cache.chunk_keys(DATASET, wanted[0][1] - 1,
-                                        wanted[-1][1] + RUN * PIECE)
-    runs = {run: key for key in keys if (run := _run_of(key)) is not None}
     use = _covering(list(runs), wanted)
     needed = sorted(set(use.values()))
     frames = dict(zip(needed, source.cached_frames(DATASET, [runs[r] for r in needed]),
@@ -528,8 +538,9 @@ def _left(source: Any, start: int, stop: int, sample: int, *, less_cached: bool 
     ``less_cached``), the pieces left to fetch and the sample's block numbers among them."""
     source.prepare()
     source.check_head(stop)
-    pieces = _pieces(source, start, stop)
-    cached = _cached(source, pieces) if less_cached else {}
+    runs = _kept_runs(source, start, stop) if less_cached else {}
+    pieces = _pieces(source, start, stop, runs)
+    cached = _cached(source, pieces, runs)
     todo = [p for p in pieces if p not in cached]
     return cached, todo, _sample(todo, sample)
 
