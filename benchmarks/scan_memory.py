@@ -7,8 +7,9 @@ streams), and a warm rerun of settled blocks reads Parquet pieces back, sending 
 ``SIZES`` are the ranges measured, on chain 1 lengthened to ``HEIGHT`` (``feeslab serve
 --height``: blocks up to 210,000 are the default chain's, the rest proof-of-stake blocks of the
 last fork); a range past 200,000 ends 1,000 blocks below the head and runs one round, not two.
-Cold runs with and without the cache alternate (the faster of two each, the first run without
-a cache untimed: it warms the server's own caches); the peak RSS is the highest of all runs.
+Cold runs with and without the cache alternate (the fastest of ``ROUNDS`` each, the first run
+without a cache untimed: it warms the server's own caches); the peak RSS is the highest of all
+runs.
 ``python benchmarks/scan_memory.py`` prints the rows; ``bench()`` returns them for ``run.py``.
 """
 
@@ -27,6 +28,7 @@ SIZES = (20_000, 200_000, 1_000_000)
 HEIGHT = 1_001_000  # feeslab serve --height: chain 1 lengthened so the 1,000,000-block scan fits
 GOAL_SIZE = 200_000  # the scan the warm-rerun and cache-cold goals are about
 BELOW_HEAD = 1_000  # [blocks] a longer scan's end below the head: settled, with room
+ROUNDS = 4  # cold runs each way of a range up to STOP: the fastest of two moved by +-10 %
 RSS_GOAL_MIB = 300
 WARM_GOAL_S = 0.5
 
@@ -98,7 +100,7 @@ def bench() -> list[tuple[str, float, str]]:
                 continue
             # alternated, off first and last: the server's own caches warm up on the first
             offs, ons = [scan(served, stop - size, stop, "off")], []
-            for _ in range(2 if size <= STOP else 1):  # a 1,000,000-block round takes minutes
+            for _ in range(ROUNDS if size <= STOP else 1):  # a 1,000,000-block round: minutes
                 with tempfile.TemporaryDirectory(prefix="feeslab-bench-cache-") as cache_dir:
                     ons.append(scan(served, stop - size, stop, cache_dir))
                 offs.append(scan(served, stop - size, stop, "off"))
