@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,7 @@ AHEAD = 3  # pieces whose counts are in flight while the one before is read (int
 NOTE_AFTER = 1.0  # [s] a piece in flight this long has its batches' counts noted (_Notes),
 # and a finished piece held this long is cached with those held with it (_Runs)
 RUN = 25  # finished pieces at most in one cached file (a run: 100,000 blocks)
+SETTLE = 5.0  # [s] a scan stopping early waits this long at most for counts in flight (paid)
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces
@@ -337,11 +339,13 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
         while uncles:
             yield finish()
     except BaseException:
-        if notes is not None:
-            notes.flush()
         for _, _, pending in (*counting, *uncles):
             if pending is not None:
                 pending.cancel()
+        if notes is not None:
+            notes.flush()
+            # count batches already sent are paid for: noted as they land (a while at most)
+            futures.wait([f for _, _, f in counting if f is not None], timeout=SETTLE)
         raise
     finally:
         if bar is not None:
@@ -410,6 +414,7 @@ class _Notes:
         self.held: dict[tuple[int, int], list[tuple[Sequence[Any], Sequence[Any]]]] = {}
         self.since: dict[tuple[int, int], float] = {}  # pieces asked for, notes held back
         self.open: set[tuple[int, int]] = set()  # pieces whose notes are written as they come
+        self.stopped = False  # the scan stopped early: every note is written as it comes
 
     def asked(self, piece: tuple[int, int]) -> None:
         with self.lock:
@@ -420,7 +425,7 @@ class _Notes:
             return
         piece = self.todo[bisect.bisect_right(self.starts, int(sent[0].params[0], 16)) - 1]
         with self.lock:
-            if piece not in self.open:
+            if piece not in self.open and not self.stopped:
                 self.held.setdefault(piece, []).append((sent, results))
                 return
         self._write([(sent, results)])
@@ -446,8 +451,10 @@ class _Notes:
             self._write(items)
 
     def flush(self) -> None:
-        """The scan stops early: every count held back is noted."""
+        """The scan stops early: every count held back is noted, and every count still to
+        land is noted as it lands."""
         with self.lock:
+            self.stopped = True
             items = [item for held in self.held.values() for item in held]
             self.held.clear()
         self._write(items)
