@@ -288,6 +288,7 @@ def test_a_fast_scan_writes_no_notes_and_a_slow_one_notes_as_it_goes(devnet, tmp
         return put(self, dataset, items, **options)
 
     monkeypatch.setattr(Cache, "put_chunks", spy)
+    monkeypatch.setattr(uncles, "NOTE_AFTER", 60.0)  # fast, even on a loaded machine
     with _lab(devnet, tmp_path / "fast") as lab:
         lab.uncles(2 * PIECE, 4 * PIECE)
     assert written == [uncles.DATASET]  # both pieces in one file, no notes
@@ -317,6 +318,7 @@ def test_runs_of_pieces_are_read_back_by_any_scan_they_cover(devnet, truth, tmp_
 
     monkeypatch.setattr(Cache, "get_chunks", spy)
     monkeypatch.setattr(uncles, "RUN", 2)
+    monkeypatch.setattr(uncles, "NOTE_AFTER", 60.0)  # runs end by RUN, even on a loaded machine
     with _lab(devnet, tmp_path) as lab:
         lab.uncles(PIECE + 7, 6 * PIECE)  # an edge piece, then 5 whole ones: runs of 2, 2, 2
         cache = lab.node.cache
