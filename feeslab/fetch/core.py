@@ -23,6 +23,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -335,15 +336,29 @@ class Retryable(Exception):
         self.wait = wait
 
 
+LAND_WITHIN = 5.0  # [s] a request already out when a sibling batch fails is let land this long
+# the tasks whose request is out (send_batch's exchange): its answer is charged for, landed or not
+_EXCHANGING: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+
+
 async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
     """Run ``coros`` concurrently; results in order.
 
-    On the first failure the others are cancelled (a 402 should not let seven more batches
-    knock on the door) and that failure is raised, not a sibling's ``Stopped``.
+    On the first failure the others still to send are cancelled (a 402 should not let seven
+    more batches knock on the door), those whose request is out are let land first, for
+    :data:`LAND_WITHIN` at most: the service has charged for their answers, and what runs as
+    they land (``on_batch``: a scan's resume notes) keeps them. Then that failure is raised,
+    not a sibling's ``Stopped``.
     """
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        out = [task for task in tasks if not task.done() and task in _EXCHANGING]
+        for task in tasks:
+            if not task.done() and task not in _EXCHANGING:
+                task.cancel()
+        if out:
+            await asyncio.wait(out, timeout=LAND_WITHIN)
     finally:
         for task in tasks:
             if not task.done():
@@ -592,8 +607,15 @@ async def send_batch(
             await sleep(wait)
         if stop is not None and stop.is_set():
             raise Stopped
+        task = asyncio.current_task()  # None only outside a task: nothing to mark then
         try:
-            outcome = await exchange(pending)
+            if task is not None:
+                _EXCHANGING.add(task)
+            try:
+                outcome = await exchange(pending)
+            finally:
+                if task is not None:
+                    _EXCHANGING.discard(task)
         except Retryable as retryable:
             failure = retryable
         except FeeslabError:

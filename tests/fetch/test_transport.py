@@ -649,6 +649,35 @@ def test_async_402_cancels_the_other_batches() -> None:
     assert script.attempts <= 3  # the first refusal stops the rest
 
 
+def test_a_batch_out_when_a_sibling_gets_402_lands_and_on_batch_keeps_it(devnet) -> None:
+    """Its answer is charged for: cancelled in flight, it was paid and lost (a scan's resume
+    notes missed it, and the rerun bought it again). Fault injection in front of the real
+    devnet: the second batch is refused at once while the first is still out."""
+    real = httpx.Client()
+    body = {"jsonrpc": "2.0", "id": 1, "error": {"code": 402, "message": "Payment Required"}}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content)[0]["params"][0] != hex(0):
+            return httpx.Response(402, json=body)
+        time.sleep(0.3)  # out while the sibling is refused
+        answer = real.post(str(request.url), content=request.content, headers=request.headers)
+        return httpx.Response(answer.status_code, content=answer.content,
+                              headers={"Content-Type": "application/json"})
+
+    landed: list[int] = []
+    transport = HTTPTransport(url=node_url(devnet), transport=httpx.MockTransport(handler),
+                              max_batch=5, max_concurrency=2)
+    try:
+        with transport, pytest.raises(CreditsExhausted):
+            transport.handle_request(
+                [block(n) for n in range(10)],
+                on_batch=lambda sent, results: landed.extend(
+                    int(r.unwrap()["number"], 16) for r in results))
+    finally:
+        real.close()
+    assert landed == [0, 1, 2, 3, 4]
+
+
 # -- the governor and the options ----------------------------------------------------------------
 
 
