@@ -354,3 +354,31 @@ def test_covering_takes_for_each_piece_the_run_reaching_furthest():
     assert _covering(runs, wanted) == {(0, 4): (0, 8), (4, 8): (4, 12), (8, 12): (4, 12),
                                        (14, 16): (14, 20), (16, 20): (14, 20)}
     assert _covering([], wanted) == {}
+
+
+def test_notes_keep_each_counts_block_number_around_counts_already_known(devnet, tmp_path):
+    """A batch's numbers skip the counts known before the scan (the plan's sample): a note
+    is made of its own numbers, not of the range from its first to its last."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from feeslab.datasets import uncles
+    from feeslab.fetch.transport import RpcResult
+
+    def batch(numbers, counts):
+        sent = uncles.count_calls(numbers)
+        return sent, [RpcResult(c, result=n) for c, n in zip(sent, counts, strict=True)]
+
+    with _lab(devnet, tmp_path) as lab:
+        source = lab.data_source
+        source.prepare()
+        writer = ThreadPoolExecutor(1)
+        notes = uncles._Notes(source, writer, [(0, PIECE), (PIECE, 2 * PIECE)])
+        notes.asked((0, PIECE))
+        notes(*batch([10, 12, 13], [1, 0, 2]))  # 11 was known: not asked
+        notes(*batch([20, 21, 22], [0, 2, 1]))
+        sent, results = batch([30, 31], [1, 0])
+        notes(sent, [results[0], RpcResult(sent[1], result="0xzz")])  # raised by the scan
+        notes.flush()  # the scan stopped early: what is held is written
+        writer.shutdown(wait=True)
+        noted = uncles._noted_counts(source, 0, PIECE)
+    assert noted == {10: 1, 12: 0, 13: 2, 20: 0, 21: 2, 22: 1}

@@ -409,9 +409,10 @@ class _Notes:
         self.cache, self.settled, self.writer = node.cache, node.settled_below(), writer
         self.todo, self.starts = todo, [a for a, _ in todo]
         self.lock = threading.Lock()
-        # batches as they came (sent, counts decoded: what the piece's future holds anyway):
-        # made into notes only if written, off the loop's thread, which decodes meanwhile
-        self.held: dict[tuple[int, int], list[tuple[Sequence[Any], Sequence[Any]]]] = {}
+        # notes made as their batch lands, (key, bytes, newest block): bytes, which the
+        # collector does not track; holding the batches' answers made each of the scan's
+        # sweeps of the young generations (its collector is paused) twice as long
+        self.held: dict[tuple[int, int], list[tuple[str, bytes, int]]] = {}
         self.since: dict[tuple[int, int], float] = {}  # pieces asked for, notes held back
         self.open: set[tuple[int, int]] = set()  # pieces whose notes are written as they come
         self.stopped = False  # the scan stopped early: every note is written as it comes
@@ -421,14 +422,21 @@ class _Notes:
             self.since[piece] = time.monotonic()
 
     def __call__(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
-        if not sent or int(sent[-1].params[0], 16) >= self.settled:  # numbers ascend
+        if not sent:
             return
-        piece = self.todo[bisect.bisect_right(self.starts, int(sent[0].params[0], 16)) - 1]
+        first, last = int(sent[0].params[0], 16), int(sent[-1].params[0], 16)  # they ascend
+        counts = [answer.result for answer in results]  # as _uncle_count left them
+        if last >= self.settled or any(type(c) is not int for c in counts):
+            return  # not settled; or an error, a null, a malformed answer: the scan raises it
+        numbers = (np.arange(first, last + 1, dtype=np.int64) if last - first + 1 == len(sent)
+                   else [int(call.params[0], 16) for call in sent])  # around known counts
+        note = (f"{first}-{last}", np.array([numbers, counts], dtype=np.int64).tobytes(), last)
+        piece = self.todo[bisect.bisect_right(self.starts, first) - 1]
         with self.lock:
             if piece not in self.open and not self.stopped:
-                self.held.setdefault(piece, []).append((sent, results))
+                self.held.setdefault(piece, []).append(note)
                 return
-        self._write([(sent, results)])
+        self._write([note])
 
     def due(self) -> None:
         """Write the held notes of pieces in flight for :data:`NOTE_AFTER` or longer."""
@@ -459,15 +467,7 @@ class _Notes:
             self.held.clear()
         self._write(items)
 
-    def _write(self, batches: list[tuple[Sequence[Any], Sequence[Any]]]) -> None:
-        items = []
-        for sent, results in batches:
-            counts = [answer.result for answer in results]  # as _uncle_count left them
-            if any(type(c) is not int for c in counts):  # an error, a null, a malformed
-                continue  # answer: the scan raises it
-            numbers = [int(call.params[0], 16) for call in sent]
-            data = np.array([numbers, counts], dtype=np.int64).tobytes()
-            items.append((f"{numbers[0]}-{numbers[-1]}", data, numbers[-1]))
+    def _write(self, items: list[tuple[str, bytes, int]]) -> None:
         if items:  # RuntimeError: the writer is shut (the scan stopped while this was held)
             with contextlib.suppress(RuntimeError):
                 self.writer.submit(self.cache.put_chunks, NOTES, items,
