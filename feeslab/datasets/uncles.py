@@ -35,6 +35,7 @@ import pandas as pd
 from feeslab.datasets._checks import check_range, is_archive
 from feeslab.errors import ProtocolError
 from feeslab.fetch._gc import gc_paused
+from feeslab.fetch.core import LAND_WITHIN
 from feeslab.fetch.credits import Budget, Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
@@ -53,7 +54,6 @@ AHEAD = 3  # pieces whose counts are in flight while the one before is read (int
 NOTE_AFTER = 1.0  # [s] a piece in flight this long has its batches' counts noted (_Notes),
 # and a finished piece held this long is cached with those held with it (_Runs)
 RUN = 25  # finished pieces at most in one cached file (a run: 100,000 blocks)
-SETTLE = 5.0  # [s] a scan stopping early waits this long at most for counts in flight (paid)
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces
@@ -344,8 +344,9 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
                 pending.cancel()
         if notes is not None:
             notes.flush()
-            # count batches already sent are paid for: noted as they land (a while at most)
-            futures.wait([f for _, _, f in counting if f is not None], timeout=SETTLE)
+            # count batches already sent are paid for: noted as they land, as long as the
+            # transport lets a failed request's batches in flight land
+            futures.wait([f for _, _, f in counting if f is not None], timeout=LAND_WITHIN)
         raise
     finally:
         if bar is not None:
