@@ -48,6 +48,7 @@ from feeslab.errors import ConfigError, FeeslabError
 from feeslab.frames.base_fees import FEE_HISTORY_DTYPES, GWEI, reward_column
 from feeslab.frames.blocks import BLOCK_DTYPES, _empty, _object_series, _utc_seconds
 from feeslab.frames.uncles import UNCLE_DTYPES, uncle_scan_frame
+from feeslab.sources.base import require
 
 try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
     from sha3 import keccak_256 as _keccak_256
@@ -875,6 +876,20 @@ class Era1Source:
 
     def __repr__(self) -> str:
         return f"<Era1Source {self.network}: {len(self.files)} files>"
+
+    def offers(self) -> frozenset[str]:
+        """The datasets era1 files hold (``feeslab.sources.base``): no node, no state."""
+        return frozenset({"blocks", "fee_history", "uncles"})
+
+    def read(self, dataset: str, **parameters: Any) -> pd.DataFrame:
+        """``dataset``'s rows of blocks ``start`` .. ``stop - 1`` (``parameters``: those of
+        :meth:`blocks`, :meth:`fee_history` or :meth:`uncles`)."""
+        require(self, [dataset], f"the {dataset} dataset")
+        return getattr(self, dataset)(**parameters)
+
+    def uncles(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
+        """The uncles included by blocks ``start`` .. ``stop - 1`` (``UncleScan.uncles``)."""
+        return self.uncle_rows(start, stop, progress=progress)[0]
 
     def close(self) -> None:
         """Nothing stays open between calls (each file is mapped while it is read)."""

@@ -22,6 +22,7 @@ from feeslab.fetch.credits import Budget, CreditLedger, Plan
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
+from feeslab.sources.base import GAS_API, JSON_RPC
 
 __all__ = ["DEVNET_CLIENT", "RpcSource"]
 
@@ -56,6 +57,10 @@ class RpcSource:
 
     def __repr__(self) -> str:
         return f"<RpcSource {self.node!r}>"
+
+    def offers(self) -> frozenset[str]:
+        """JSON-RPC, and the Gas API where the service has one (``feeslab.sources.base``)."""
+        return frozenset({JSON_RPC, GAS_API} if self.gas is not None else {JSON_RPC})
 
     @property
     def credits(self) -> CreditLedger:

@@ -1,0 +1,76 @@
+"""What every source of frames is: a small protocol, and the check a dataset makes of it.
+
+A *source* is where a dataset's rows come from. It says what it offers as a set of
+capability names, and a dataset asks for one of them:
+
+=================  ==================================================================
+capability         meaning
+=================  ==================================================================
+``"json-rpc"``     a node's JSON-RPC (``RpcSource``): the dataset sends its own calls
+``"gas-api"``      the service's Gas API (``RpcSource`` on the service or a devnet)
+a dataset's name   the source holds that dataset's rows already (``"blocks"``,
+                   ``"uncles"``, ``"fee_history"``: era1 files, a folder of partitions
+                   written by an earlier run): ``source.read(name, **parameters)``
+=================  ==================================================================
+
+A pairing that cannot work raises :class:`SourceMismatch` naming what the source offers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+import pandas as pd
+
+from feeslab.errors import ConfigError
+
+__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "require"]
+
+JSON_RPC = "json-rpc"
+GAS_API = "gas-api"
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Where frames come from; ``label`` is what their ``attrs["source"]`` says."""
+
+    label: str
+
+    def offers(self) -> frozenset[str]:
+        """The capabilities this source has (see the module's table)."""
+        ...
+
+    def tag(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with ``attrs`` saying its chain, spec and source."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds open."""
+        ...
+
+
+@runtime_checkable
+class FrameSource(Source, Protocol):
+    """A source that holds datasets' rows (era1 files, partition files)."""
+
+    def read(self, dataset: str, **parameters: Any) -> Any:
+        """The rows of ``dataset`` for ``parameters``, as the dataset's own fetch gives them."""
+        ...
+
+
+class SourceMismatch(ConfigError):
+    """A dataset asked a source for something it does not offer."""
+
+
+def require(source: Source, wanted: Iterable[str], what: str) -> str:
+    """The first of ``wanted`` that ``source`` offers, else :class:`SourceMismatch` naming
+    ``what`` needs and what the source offers."""
+    wanted = tuple(wanted)
+    offered = source.offers()
+    for capability in wanted:
+        if capability in offered:
+            return capability
+    needs = " or ".join(repr(w) for w in wanted)
+    has = ", ".join(repr(o) for o in sorted(offered)) or "nothing"
+    raise SourceMismatch(f"{what} needs {needs}, but {source!r} ({source.label}) offers {has}")
