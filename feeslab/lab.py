@@ -1,30 +1,32 @@
 """``Lab``: the one object a notebook holds: the datasets bound to one connection.
 
-``feeslab.connect()`` (:mod:`feeslab.connection`) makes it. Each frame method delegates to its
-dataset (``feeslab.datasets``: a plan, a fetch and a parse per dataset) with this Lab's
-source: the service, a devnet or any node over JSON-RPC (``feeslab.sources.rpc``), or era1
-archive files (``feeslab.sources.era1``). A Lab also gives the node client (``lab.node``),
-the Gas API client (``lab.gas``), the credits ledger (``lab.credits``), the storage (IPFS)
-client (``lab.ipfs``, with ``publish_frame``/``load_frame`` to share frames by CID) and the
-multichain wallet client (``lab.wallet``).
+``feeslab.connect()`` (:mod:`feeslab.connection`) makes it. It has a method per dataset of
+``feeslab.datasets.REGISTRY`` (``lab.blocks(start, stop)``, ...) and ``plan_<name>`` for
+those that cost credits, made from the dataset's declaration: its fetch's signature and
+docstring, run on this Lab's source (the service, a devnet or any node over JSON-RPC,
+``feeslab.sources.rpc``, or era1 archive files, ``feeslab.sources.era1``), in one process or,
+with ``client=``, in partitions on a dask cluster (``feeslab.cluster``). A Lab also gives
+the node client (``lab.node``), the Gas API client (``lab.gas``), the credits ledger
+(``lab.credits``), the storage (IPFS) client (``lab.ipfs``, with ``publish_frame`` and
+``load_frame`` to share frames by CID) and the multichain wallet client (``lab.wallet``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from feeslab.chainspec import ChainSpec
-from feeslab.datasets import base_fees, blocks, calls, fee_history, gas, storage, uncles
-from feeslab.datasets._checks import is_archive
-from feeslab.datasets.uncles import SAMPLE as UNCLE_SAMPLE
+from feeslab.datasets import REGISTRY, registry
+from feeslab.datasets.registry import Dataset
 from feeslab.datasets.uncles import UncleScan
 from feeslab.errors import ConfigError, redact
 from feeslab.fetch.credits import CreditLedger, Plan
-from feeslab.frames.calls import ZERO_ADDRESS
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
+from feeslab.sources.base import JSON_RPC, Source
 
 if TYPE_CHECKING:
     from feeslab.fetch.ipfs import IpfsClient
@@ -32,8 +34,6 @@ if TYPE_CHECKING:
     from feeslab.fetch.ws import Subscription
 
 __all__ = ["Lab", "UncleScan"]
-
-Abi = Sequence[Mapping[str, Any]]
 
 
 class Lab:
@@ -50,7 +50,7 @@ class Lab:
         The service's network name (``"mainnet"``, ``"sepolia"``, ...).
     """
 
-    def __init__(self, source: Any, *, credits: CreditLedger, ipfs: IpfsClient | None = None,
+    def __init__(self, source: Source, *, credits: CreditLedger, ipfs: IpfsClient | None = None,
                  wallet_url: str | None = None, devnet: Any = None, owns_devnet: bool = False,
                  network: str = "mainnet", rpc_url: str | None = None,
                  reconnect: Callable[[str], Lab] | None = None) -> None:
@@ -66,27 +66,27 @@ class Lab:
         self._wallet: Any = None
 
     @property
-    def era1(self) -> Any:
-        """The era1 files this Lab reads (``feeslab.sources.era1.Era1Source``), or None."""
-        return self.data_source if is_archive(self.data_source) else None
+    def has_node(self) -> bool:
+        """Whether this Lab reaches a node's JSON-RPC (era1 files do not)."""
+        return JSON_RPC in self.data_source.offers()
 
     @property
     def node(self) -> Any:
-        """The node client (``feeslab.fetch.node.NodeClient``); era1 files have none."""
-        if self.era1 is not None:
-            from feeslab.sources.era1 import NoNode
-
-            return NoNode(self.era1)
-        return self.data_source.node
+        """The node client (``feeslab.fetch.node.NodeClient``); ``ConfigError`` when the
+        source has none (era1 files)."""
+        if not self.has_node:
+            raise ConfigError(f"this Lab reads {self.data_source!r}, which has no node: "
+                              "connect() without era1= for one")  # fmt: skip
+        return self.data_source.node  # type: ignore[attr-defined]
 
     @property
     def gas(self) -> Any:
         """The Gas API client, or None (era1 files, ``connect(rpc_url=)``)."""
-        return None if self.era1 is not None else self.data_source.gas
+        return getattr(self.data_source, "gas", None)
 
     def __repr__(self) -> str:
-        if self.era1 is not None:
-            return f"<Lab on era1 files ({len(self.era1.files)}), no node>"
+        if not self.has_node:
+            return f"<Lab on {self.data_source!r}, no node>"
         if self.rpc_url is not None:  # any node: no network name, no credits
             known = self.node._identity  # shown only when already asked: a repr sends nothing
             chain = f"chain {known.split('-', 1)[0]}" if known else "a node"
@@ -184,145 +184,63 @@ class Lab:
         """The frame published under ``cid``; ``CidMismatchError`` unless its bytes give ``cid``."""
         return frame_from_bytes(self._storage().load(cid))
 
-    # -- datasets (each documented in its module of feeslab.datasets) ----------------------------
+    # -- datasets: a method each, made from REGISTRY below the class -------------------------
 
-    def base_fee_history(self, chain_id: int | None = None) -> pd.DataFrame:
-        """The Gas API's last 500 base fees, exact, placed at block numbers
-        (:func:`feeslab.datasets.base_fees.get`)."""
-        return base_fees.get(self.data_source, chain_id)
+    def fetch(self, name: str, *args: Any, client: Any = None, out: Any = None,
+              keys: Sequence[Lab] = (), **kwargs: Any) -> Any:
+        """Dataset ``name`` (``feeslab.datasets.REGISTRY``) with its arguments: what
+        ``lab.<name>(...)`` does. With ``client`` (a ``distributed.Client``): in partitions on
+        its cluster, written to ``out``, paced with ``keys`` (Labs with other API keys) too
+        (:func:`feeslab.cluster.run`: the same result)."""
+        dataset = REGISTRY[name]
+        params = dataset.bind(*args, **kwargs)
+        if client is None and out is None and not keys:
+            return registry.get(dataset, self.data_source, params)
+        if dataset.partitions is None or client is None:
+            raise ConfigError(f"{name} runs in one process: client=, out= and keys= are for "
+                              "datasets with partitions on a dask cluster")  # fmt: skip
+        from feeslab import cluster  # dask only when asked for
 
-    def plan_base_fee_history(self) -> Plan:
-        """What :meth:`base_fee_history` costs: the Gas API call, the head and two headers."""
-        return base_fees.plan(self.data_source)
+        return cluster.run(dataset, self.data_source, client=client, out=out, keys=keys,
+                           **params).value  # fmt: skip
 
-    def fee_history(self, start: int, stop: int, *, percentiles: Sequence[float] = (10, 50, 90),
-                    budget: int | None = None, progress: bool | None = None, client: Any = None,
-                    out: Any = None, keys: Sequence[Lab] = ()) -> pd.DataFrame:
-        """Base fees, gas used ratios and tip percentiles of blocks ``start`` .. ``stop - 1``
-        (:func:`feeslab.datasets.fee_history.get`: ``eth_feeHistory``, 1,024 blocks a call).
-        With ``client``, ``out`` and ``keys``: in partitions on a dask cluster, as
-        :meth:`uncles` (:func:`feeslab.cluster.fee_history`: the same frame)."""
-        if client is not None:
-            from feeslab import cluster  # dask only when asked for
+    def plan(self, name: str, *args: Any, **kwargs: Any) -> Plan:
+        """What dataset ``name`` with these arguments costs, before anything is sent: what
+        ``lab.plan_<name>(...)`` does."""
+        dataset = REGISTRY[name]
+        if dataset.plan is None:
+            raise ConfigError(f"{name} has no plan")
+        bound = inspect.signature(dataset.plan).bind(None, *args, **kwargs)
+        params = dict(list(bound.arguments.items())[1:])
+        return registry.plan(dataset, self.data_source, params)
 
-            return cluster.fee_history(self.data_source, start, stop, client=client,
-                                       percentiles=percentiles, out=out, budget=budget,
-                                       progress=progress, keys=keys).frame  # fmt: skip
-        return fee_history.get(self.data_source, start, stop, percentiles=percentiles,
-                               budget=budget, progress=progress)
 
-    def plan_fee_history(self, start: int, stop: int) -> Plan:
-        """What :meth:`fee_history` of ``start`` .. ``stop - 1`` costs (a call per 1,024 blocks)."""
-        return fee_history.plan(self.data_source, start, stop)
+_SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_ON_CLUSTER = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+               for n, d in (("client", None), ("out", None), ("keys", ()))]  # fmt: skip
 
-    def blocks(self, start: int, stop: int, *, budget: int | None = None,
-               progress: bool | None = None, client: Any = None, out: Any = None,
-               keys: Sequence[Lab] = ()) -> pd.DataFrame:
-        """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`).
-        With ``client``, ``out`` and ``keys``: in partitions on a dask cluster, as
-        :meth:`uncles` (:func:`feeslab.cluster.blocks`: the same frame)."""
-        if client is not None:
-            from feeslab import cluster  # dask only when asked for
 
-            return cluster.blocks(self.data_source, start, stop, client=client, out=out,
-                                  budget=budget, progress=progress, keys=keys).frame
-        return blocks.get(self.data_source, start, stop, budget=budget, progress=progress)
+def _method(dataset: Dataset, function: Callable[..., Any], run: Callable[..., Any],
+            name: str, extra: Sequence[inspect.Parameter] = ()) -> Callable[..., Any]:  # fmt: skip
+    """``Lab.<name>``: ``run(dataset.name, ...)`` with ``function``'s signature (less its
+    source and the parameters a cluster fills) and docstring."""
 
-    def plan_blocks(self, start: int, stop: int) -> Plan:
-        """What :meth:`blocks` costs: a header per block."""
-        return blocks.plan(self.data_source, start, stop)
+    def method(self: Lab, *args: Any, **kwargs: Any) -> Any:
+        return run(self, dataset.name, *args, **kwargs)
 
-    def uncles(self, start: int, stop: int, *, budget: int | None = None,
-               progress: bool | None = None, client: Any = None, out: Any = None,
-               keys: Sequence[Lab] = ()) -> UncleScan:
-        """Every uncle included by blocks ``start`` .. ``stop - 1``
-        (:func:`feeslab.datasets.uncles.get`): ``.uncles``, ``.blocks`` and ``.plan``.
-        With ``client`` (a ``distributed.Client``) in partitions on its cluster, written to
-        ``out``, paced with ``keys`` (Labs with other API keys) too
-        (:func:`feeslab.cluster.uncles`: the same frames, and ``.report``)."""
-        if client is not None:
-            from feeslab.cluster import uncles as on_cluster  # dask only when asked for
+    signature = inspect.signature(function)
+    params = [p for p in list(signature.parameters.values())[1:] if p.name != dataset.context]
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[_SELF, *params, *extra])
+    method.__name__ = method.__qualname__ = name
+    where = f"{function.__module__}.{function.__name__}"
+    method.__doc__ = f"{dataset.summary} (:func:`{where}`).\n\n{inspect.getdoc(function)}"
+    return method
 
-            return on_cluster(self.data_source, start, stop, client=client, out=out,
-                              budget=budget, progress=progress, keys=keys)
-        return uncles.get(self.data_source, start, stop, budget=budget, progress=progress)
 
-    def plan_uncles(self, start: int, stop: int, *, sample: int = UNCLE_SAMPLE,
-                    budget: int | None = None, less_cached: bool = True) -> Plan:
-        """What :meth:`uncles` will cost, estimated from ``sample`` uncle counts (cached for the
-        scan; ``less_cached=False``: from scratch; :func:`feeslab.datasets.uncles.plan`)."""
-        return uncles.plan(self.data_source, start, stop, sample=sample, budget=budget,
-                           less_cached=less_cached)
-
-    def storage(self, address: str, slot: int, block: int) -> int:
-        """The 32-byte word at ``slot`` of ``address`` after ``block``, as an int."""
-        return storage.word(self.data_source, address, slot, block)
-
-    def storage_series(self, address: str, slot: int, blocks: Sequence[int], *,
-                       budget: int | None = None, progress: bool | None = None,
-                       client: Any = None, out: Any = None,
-                       keys: Sequence[Lab] = ()) -> pd.DataFrame:
-        """The word at ``slot`` of ``address`` after each of ``blocks``
-        (:func:`feeslab.datasets.storage.get`). With ``client``, ``out`` and ``keys``: in
-        partitions on a dask cluster, as :meth:`uncles` (:func:`feeslab.cluster.storage_series`:
-        the same frame; its workers read no answer cache)."""
-        if client is not None:
-            from feeslab import cluster  # dask only when asked for
-
-            return cluster.storage_series(self.data_source, address, slot, blocks,
-                                          client=client, out=out, budget=budget,
-                                          progress=progress, keys=keys).frame  # fmt: skip
-        return storage.get(self.data_source, address, slot, blocks, budget=budget,
-                           progress=progress)
-
-    def plan_storage_series(self, address: str, slot: int, blocks: Sequence[int], *,
-                            less_cached: bool = True) -> Plan:
-        """What :meth:`storage_series` costs, less the answers already cached (unless
-        ``less_cached=False``: the cost from scratch, the same on every run)."""
-        return storage.plan(self.data_source, address, slot, blocks, less_cached=less_cached)
-
-    def call(self, to: str, function: str | Mapping[str, Any], args: Sequence[Any] = (), *,
-             block: int | str = "latest", sender: str = ZERO_ADDRESS,
-             returns: Sequence[str] | None = None, abi: Abi | None = None) -> Any:
-        """``eth_call`` of one function at one block, decoded
-        (:func:`feeslab.datasets.calls.call`); a revert raises ``RevertError``."""
-        return calls.call(self.data_source, to, function, args, block=block, sender=sender,
-                          returns=returns, abi=abi)
-
-    def call_series(self, to: str, function: str | Mapping[str, Any], args: Sequence[Any],
-                    blocks: Sequence[int], *, sender: str = ZERO_ADDRESS,
-                    returns: Sequence[str] | None = None, abi: Abi | None = None,
-                    budget: int | None = None, progress: bool | None = None,
-                    client: Any = None, out: Any = None,
-                    keys: Sequence[Lab] = ()) -> pd.DataFrame:
-        """``eth_call`` of one function at each of ``blocks``, decoded, a revert in its row's
-        ``error`` (:func:`feeslab.datasets.calls.get`). With ``client``, ``out`` and
-        ``keys``: in partitions on a dask cluster, as :meth:`uncles`
-        (:func:`feeslab.cluster.call_series`: the same frame; its workers read no answer
-        cache)."""
-        if client is not None:
-            from feeslab import cluster  # dask only when asked for
-
-            return cluster.call_series(self.data_source, to, function, args, blocks,
-                                       client=client, sender=sender, returns=returns, abi=abi,
-                                       out=out, budget=budget, progress=progress,
-                                       keys=keys).frame  # fmt: skip
-        return calls.get(self.data_source, to, function, args, blocks, sender=sender,
-                         returns=returns, abi=abi, budget=budget, progress=progress)
-
-    def estimate_costs(self, transactions: Sequence[Mapping[str, Any]], *,
-                       block: int | str = "latest", priority_fee_wei: int = 0,
-                       abi: Abi | None = None, budget: int | None = None,
-                       progress: bool | None = None) -> pd.DataFrame:
-        """``eth_estimateGas`` of each transaction and its cost at the block's base fee
-        (:func:`feeslab.datasets.gas.get`)."""
-        return gas.get(self.data_source, transactions, block=block, abi=abi, budget=budget,
-                       priority_fee_wei=priority_fee_wei, progress=progress)
-
-    def gas_needed(self, transactions: Sequence[Mapping[str, Any]], *,
-                   block: int | str = "latest", abi: Abi | None = None,
-                   budget: int | None = None, progress: bool | None = None) -> pd.DataFrame:
-        """The least gas each transaction succeeds with, found exactly, beside its estimate
-        (:func:`feeslab.datasets.gas.needed`)."""
-        return gas.needed(self.data_source, transactions, block=block, abi=abi, budget=budget,
-                          progress=progress)
+for _dataset in REGISTRY.values():
+    setattr(Lab, _dataset.name, _method(_dataset, _dataset.fetch, Lab.fetch, _dataset.name,
+                                        _ON_CLUSTER if _dataset.partitions else ()))
+    if _dataset.plan is not None:
+        setattr(Lab, f"plan_{_dataset.name}",
+                _method(_dataset, _dataset.plan, Lab.plan, f"plan_{_dataset.name}"))

@@ -1,4 +1,4 @@
-"""Scale out on dask.distributed: a dataset computed in partitions across a cluster.
+"""Scale out on dask.distributed: any dataset with partitions computed across a cluster.
 
 ::
 
@@ -6,69 +6,46 @@
     client = Client("tcp://scheduler:8786")            # or feeslab.cluster.local_client(4)
     scan = lab.uncles(0, 15_537_394, client=client, out="/shared/uncles")
     fees = lab.fee_history(12_965_000, 15_537_394, client=client, out="/shared/fees")
+    job = feeslab.cluster.run("blocks", lab.data_source, 0, 100_000, client=client)
 
-Any dataset over a range or a series of blocks: uncles, blocks, fee history (by era1 file for
-archive files, by block range on a node), storage and contract calls (by block range on a
-node): :func:`uncles`, :func:`blocks`, :func:`fee_history`, :func:`storage_series`,
-:func:`call_series`, or ``client=`` on the Lab's. One plan for the whole job before anything
-runs; one credit bucket on the scheduler that every worker's requests are paced by (and
-``budget=`` enforced across them); one Parquet file per partition, written atomically, so a
-killed job resumes where it stopped. The result is the single-process one, row for row.
-A dataset is added by a :class:`JobSpec` run by :func:`run_job`.
-Needs ``pip install 'feeslab[dask]'``.
+Every dataset of ``feeslab.datasets.REGISTRY`` that declares ``partitions`` (uncles, blocks and
+fee history by era1 file or by block range; storage and contract calls by block) runs here
+through one spec (:class:`DatasetJob`) and one runner (:func:`run_job`): one plan for the
+whole job before anything runs; one credit bucket on the scheduler that every worker's
+requests are paced by (and ``budget=`` enforced across them); one Parquet file per partition,
+written atomically, so a killed job resumes where it stopped. The result's ``value`` is the
+single-process one, row for row. Needs ``pip install 'feeslab[dask]'``.
 """
 
-from feeslab.cluster.datasets import (
-    BlocksJob,
-    CallsJob,
-    FeeHistoryJob,
-    StorageJob,
-    blocks,
-    call_series,
-    fee_history,
-    storage_series,
-)
+from feeslab.cluster.datasets import DatasetJob, plan, run
 from feeslab.cluster.jobs import (
     DEFAULT_PARTITION_BLOCKS,
     MANIFEST,
-    ClusterUncleScan,
     JobPlan,
     JobReport,
     JobResult,
     JobSpec,
     Partition,
-    UncleJob,
     plan_job,
-    plan_uncles,
     read_partitions,
     run_job,
-    uncles,
 )
 
 __all__ = [
     "DEFAULT_PARTITION_BLOCKS",
     "MANIFEST",
-    "BlocksJob",
-    "CallsJob",
-    "ClusterUncleScan",
-    "FeeHistoryJob",
+    "DatasetJob",
     "JobPlan",
     "JobReport",
     "JobResult",
     "JobSpec",
     "Partition",
-    "StorageJob",
-    "UncleJob",
-    "blocks",
-    "call_series",
-    "fee_history",
     "local_client",
+    "plan",
     "plan_job",
-    "plan_uncles",
     "read_partitions",
+    "run",
     "run_job",
-    "storage_series",
-    "uncles",
 ]
 
 

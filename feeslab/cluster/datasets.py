@@ -1,61 +1,47 @@
-"""Blocks, fee history, storage and contract calls as cluster jobs (:mod:`feeslab.cluster.jobs`).
+"""Any dataset with partitions as a cluster job: :class:`DatasetJob`, :func:`run`, :func:`plan`.
 
-Each dataset is a small :class:`~feeslab.cluster.jobs.JobSpec`: its parameters, what one
-partition costs (the dataset's own ``plan``), how a node job is cut, and how a partition is
-computed (the dataset's own ``get`` over the partition's blocks). The runner
-(:func:`~feeslab.cluster.jobs.run_job`) does the rest, the same for every dataset, and the
-result is the frame one process gives, row for row, dtypes and ``attrs`` included.
-
-==================  ==========================================  ============================
-function            one process                                 a node job's partitions
-==================  ==========================================  ============================
-``blocks``          :func:`feeslab.datasets.blocks.get`         ``partition_blocks`` blocks
-``fee_history``     :func:`feeslab.datasets.fee_history.get`    the same, in whole calls
-``storage_series``  :func:`feeslab.datasets.storage.get`        ``partition_blocks`` of the
-                                                                series' blocks
-``call_series``     :func:`feeslab.datasets.calls.get`          the same
-==================  ==========================================  ============================
-
-Blocks and fee history read from era1 files too, a partition per file; storage and calls need
-a node. The series are cut at block numbers (a partition holds the series' blocks of one
-range, in the series' order), since their frames are sorted by block.
+One job spec serves every dataset of ``feeslab.datasets.REGISTRY`` that declares
+``partitions``: it plans the job with the dataset's own plan (or its ``plan_parts``, for a
+plan that buys a sample once), cuts it as the dataset's :class:`~feeslab.datasets.registry.
+Partitioning` says (by range, by whole calls, or a series by block), computes each partition
+with the dataset's own fetch (or reads it from the partition's era1 file), and assembles the
+result from the rows as one process does. The runner is :func:`feeslab.cluster.jobs.run_job`.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+import os
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
-from feeslab.cluster.jobs import JobResult, JobSpec, Partition, run_job
-from feeslab.datasets import blocks as blocks_dataset
-from feeslab.datasets import calls as calls_dataset
-from feeslab.datasets import fee_history as fee_history_dataset
-from feeslab.datasets import storage as storage_dataset
-from feeslab.datasets._checks import address, block_number, check_range, is_archive
-from feeslab.fetch.credits import Plan
-from feeslab.fetch.node import quantity
-from feeslab.frames import encode_call, function_spec
-from feeslab.frames.calls import ZERO_ADDRESS
+from feeslab.cluster.jobs import (
+    DEFAULT_PARTITION_BLOCKS,
+    JobPlan,
+    JobReport,
+    JobResult,
+    JobSpec,
+    Partition,
+    _check_size,
+    _directory,
+    _job_id,
+    _plan_partitions,
+    run_job,
+)
+from feeslab.datasets import REGISTRY, registry
+from feeslab.datasets.registry import Dataset
+from feeslab.errors import ConfigError
+from feeslab.sources.base import Source
 
-__all__ = [
-    "BlocksJob",
-    "CallsJob",
-    "FeeHistoryJob",
-    "StorageJob",
-    "blocks",
-    "call_series",
-    "fee_history",
-    "storage_series",
-]
+__all__ = ["DatasetJob", "plan", "run"]
 
-Abi = Sequence[Mapping[str, Any]]
+RUN_OPTIONS = ("budget", "progress")  # fetch parameters that are the run's, not the job's
 
 
 def _digest(value: Any) -> str:
@@ -63,91 +49,122 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _check_head(source: Any, stop: int) -> None:
-    """A range past the head is refused on the driver, as one process refuses it."""
-    if not is_archive(source):
-        source.check_head(stop)
-
-
 @dataclass(frozen=True)
-class _RangeJob(JobSpec):
-    """A job over the blocks ``start`` .. ``stop - 1``."""
+class DatasetJob(JobSpec):
+    """Dataset ``dataset`` (a name in ``REGISTRY``) with ``params`` as a cluster job (pickled
+    to every worker: the name, not the declaration, travels)."""
 
-    start: int
-    stop: int
+    dataset: str
+    params: tuple[tuple[str, Any], ...]
 
-    def __post_init__(self) -> None:
-        check_range(self.start, self.stop)
+    @classmethod
+    def of(cls, dataset: Dataset | str, *args: Any, **kwargs: Any) -> tuple[DatasetJob,
+                                                                             dict[str, Any]]:
+        """The job of ``dataset`` with a call's arguments, and the run's options
+        (``budget``, ``progress``)."""
+        found = REGISTRY[dataset] if isinstance(dataset, str) else dataset
+        if found.partitions is None:
+            raise ConfigError(f"{found.name} runs in one process: it has no partitions")
+        params = found.bind(*args, **kwargs)
+        options = {k: params.pop(k) for k in RUN_OPTIONS if k in params}
+        if found.context is not None:
+            params.pop(found.context, None)
+        for name, value in params.items():  # sequences as tuples: hashable, picklable
+            if isinstance(value, (list, range)):
+                params[name] = tuple(value)
+        job = cls(found.name, tuple(params.items()))
+        job.span()  # an empty series or a bad range refused here, not on the workers
+        return job, options
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.dataset
+
+    @property
+    def declared(self) -> Dataset:
+        """The dataset's declaration."""
+        return REGISTRY[self.dataset]
+
+    def arguments(self) -> dict[str, Any]:
+        """The job's parameters as the dataset's fetch takes them."""
+        return dict(self.params)
 
     def span(self) -> Partition:
-        return Partition(self.start, self.stop)
-
-
-class _SeriesJob(JobSpec):
-    """A job over a series of ``blocks`` (a tuple field of the subclass), cut by block."""
-
-    blocks: tuple[int, ...]
-
-    def span(self) -> Partition:
-        return Partition(min(self.blocks), max(self.blocks) + 1, blocks=self.blocks)
-
-    def cut(self, whole: Partition, size: int) -> list[Partition]:
-        return _cut_series(whole, size)
-
-
-@dataclass(frozen=True)
-class BlocksJob(_RangeJob):
-    """Block headers of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.blocks.get`)."""
-
-    name: ClassVar[str] = "blocks"
-
-    def plan(self, source: Any, part: Partition) -> Plan:
-        _check_head(source, part.stop)
-        return blocks_dataset.plan(source, part.start, part.stop)
-
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
-        return blocks_dataset.get(source, part.start, part.stop, progress=False)
-
-
-@dataclass(frozen=True)
-class FeeHistoryJob(_RangeJob):
-    """Fee history of ``start`` .. ``stop - 1`` (:func:`feeslab.datasets.fee_history.get`).
-
-    A node job's partitions are cut from ``stop`` down in whole calls (multiples of 1,024
-    blocks, ``partition_blocks`` rounded up to one), so that they send the very calls one
-    process sends.
-    """
-
-    percentiles: tuple[float, ...] = fee_history_dataset.PERCENTILES
-    name: ClassVar[str] = "fee_history"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "percentiles", tuple(self.percentiles))
+        partitions = self.declared.partitions
+        assert partitions is not None
+        params = self.arguments()
+        start, stop = partitions.span(params)
+        if partitions.kind == "range":
+            return Partition(start, stop)
+        return Partition(start, stop, blocks=tuple(params["blocks"]))
 
     def key(self) -> str:
-        return "percentiles=" + ",".join(repr(p) for p in self.percentiles)
+        params = self.arguments()
+        if self.declared.partitions is not None and self.declared.partitions.kind == "range":
+            params.pop("start"), params.pop("stop")
+        return _digest(params) if params else ""
 
-    def plan(self, source: Any, part: Partition) -> Plan:
-        _check_head(source, part.stop)
-        return fee_history_dataset.plan(source, part.start, part.stop)
+    def _narrow(self, part: Partition) -> dict[str, Any]:
+        partitions = self.declared.partitions
+        assert partitions is not None
+        return partitions.narrow(self.arguments(), part.start, part.stop, part.blocks)
+
+    def plan(self, source: Any, part: Partition) -> Any:
+        # the workers read no cache: the cost from scratch, where the plan can leave it out
+        params = {**self._narrow(part), "less_cached": False}
+        return registry.plan(self.declared, source, params)
+
+    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
+        declared = self.declared
+        if declared.plan_parts is None or registry.holds(source, declared):
+            return _plan_partitions(self, source, out=out, partition_blocks=partition_blocks)
+        whole = self.span()
+        parts = self.cut(whole, partition_blocks)
+        made = declared.plan_parts(source, self.arguments(),
+                                   [(p.start, p.stop) for p in parts], budget)  # fmt: skip
+        parts = [dataclasses.replace(p, credits=c) for p, c in zip(parts, made.credits,
+                                                                    strict=True)]
+        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
+        job = _job_id(self.name, whole.start, whole.stop, _where(where, self.key()))
+        return JobPlan(job, self.name, whole.start, whole.stop, made.plan, tuple(parts),
+                       _directory(out, job), context=dict(made.context),
+                       bought=made.bought)  # fmt: skip
 
     def cut(self, whole: Partition, size: int) -> list[Partition]:
-        calls = fee_history_dataset.MAX_BLOCKS
-        size = -(-size // calls) * calls
-        cuts = [*range(whole.stop, whole.start, -size), whole.start]
-        return [Partition(lo, hi) for hi, lo in itertools.pairwise(cuts)][::-1]
+        partitions = self.declared.partitions
+        assert partitions is not None
+        if partitions.kind == "series":
+            return _cut_series(whole, size)
+        if partitions.align > 1:  # whole calls, counted from the stop down
+            size = -(-size // partitions.align) * partitions.align
+            cuts = [*range(whole.stop, whole.start, -size), whole.start]
+            return [Partition(lo, hi) for hi, lo in itertools.pairwise(cuts)][::-1]
+        return super().cut(whole, size)
+
+    def part_context(self, context: Any, part: Partition) -> Any:
+        if self.declared.context is None:
+            return None
+        return {n: c for n, c in (context or {}).items() if part.start <= n < part.stop}
 
     def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
-        return fee_history_dataset.get(source, part.start, part.stop,
-                                       percentiles=self.percentiles, progress=False)  # fmt: skip
+        params = {**self._narrow(part), "progress": False}
+        if self.declared.context is not None and context:
+            # what the driver bought while planning (a sample): not asked for again
+            params[self.declared.context] = context
+        return registry.rows(self.declared, source, params)
+
+    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan,
+               report: JobReport) -> JobResult:  # fmt: skip
+        rows = source.tag(frame)
+        value = registry.assemble(self.declared, source, rows, self.arguments(), job.plan)
+        if dataclasses.is_dataclass(value) and hasattr(value, "report"):
+            value = dataclasses.replace(value, report=report)  # type: ignore[type-var]
+        return JobResult(frame=rows, plan=job.plan, report=report, value=value)
 
 
-def _series(blocks: Sequence[int]) -> tuple[int, ...]:
-    numbers = tuple(block_number(b) for b in blocks)
-    if not numbers:
-        raise ValueError("blocks is empty: a cluster job needs at least one block")
-    return numbers
+def _where(where: str, key: str) -> str:
+    return f"{where}|{key}" if key else where
 
 
 def _cut_series(whole: Partition, size: int) -> list[Partition]:
@@ -163,115 +180,52 @@ def _cut_series(whole: Partition, size: int) -> list[Partition]:
             for lo, group in zip(starts, groups, strict=True)]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class StorageJob(_SeriesJob):
-    """The word at ``slot`` of ``address`` after each of ``blocks``
-    (:func:`feeslab.datasets.storage.get`)."""
+def plan(dataset: Dataset | str, source: Source, *args: Any,
+         out: str | os.PathLike[str] | None = None,
+         partition_blocks: int = DEFAULT_PARTITION_BLOCKS, **kwargs: Any) -> JobPlan:  # fmt: skip
+    """The whole job's plan (what one process would pay) and its partitions, before it runs.
 
-    address: str
-    slot: int
-    blocks: tuple[int, ...] = field(repr=False)
-    name: ClassVar[str] = "storage"
-
-    def __post_init__(self) -> None:
-        address(self.address, "address")
-        quantity(self.slot)  # a non-negative int, or a clear error
-        object.__setattr__(self, "blocks", _series(self.blocks))
-
-    def key(self) -> str:
-        return _digest([self.address.lower(), self.slot, self.blocks])
-
-    def plan(self, source: Any, part: Partition) -> Plan:
-        # the workers read no cache: the plan is the cost from scratch
-        return storage_dataset.plan(source, self.address, self.slot, part.blocks or (),
-                                    less_cached=False)  # fmt: skip
-
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
-        return storage_dataset.get(source, self.address, self.slot, part.blocks or (),
-                                   progress=False)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CallsJob(_SeriesJob):
-    """``eth_call`` of one function at each of ``blocks``, decoded
-    (:func:`feeslab.datasets.calls.get`; the arguments as there)."""
-
-    to: str
-    function: str | Mapping[str, Any]
-    args: tuple[Any, ...]
-    blocks: tuple[int, ...] = field(repr=False)
-    sender: str = ZERO_ADDRESS
-    returns: tuple[str, ...] | None = None
-    abi: tuple[Mapping[str, Any], ...] | None = field(default=None, repr=False)
-    name: ClassVar[str] = "calls"
-
-    def __post_init__(self) -> None:
-        for name in ("args", "returns", "abi"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, tuple(value))
-        address(self.to, "to")
-        address(self.sender, "sender")
-        spec = function_spec(self.function, returns=self.returns, abi=self.abi)
-        encode_call(spec, self.args)  # arguments that do not encode: refused here, not on workers
-        object.__setattr__(self, "blocks", _series(self.blocks))
-
-    def key(self) -> str:
-        return _digest([self.to.lower(), self.function, self.args, self.sender.lower(),
-                        self.returns, self.abi, self.blocks])  # fmt: skip
-
-    def _options(self) -> dict[str, Any]:
-        return {"sender": self.sender, "returns": self.returns, "abi": self.abi}
-
-    def plan(self, source: Any, part: Partition) -> Plan:
-        return calls_dataset.plan(source, self.to, self.function, self.args, part.blocks or (),
-                                  less_cached=False, **self._options())  # fmt: skip
-
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
-        return calls_dataset.get(source, self.to, self.function, self.args, part.blocks or (),
-                                 progress=False, **self._options())  # fmt: skip
-
-
-# -- what the Lab calls ---------------------------------------------------------------------------
-
-
-def blocks(source: Any, start: int, stop: int, *, client: Any, **options: Any) -> JobResult:
-    """Block headers of ``start`` .. ``stop - 1`` on a dask cluster: ``.frame`` is
-    :func:`feeslab.datasets.blocks.get`'s frame. ``options``: those of
-    :func:`~feeslab.cluster.jobs.run_job` (``out``, ``budget``, ``progress``,
-    ``partition_blocks``, ``keys``, ``planned``)."""
-    return run_job(BlocksJob(start, stop), source, client=client, **options)
-
-
-def fee_history(source: Any, start: int, stop: int, *, client: Any,
-                percentiles: Sequence[float] = fee_history_dataset.PERCENTILES,
-                **options: Any) -> JobResult:  # fmt: skip
-    """Fee history of ``start`` .. ``stop - 1`` on a dask cluster: ``.frame`` is
-    :func:`feeslab.datasets.fee_history.get`'s frame (a node job's partitions are whole
-    calls: ``partition_blocks`` rounded up to a multiple of 1,024). ``options``: those of
-    :func:`~feeslab.cluster.jobs.run_job`."""
-    return run_job(FeeHistoryJob(start, stop, tuple(percentiles)), source, client=client,
-                   **options)  # fmt: skip
-
-
-def storage_series(source: Any, address: str, slot: int, blocks: Sequence[int], *,
-                   client: Any, **options: Any) -> JobResult:  # fmt: skip
-    """The word at ``slot`` of ``address`` after each of ``blocks`` on a dask cluster:
-    ``.frame`` is :func:`feeslab.datasets.storage.get`'s frame. ``partition_blocks``: the
-    series' blocks a partition; ``options``: those of :func:`~feeslab.cluster.jobs.run_job`.
+    Parameters
+    ----------
+    dataset : str or Dataset
+        A dataset with partitions (``feeslab.datasets.REGISTRY``).
+    source : RpcSource or Era1Source
+    *args, **kwargs
+        The dataset's arguments, as ``lab.<dataset>`` takes them (``budget``: refused before
+        a plan that buys a sample, an uncle scan's, buys it).
+    out : path, optional
+        The job's directory; default ``<cache>/jobs/<job>`` (``$FEESLAB_CACHE_DIR``).
+    partition_blocks : int
+        Blocks per partition of a node job [blocks] (of a series: its blocks); era1 files
+        are one partition each.
     """
-    return run_job(StorageJob(address, slot, tuple(blocks)), source, client=client, **options)
+    _check_size(partition_blocks)
+    job, options = DatasetJob.of(dataset, *args, **kwargs)
+    return job.plan_job(source, out=out, partition_blocks=partition_blocks,
+                        budget=options.get("budget"))  # fmt: skip
 
 
-def call_series(source: Any, to: str, function: str | Mapping[str, Any], args: Sequence[Any],
-                blocks: Sequence[int], *, client: Any, sender: str = ZERO_ADDRESS,
-                returns: Sequence[str] | None = None, abi: Abi | None = None,
-                **options: Any) -> JobResult:  # fmt: skip
-    """``eth_call`` of one function at each of ``blocks`` on a dask cluster: ``.frame`` is
-    :func:`feeslab.datasets.calls.get`'s frame (a revert in its row's ``error``; ``sender``,
-    ``returns`` and ``abi`` as there). ``partition_blocks``: the series' blocks a partition;
-    ``options``: those of :func:`~feeslab.cluster.jobs.run_job`."""
-    spec = CallsJob(to, function, tuple(args), tuple(blocks), sender=sender,
-                    returns=None if returns is None else tuple(returns),
-                    abi=None if abi is None else tuple(abi))  # fmt: skip
-    return run_job(spec, source, client=client, **options)
+def run(dataset: Dataset | str, source: Source, *args: Any, client: Any,
+        planned: JobPlan | None = None, **kwargs: Any) -> JobResult:  # fmt: skip
+    """Dataset ``dataset`` on a dask cluster: ``.value`` is what one process gives
+    (``lab.<dataset>(...)``), row for row, dtypes and ``attrs`` included.
+
+    Parameters
+    ----------
+    dataset : str or Dataset
+        A dataset with partitions (``feeslab.datasets.REGISTRY``).
+    source : RpcSource or Era1Source
+    *args, **kwargs
+        The dataset's arguments (``budget`` and ``progress`` apply to the whole run), and
+        :func:`~feeslab.cluster.jobs.run_job`'s options: ``out``, ``partition_blocks``,
+        ``keys``.
+    client : distributed.Client
+    planned : JobPlan, optional
+        What :func:`plan` gave for the same arguments (a sample it bought is not bought
+        again).
+    """
+    runner = {k: kwargs.pop(k) for k in ("out", "partition_blocks", "keys") if k in kwargs}
+    job, options = DatasetJob.of(dataset, *args, **kwargs)
+    result: JobResult = run_job(job, source, client=client, planned=planned, **options, **runner)
+    return result
+

@@ -1,29 +1,56 @@
-"""Datasets: one module per dataset, each owning its plan, its fetch and its parse.
+"""Datasets: one module per dataset, each declaring itself once (``DATASETS``).
 
-Every module has ``plan(source, ...) -> Plan`` (the credits its calls cost, known before any
-is sent) and ``get(source, ...)`` (the frame, ``attrs`` saying chain, spec and source). A
-*source* is where the data comes from: ``feeslab.sources.rpc.RpcSource`` (the service, a
-devnet or any node over JSON-RPC) or ``feeslab.sources.era1.Era1Source`` (pre-merge archive
-files: blocks, uncles and fee history, at zero credits). The pure parsers are
-``feeslab.frames``'; ``feeslab.lab.Lab`` binds these functions to one connection.
+Every module has the dataset's own fetch (``get(source, ...)``: the frame, ``attrs`` saying
+chain, spec and source) and, where it costs credits, ``plan(source, ...) -> Plan`` (known
+before any call is sent), and ends with its :class:`~feeslab.datasets.registry.Dataset`
+declarations. :data:`REGISTRY` lists them: ``feeslab.lab.Lab`` has a method per dataset (and
+``plan_<name>``), ``feeslab fetch`` a kind per dataset with a command-line name, and
+``feeslab.cluster`` runs every dataset with partitions. Adding a dataset is one module and
+one line below. The pure parsers are ``feeslab.frames``'; where rows come from is
+``feeslab.sources``'.
 
-==============  ====================================================================
-module          dataset
-==============  ====================================================================
-base_fees       the Gas API's last 500 base fees, placed at block numbers
-fee_history     ``eth_feeHistory``: base fees, gas used and tip percentiles per block
-blocks          block headers
-uncles          every uncle of a range of blocks, and the uncle count of each block
-storage         a storage slot of a contract over blocks
-calls           ``eth_call`` of one function, decoded, at one block or many
-gas             ``eth_estimateGas`` priced at the base fee, and the least gas needed
-==============  ====================================================================
+==================  ==============  ================================================================
+dataset             module          what
+==================  ==============  ================================================================
+base_fee_history    base_fees       the Gas API's last 500 base fees, placed at block numbers
+fee_history         fee_history     ``eth_feeHistory``: base fees, gas used and tip percentiles
+blocks              blocks          block headers
+uncles              uncles          every uncle of a range of blocks, and each block's uncle count
+storage             storage         a storage slot of a contract after one block
+storage_series      storage         ... after each of a series of blocks
+call                calls           ``eth_call`` of one function at one block, decoded
+call_series         calls           ... at each of a series of blocks
+estimate_costs      gas             ``eth_estimateGas`` priced at the base fee
+gas_needed          gas             the least gas each transaction succeeds with
+==================  ==============  ================================================================
 
-Blobs need no module of their own: ``blocks`` and ``fee_history`` carry the blob columns
+Blobs need no dataset of their own: ``blocks`` and ``fee_history`` carry the blob columns
 (``blob_gas_used``, ``excess_blob_gas``, ``base_fee_per_blob_gas_wei``,
 ``blob_gas_used_ratio``).
 """
 
-from feeslab.datasets import base_fees, blocks, calls, fee_history, gas, storage, uncles
+from typing import Any
 
-__all__ = ["base_fees", "blocks", "calls", "fee_history", "gas", "storage", "uncles"]
+from feeslab.datasets import base_fees, blocks, calls, fee_history, gas, registry, storage, uncles
+from feeslab.datasets.registry import Dataset, Registry
+from feeslab.sources.base import Source
+
+__all__ = ["REGISTRY", "Dataset", "base_fees", "blocks", "calls", "fee_history", "gas", "get",
+           "registry", "storage", "uncles"]
+
+REGISTRY = Registry([
+    *base_fees.DATASETS,
+    *fee_history.DATASETS,
+    *blocks.DATASETS,
+    *uncles.DATASETS,
+    *storage.DATASETS,
+    *calls.DATASETS,
+    *gas.DATASETS,
+])
+
+
+def get(name: str, source: Source, *args: Any, **kwargs: Any) -> Any:
+    """Dataset ``name`` of ``source`` with its arguments (what ``lab.<name>(...)`` runs in
+    one process): read where the source holds the rows, else fetched by the dataset."""
+    dataset = REGISTRY[name]
+    return registry.get(dataset, source, dataset.bind(*args, **kwargs))

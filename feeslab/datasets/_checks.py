@@ -1,4 +1,4 @@
-"""Argument checks and source dispatch the datasets share (no I/O)."""
+"""Argument checks the datasets share (no I/O)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import operator
 from typing import Any
 
 from feeslab._hexbytes import check_address
-from feeslab.errors import ConfigError
 from feeslab.fetch.node import quantity
+from feeslab.sources.base import JSON_RPC, require
 from feeslab.sources.rpc import RpcSource
 
 BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
@@ -47,16 +47,8 @@ def block_param(block: int | str) -> str:
     return quantity(block_number(block))
 
 
-def is_archive(source: Any) -> bool:
-    """Whether ``source`` is an archive of files (era1), not a node."""
-    return not isinstance(source, RpcSource)
-
-
 def rpc(source: Any, what: str) -> RpcSource:
-    """``source`` if it is a node; an archive has no state, no Gas API and no EVM."""
-    if isinstance(source, RpcSource):
-        return source
-    raise ConfigError(
-        f"{what} needs a node: this Lab reads era1 files ({source!r}), which hold blocks, "
-        "uncles and fee history only; connect() without era1= for it"
-    )
+    """``source`` if it offers a node's JSON-RPC, else ``SourceMismatch`` naming what it
+    offers (era1 files hold no state, no Gas API and no EVM)."""
+    require(source, [JSON_RPC], what)
+    return source  # type: ignore[no-any-return]

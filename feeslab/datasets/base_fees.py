@@ -18,11 +18,13 @@ import pandas as pd
 
 from feeslab.datasets import blocks
 from feeslab.datasets._checks import rpc
+from feeslab.datasets.registry import Dataset, Option, block_arg
 from feeslab.errors import ConfigError
 from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.frames import parse_base_fee_history
+from feeslab.sources.base import GAS_API
 
-__all__ = ["get", "plan"]
+__all__ = ["DATASETS", "get", "plan"]
 
 
 def plan(source: Any = None) -> Plan:
@@ -74,3 +76,11 @@ def get(source: Any, chain_id: int | None = None, *, budget: int | None = None) 
         ):
             return node.tag(parse_base_fee_history(values, newest_block=head))
         return frame
+
+
+DATASETS = (
+    Dataset("base_fee_history", get, plan=plan, needs=(GAS_API,), cli="base-fees", options=(
+        Option(("--chain-id",), "chain_id", "another chain of the service (default: the "
+               "node's); its values stay unplaced", type=block_arg),
+    ), summary="the Gas API's last 500 base fees, placed at block numbers"),
+)

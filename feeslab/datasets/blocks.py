@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.datasets._checks import check_range, is_archive
+from feeslab.datasets._checks import check_range
+from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset
 from feeslab.errors import CreditsExhausted
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.credits import Plan
@@ -23,7 +24,7 @@ from feeslab.fetch.node import DEFAULT_CHUNK, quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_blocks, slim_block
 
-__all__ = ["calls", "get", "headers", "plan"]
+__all__ = ["DATASETS", "calls", "get", "headers", "plan"]
 
 METHOD = "eth_getBlockByNumber"
 
@@ -46,10 +47,8 @@ def _title(start: int, stop: int) -> str:
 
 
 def plan(source: Any, start: int, stop: int) -> Plan:
-    """What :func:`get` costs: a header per block [credits]; nothing from archive files."""
+    """What :func:`get` costs: a header per block [credits]."""
     check_range(start, stop)
-    if is_archive(source):
-        return Plan([], title=_title(start, stop) + " (era1)")
     return Plan([(METHOD, stop - start)], title=_title(start, stop))
 
 
@@ -65,8 +64,8 @@ def get(
 
     Parameters
     ----------
-    source : RpcSource or Era1Source
-        Where the blocks come from.
+    source : RpcSource
+        The node (``lab.blocks`` reads era1 files too: ``feeslab.datasets.registry``).
     start, stop : int
         The blocks, as ``range(start, stop)``.
     budget : int, optional
@@ -80,8 +79,6 @@ def get(
     pandas.DataFrame
         See ``feeslab.frames.parse_blocks``.
     """
-    if is_archive(source):
-        return source.blocks(start, stop, progress=progress)
     check_range(start, stop)
     with source.budgeted(plan(source, start, stop), budget), gc_paused():
         source.check_head(stop)  # the decoded headers die before the collector resumes
@@ -138,3 +135,9 @@ def _bar(source: Any, start: int, stop: int, progress: bool | None) -> Any:
     from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere
 
     return progress_bar(total=stop - start, initial=cached, description="blocks", unit="call")
+
+
+DATASETS = (
+    Dataset("blocks", get, plan=plan, summary="block headers of --start .. --stop - 1",
+            cli="blocks", options=(START, STOP), partitions=BY_RANGE),
+)

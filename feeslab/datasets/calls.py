@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import address, block_number, block_param, rpc
+from feeslab.datasets.registry import BY_SERIES, Dataset
 from feeslab.errors import RevertError
 from feeslab.fetch.credits import Plan
 from feeslab.fetch.node import quantity
@@ -19,7 +20,7 @@ from feeslab.fetch.transport import RpcCall
 from feeslab.frames import decode_output, encode_call, function_spec, parse_call_series
 from feeslab.frames.calls import ZERO_ADDRESS, FunctionSpec
 
-__all__ = ["call", "get", "plan"]
+__all__ = ["DATASETS", "call", "get", "plan"]
 
 Abi = Sequence[Mapping[str, Any]]
 
@@ -171,3 +172,10 @@ def get(
         else:
             raise answer.error
     return node.tag(parse_call_series(spec, answers, abi=abi))
+
+
+DATASETS = (
+    Dataset("call", call, summary="eth_call of one function at one block, decoded"),
+    Dataset("call_series", get, plan=plan, partitions=BY_SERIES,
+            summary="eth_call of one function at each of a series of blocks, decoded"),
+)

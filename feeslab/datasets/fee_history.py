@@ -18,14 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.datasets._checks import check_range, is_archive
+from feeslab.datasets._checks import check_range
+from feeslab.datasets.registry import START, STOP, Dataset, Option, Partitioning, percentiles_arg
 from feeslab.fetch.cache import canonical_json
 from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import parse_fee_history
 
-__all__ = ["MAX_BLOCKS", "calls", "get", "plan"]
+__all__ = ["DATASETS", "MAX_BLOCKS", "calls", "get", "plan"]
 
 MAX_BLOCKS = 1024  # blocks per eth_feeHistory call (geth's and Infura's limit)
 PERCENTILES = (10, 50, 90)
@@ -49,10 +50,8 @@ def _title(start: int, stop: int) -> str:
 
 
 def plan(source: Any, start: int, stop: int) -> Plan:
-    """What :func:`get` costs: a call per 1,024 blocks; nothing from archive files."""
+    """What :func:`get` costs: a call per 1,024 blocks [credits]."""
     check_range(start, stop)
-    if is_archive(source):
-        return Plan([], title=_title(start, stop) + " (era1)")
     return Plan([PlanLine.of("eth_feeHistory", len(calls(start, stop)))], title=_title(start, stop))
 
 
@@ -69,9 +68,9 @@ def get(
 
     Parameters
     ----------
-    source : RpcSource or Era1Source
-        Where the blocks come from (era1 files: the tips computed from bodies and receipts
-        as geth does).
+    source : RpcSource
+        The node (``lab.fee_history`` reads era1 files too, the tips computed from bodies and
+        receipts as geth does: ``feeslab.datasets.registry``).
     start, stop : int
         The blocks, as ``range(start, stop)``.
     percentiles : sequence of float
@@ -87,8 +86,6 @@ def get(
     pandas.DataFrame
         See ``feeslab.frames.parse_fee_history``.
     """
-    if is_archive(source):
-        return source.fee_history(start, stop, percentiles=percentiles, progress=progress)
     check_range(start, stop)
     with source.budgeted(plan(source, start, stop), budget):  # each request charged
         source.prepare()
@@ -115,3 +112,15 @@ def get(
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     inside = (frame["block_number"] >= start) & (frame["block_number"] < stop)
     return source.tag(frame if inside.all() else frame[inside].reset_index(drop=True))
+
+
+DATASETS = (
+    Dataset("fee_history", get, plan=plan, cli="fee-history", options=(
+        START, STOP,
+        Option(("--percentiles",), "percentiles", "tip percentiles (default 10,50,90)",
+               type=percentiles_arg, default=PERCENTILES),
+    ), summary="base fees, gas used and tip percentiles of --start .. --stop - 1 "
+               "(eth_feeHistory, 1,024 blocks a call)",
+            # whole calls: the partitions send the very calls one process sends
+            partitions=Partitioning("range", align=MAX_BLOCKS)),
+)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets._checks import block_number, rpc
+from feeslab.datasets.registry import Dataset
 from feeslab.errors import RevertError
 from feeslab.fetch.credits import Budget, Plan
 from feeslab.fetch.node import quantity
@@ -24,7 +25,7 @@ from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates
 from feeslab.frames.calls import ZERO_ADDRESS
 
-__all__ = ["get", "needed", "plan"]
+__all__ = ["DATASETS", "get", "needed", "plan"]
 
 NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): always fails
 Abi = Sequence[Mapping[str, Any]]
@@ -228,3 +229,10 @@ def _probes(search: dict[int, list]) -> list[tuple[int, int]]:
         else:
             probes.append((i, (lo + hi) // 2))
     return probes
+
+
+DATASETS = (
+    Dataset("estimate_costs", get, plan=plan,
+            summary="eth_estimateGas of each transaction, priced at the block's base fee"),
+    Dataset("gas_needed", needed, summary="the least gas each transaction succeeds with"),
+)

@@ -12,13 +12,14 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import rpc
+from feeslab.datasets.registry import BY_SERIES, Dataset, Option, block_arg, blocks_arg
 from feeslab.fetch.credits import Plan
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_storage_series
 from feeslab.slots import storage_word
 
-__all__ = ["calls", "get", "plan", "word"]
+__all__ = ["DATASETS", "calls", "get", "plan", "word"]
 
 
 def calls(address: str, slot: int, blocks: Sequence[int]) -> list[RpcCall]:
@@ -87,3 +88,15 @@ def get(
                                 progress=progress))
     answers = {b: "0x" + w.to_bytes(32, "big").hex() for b, w in zip(blocks, words, strict=True)}
     return node.tag(parse_storage_series(address, slot, answers))
+
+
+DATASETS = (
+    Dataset("storage", word, summary="the word at a slot of a contract after one block"),
+    Dataset("storage_series", get, plan=plan, cli="storage", options=(
+        Option(("--address",), "address", "the contract, 0x + 40 hex digits", required=True),
+        Option(("--slot",), "slot", "the slot, decimal or 0x hex (see feeslab.slots)",
+               type=block_arg, required=True),
+        Option(("--blocks",), "blocks", "blocks A .. B - 1 every STEP, as in range()",
+               type=blocks_arg, required=True, metavar="A:B[:STEP]"),
+    ), summary="one storage slot of a contract at a range of blocks", partitions=BY_SERIES),
+)

@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feeslab.datasets._checks import check_range, is_archive
+from feeslab._costs import method_cost
+from feeslab.datasets._checks import check_range
+from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset, Option, PartsPlan
 from feeslab.errors import ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.core import LAND_WITHIN
@@ -41,8 +43,8 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
 
-__all__ = ["PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get", "plan",
-           "plan_and_sample"]
+__all__ = ["DATASETS", "PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get", "plan",
+           "plan_and_sample", "plan_parts"]
 
 SAMPLE = 200  # uncle counts read to estimate a scan's uncles (the scan reuses them)
 METHOD = "eth_getUncleByBlockNumberAndIndex"
@@ -72,11 +74,14 @@ class UncleScan:
         count blocks without uncles (see ``feeslab.frames.uncle_scan_frame``).
     plan : Plan
         The credits the scan was planned to cost before it ran.
+    report : JobReport or None
+        What a cluster job did (``feeslab.cluster.JobReport``); None in one process.
     """
 
     uncles: pd.DataFrame
     blocks: pd.DataFrame
     plan: Plan
+    report: Any = None
 
     def _summary(self) -> tuple[str, str]:
         if self.blocks.empty:
@@ -515,8 +520,7 @@ def plan(
     """What :func:`get` will cost, before it runs.
 
     The uncles are estimated from the uncle counts of ``sample`` blocks spread over those the
-    cache does not hold yet (fetched and cached, for the scan to reuse); nothing from archive
-    files.
+    cache does not hold yet (fetched and cached, for the scan to reuse).
 
     Parameters
     ----------
@@ -527,8 +531,6 @@ def plan(
         Leave out what the cache holds; False: the cost from scratch, the same on every run.
     """
     check_range(start, stop)
-    if is_archive(source):  # files cost nothing
-        return Plan([], title=_title(start, stop) + " (era1 files)")
     return _plan_and_sample(source, start, stop, sample, budget, less_cached=less_cached)[0]
 
 
@@ -600,8 +602,8 @@ def get(
 
     Parameters
     ----------
-    source : RpcSource or Era1Source
-        Where the blocks come from.
+    source : RpcSource
+        The node (``lab.uncles`` reads era1 files too: ``feeslab.datasets.registry``).
     budget : int, optional
         Refuse (``BudgetExceeded``) before sending, the plan's sample included, if spending
         so far plus the plan would pass it [credits]. Without one the sample is not bought
@@ -618,9 +620,6 @@ def get(
         ``.uncles`` (one row per uncle), ``.blocks`` (uncle count per scanned block, zeros
         included) and ``.plan`` (the credits planned, less what the cache held).
     """
-    if is_archive(source):
-        uncles, counts = source.uncle_rows(start, stop, progress=progress)
-        return UncleScan(uncles=uncles, blocks=counts, plan=plan(source, start, stop))
     check_range(start, stop)
     cap = None if budget is None else Budget(budget)
     if cap is not None:
@@ -682,3 +681,42 @@ def _sample_cached(source: Any, numbers: Sequence[int]) -> dict[int, int]:
     found = cache.get_many((c.method, c.params) for c in count_calls(numbers))
     return {n: c for n, c in zip(numbers, map(_count_of, found), strict=True)
             if type(c) is int}
+
+
+def plan_parts(source: Any, params: Mapping[str, Any], cuts: Sequence[tuple[int, int]],
+               budget: int | None) -> PartsPlan:  # fmt: skip
+    """A cluster job's plan: the sample bought once, on the driver, each partition's share of
+    the credits worked out from it, and the sampled counts, which each partition is handed
+    (``known_counts``) so that no count is bought twice."""
+    start, stop = params["start"], params["stop"]
+    whole, sampled = plan_and_sample(source, start, stop, budget=budget)
+    per_block = sum(line.credits for line in whole.lines if line.method != COUNT_METHOD)
+    per_block /= stop - start
+    each = method_cost(COUNT_METHOD)
+    credits = tuple(round(sum(1 for n in range(lo, hi) if n not in sampled) * each
+                          + per_block * (hi - lo)) for lo, hi in cuts)  # fmt: skip
+    return PartsPlan(whole, credits, sampled, bought=len(sampled) * each)
+
+
+def _assemble(source: Any, rows: pd.DataFrame, params: Mapping[str, Any],
+              planned: Plan) -> UncleScan:  # fmt: skip
+    """The scan of every partition's (or era1 files') uncle rows."""
+    uncles = source.tag(rows)
+    numbers = np.arange(params["start"], params["stop"], dtype=np.int64)
+    return UncleScan(uncles=uncles, blocks=source.tag(uncle_scan_frame(numbers, uncles)),
+                     plan=planned)  # fmt: skip
+
+
+def _written(scan: UncleScan, per_block: bool = False) -> pd.DataFrame:
+    return scan.blocks if per_block else scan.uncles
+
+
+DATASETS = (
+    Dataset("uncles", get, plan=plan, cli="uncles", options=(
+        START, STOP,
+        Option(("--per-block",), "per_block", "one row per scanned block with its "
+               "uncle_count instead", switch=True, written_only=True),
+    ), summary="every uncle included by blocks --start .. --stop - 1", partitions=BY_RANGE,
+            rows=lambda scan: scan.uncles, assemble=_assemble, plan_parts=plan_parts,
+            context="known_counts", written=_written),
+)

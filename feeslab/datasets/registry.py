@@ -1,0 +1,334 @@
+"""Each dataset declared once: the :class:`Dataset` records that ``Lab``, ``feeslab fetch`` and
+the cluster iterate, and the two ways any of them runs (:func:`get`, :func:`plan`).
+
+A dataset module ends with its declaration(s)::
+
+    DATASETS = (Dataset("blocks", get, plan=plan, cli="blocks", options=(START, STOP),
+                        partitions=BY_RANGE, summary="block headers of --start .. --stop - 1"),)
+
+and one line in :data:`feeslab.datasets.REGISTRY` adds it to ``Lab`` (a method named after it,
+and ``plan_<name>``), to ``feeslab fetch`` (when it has a ``cli`` name) and to the cluster (when
+it has ``partitions``). Which source serves it is the sources' business
+(:mod:`feeslab.sources.base`): a source that holds the dataset's rows (era1 files, a folder
+of partitions) is read; otherwise the dataset's own fetch asks the source for what it
+``needs`` (a node's JSON-RPC, the Gas API).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from feeslab.fetch.credits import Plan
+from feeslab.sources.base import JSON_RPC, Source, require
+
+__all__ = [
+    "BY_RANGE",
+    "BY_SERIES",
+    "START",
+    "STOP",
+    "Dataset",
+    "Option",
+    "Partitioning",
+    "PartsPlan",
+    "Registry",
+    "block_arg",
+    "blocks_arg",
+    "get",
+    "percentiles_arg",
+    "plan",
+    "rows",
+]
+
+FETCH_ONLY = frozenset({"budget"})  # what a source holding the rows is not asked
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``feeslab fetch`` option of a dataset: argparse's ``flags`` and keywords, filling
+    the parameter ``dest`` (``written_only``: it picks what is written, not what is fetched)."""
+
+    flags: tuple[str, ...]
+    dest: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    required: bool = False
+    default: Any = None
+    switch: bool = False  # a flag without a value (store_true)
+    metavar: str | None = None
+    written_only: bool = False
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Add this option to ``parser``."""
+        if self.switch:
+            parser.add_argument(*self.flags, dest=self.dest, action="store_true", help=self.help)
+            return
+        parser.add_argument(*self.flags, dest=self.dest, type=self.type, metavar=self.metavar,
+                            required=self.required, default=self.default,
+                            help=self.help)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a cluster cuts a dataset's job.
+
+    ``"range"``: blocks ``start`` .. ``stop - 1`` cut into ranges, each a multiple of
+    ``align`` blocks counted from ``stop`` down when ``align`` > 1 (whole ``eth_feeHistory``
+    calls, so the partitions send the very calls one process sends). ``"series"``: the
+    ``blocks`` parameter, cut by block number (a partition holds the series' blocks of its
+    range, in the series' order).
+    """
+
+    kind: Literal["range", "series"]
+    align: int = 1
+
+    def span(self, params: Mapping[str, Any]) -> tuple[int, int]:
+        """The blocks the job covers, as (first, after the last)."""
+        if self.kind == "range":
+            return params["start"], params["stop"]
+        numbers = params["blocks"]
+        if not len(numbers):
+            raise ValueError("blocks is empty: a cluster job needs at least one block")
+        return min(numbers), max(numbers) + 1
+
+    def narrow(self, params: Mapping[str, Any], start: int, stop: int,
+               blocks: Sequence[int] | None) -> dict[str, Any]:  # fmt: skip
+        """``params`` of one partition."""
+        if self.kind == "range":
+            return {**params, "start": start, "stop": stop}
+        return {**params, "blocks": tuple(blocks or ())}
+
+
+BY_RANGE = Partitioning("range")
+BY_SERIES = Partitioning("series")
+
+
+@dataclass(frozen=True)
+class PartsPlan:
+    """A cluster job's plan made by the dataset itself (``Dataset.plan_parts``).
+
+    Attributes
+    ----------
+    plan : Plan
+        The whole job's credits, as one process would pay them.
+    credits : tuple of int
+        Each partition's share [credits].
+    context : mapping of int to Any
+        What planning learnt, by block number (an uncle scan's sampled counts): each
+        partition is handed its range's part as the dataset's ``context`` parameter.
+    bought : int
+        Credits spent while planning, which the workers do not spend again [credits].
+    """
+
+    plan: Plan
+    credits: tuple[int, ...]
+    context: Mapping[int, Any] = field(default_factory=dict)
+    bought: int = 0
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset, declared once.
+
+    Parameters
+    ----------
+    name : str
+        The registry's key and the ``Lab`` method's name (``lab.blocks``).
+    fetch : callable
+        ``fetch(source, *params, budget=, progress=)``: the dataset's own fetch from a source
+        offering one of ``needs``; its signature is the ``Lab`` method's and its docstring the
+        method's help.
+    plan : callable, optional
+        ``plan(source, *params)``: what ``fetch`` costs before anything is sent [credits]
+        (``lab.plan_<name>``).
+    needs : tuple of str
+        What ``fetch`` asks of its source (``feeslab.sources.base``).
+    summary : str
+        One line for ``feeslab fetch --help``.
+    cli : str, optional
+        ``feeslab fetch`` KIND, with ``options``.
+    partitions : Partitioning, optional
+        How a cluster cuts it (``client=``); None: one process only.
+    rows : callable
+        The rows a partition writes from ``fetch``'s result (default: the result, a frame).
+    assemble : callable, optional
+        ``assemble(source, rows, params, plan)``: the result from the rows of every partition
+        (or of a source holding them); default the rows.
+    plan_parts : callable, optional
+        ``plan_parts(source, params, cuts, budget) -> PartsPlan``: a cluster plan that cannot
+        be each partition's ``plan`` (an uncle scan's sample, bought once).
+    context : str, optional
+        The ``fetch`` parameter a partition's share of ``PartsPlan.context`` is passed as.
+    written : callable
+        What ``feeslab fetch`` writes of the result, given the ``written_only`` options.
+    """
+
+    name: str
+    fetch: Callable[..., Any]
+    plan: Callable[..., Plan] | None = None
+    needs: tuple[str, ...] = (JSON_RPC,)
+    summary: str = ""
+    cli: str | None = None
+    options: tuple[Option, ...] = ()
+    partitions: Partitioning | None = None
+    rows: Callable[[Any], pd.DataFrame] = _identity
+    assemble: Callable[..., Any] | None = None
+    plan_parts: Callable[..., PartsPlan] | None = None
+    context: str | None = None
+    written: Callable[..., pd.DataFrame] = _identity
+
+    def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """``fetch``'s parameters from a call's arguments (defaults applied), without the
+        source: a TypeError names a wrong or missing one, as the function would."""
+        bound = _signature(self.fetch).bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        params.pop(next(iter(params)))  # the source
+        return params
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(function)
+
+
+def _accepted(function: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``params`` that ``function`` takes."""
+    names = _signature(function).parameters
+    return {k: v for k, v in params.items() if k in names}
+
+
+def holds(source: Source, dataset: Dataset) -> bool:
+    """Whether ``source`` holds ``dataset``'s rows (is read, not asked)."""
+    return dataset.name in source.offers()
+
+
+def get(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Any:
+    """``dataset`` of ``params`` from ``source``: read where the source holds its rows,
+    else fetched by the dataset from what the source offers (``SourceMismatch`` if neither).
+    """
+    if holds(source, dataset):
+        return assemble(dataset, source, _read(dataset, source, params), params,
+                        Plan([], title=_title(dataset, source)))  # fmt: skip
+    require(source, dataset.needs, f"the {dataset.name} dataset")
+    return dataset.fetch(source, **params)
+
+
+def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
+    """``dataset``'s rows of ``params`` (a partition's: what :func:`assemble` takes)."""
+    if holds(source, dataset):
+        return _read(dataset, source, params)
+    return dataset.rows(get(dataset, source, params))
+
+
+def _read(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
+    wanted = {k: v for k, v in params.items() if k not in FETCH_ONLY and k != dataset.context}
+    return source.read(dataset.name, **wanted)  # type: ignore[attr-defined, no-any-return]
+
+
+def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
+    """What :func:`get` of the same arguments costs [credits]: nothing where the source holds
+    the rows."""
+    if holds(source, dataset):
+        return Plan([], title=_title(dataset, source))
+    if dataset.plan is None:
+        raise TypeError(f"the {dataset.name} dataset has no plan")
+    require(source, dataset.needs, f"the {dataset.name} dataset")
+    return dataset.plan(source, **_accepted(dataset.plan, params))
+
+
+def assemble(dataset: Dataset, source: Source, rows: Any, params: Mapping[str, Any],
+             planned: Plan) -> Any:  # fmt: skip
+    """The result of ``rows`` (every partition's, or a source's)."""
+    if dataset.assemble is None:
+        return rows
+    return dataset.assemble(source, rows, params, planned)
+
+
+def _title(dataset: Dataset, source: Source) -> str:
+    return f"{dataset.name} read from {source.label} (no credits)"
+
+
+class Registry(Mapping[str, Dataset]):
+    """The datasets by name, in declaration order."""
+
+    def __init__(self, datasets: Sequence[Dataset]) -> None:
+        self._by_name: dict[str, Dataset] = {}
+        for dataset in datasets:
+            if dataset.name in self._by_name:
+                raise ValueError(f"two datasets named {dataset.name!r}")
+            self._by_name[dataset.name] = dataset
+
+    def __getitem__(self, name: str) -> Dataset:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            known = ", ".join(self._by_name)
+            raise KeyError(f"no dataset {name!r}: the datasets are {known}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def on_command_line(self) -> list[Dataset]:
+        """The datasets ``feeslab fetch`` offers."""
+        return [d for d in self._by_name.values() if d.cli is not None]
+
+
+# -- command-line values the datasets share ------------------------------------------------------
+
+
+def blocks_arg(text: str) -> range:
+    """``A:B[:STEP]`` as ``range(A, B, STEP)``; ``argparse.ArgumentTypeError`` otherwise."""
+    parts = text.strip().split(":")
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (2, 3) or any(n < 0 for n in numbers):
+        raise argparse.ArgumentTypeError(
+            f"must be A:B or A:B:STEP (non-negative ints), not {text!r}")
+    start, stop, step = (*numbers, 1)[:3]
+    if step <= 0:
+        raise argparse.ArgumentTypeError(f"step must be positive, not {step}")
+    if stop <= start:
+        raise argparse.ArgumentTypeError(f"{text}: B ({stop}) must be greater than A ({start})")
+    return range(start, stop, step)
+
+
+def percentiles_arg(text: str) -> tuple[float, ...]:
+    """Percentiles separated by commas, rising from 0 to 100."""
+    try:
+        values = tuple(float(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be numbers separated by commas, not {text!r}") from None
+    if any(not 0 <= p <= 100 for p in values) or list(values) != sorted(values):
+        raise argparse.ArgumentTypeError(f"must rise from 0 to 100, not {text!r}")
+    return values
+
+
+def block_arg(text: str) -> int:
+    """A non-negative int, decimal or 0x hex."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, not {text!r}")
+    return value
+
+
+START = Option(("--start",), "start", "first block", type=block_arg, required=True)
+STOP = Option(("--stop",), "stop", "block after the last, as in range()", type=block_arg,
+              required=True)  # fmt: skip
