@@ -8,8 +8,8 @@ anything runs, then cut into partitions: one per era1 file for archive files, on
 writes its rows to ``part-<first>-<last>.parquet`` in the job's directory, atomically (a
 temporary file renamed over the name), before the task ends. A partition whose file exists is
 done: a rerun of a killed job skips it and spends nothing for it. :func:`run_job` is the one
-runner; the datasets' specs are :class:`UncleJob` here and those of
-:mod:`feeslab.cluster.datasets`.
+runner; :class:`feeslab.cluster.datasets.DatasetJob` is the spec of every dataset that
+declares partitions (``feeslab.datasets.REGISTRY``).
 
 Workers read no SQLite cache (``cache=False``): the partition files are the settled answers, so
 no two processes ever write one cache. The driver's own cache keeps an uncle plan's sample,
@@ -38,34 +38,25 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from feeslab._costs import method_cost
-from feeslab.datasets import uncles as uncles_dataset
-from feeslab.datasets._checks import check_range, is_archive
-from feeslab.datasets.uncles import UncleScan
 from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
-from feeslab.fetch.credits import CreditLedger, Plan
-from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport, RpcCall
-from feeslab.frames import uncle_scan_frame
+from feeslab.fetch.credits import Plan
+from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport
 from feeslab.frames.io import frame_from_bytes, write_frame
-from feeslab.sources.rpc import DEVNET_CLIENT, RpcSource
+from feeslab.sources.base import JSON_RPC
+from feeslab.sources.rpc import NodeSpec, RpcSource, open_node
 
 __all__ = [
     "DEFAULT_PARTITION_BLOCKS",
     "MANIFEST",
-    "ClusterUncleScan",
     "JobPlan",
     "JobReport",
     "JobResult",
     "JobSpec",
     "Partition",
-    "UncleJob",
     "plan_job",
-    "plan_uncles",
     "read_partitions",
     "run_job",
-    "uncles",
 ]
 
 DEFAULT_PARTITION_BLOCKS = 8_192
@@ -177,29 +168,25 @@ class JobReport:
 
 
 @dataclass(frozen=True, repr=False)
-class ClusterUncleScan(UncleScan):
-    """An :class:`~feeslab.datasets.uncles.UncleScan` computed on a cluster, with its
-    ``report`` (:class:`JobReport`)."""
-
-    report: JobReport | None = None
-
-
-@dataclass(frozen=True, repr=False)
 class JobResult:
     """A frame computed on a cluster: the one-process frame, its plan and the run's report.
 
     Attributes
     ----------
     frame : pandas.DataFrame
-        The same, row for row, dtypes and ``attrs``, as the dataset gives in one process.
+        The rows of every partition, in block order, ``attrs`` as one process sets them.
     plan : Plan
         The credits the whole job was planned to cost.
     report : JobReport
+    value : Any
+        What the dataset gives in one process, row for row, dtypes and ``attrs`` included:
+        the frame, or e.g. an ``UncleScan`` (with this ``report``).
     """
 
     frame: pd.DataFrame
     plan: Plan
     report: JobReport
+    value: Any = None
 
     def __repr__(self) -> str:
         return (f"<JobResult {len(self.frame):,} rows, {len(self.report.computed)} partitions "
@@ -254,23 +241,11 @@ class JobSpec:
     def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan, report: JobReport) -> Any:
         """The result from the partitions' rows (attrs not yet set): the frame tagged as one
         process tags it, by default."""
-        return JobResult(frame=_tag(source, frame), plan=job.plan, report=report)
+        frame = _tag(source, frame)
+        return JobResult(frame=frame, plan=job.plan, report=report, value=frame)
 
 
-@dataclass(frozen=True, repr=False)
-class _NodeSpec:
-    """How a worker reaches the node (the URL holds the key: never shown)."""
-
-    url: str
-    max_batch: int
-    max_concurrency: int
-    credits_per_second: float | None
-    chain_id: int
-    label: str
-    head: int
-
-    def __repr__(self) -> str:
-        return f"<_NodeSpec {self.label} chain {self.chain_id}>"
+_NodeSpec = NodeSpec  # how a worker reaches the node: what it opens with open_node
 
 
 @dataclass(frozen=True)
@@ -346,7 +321,7 @@ def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] 
     """The dataset's plan of the whole job and of each partition."""
     whole = spec.span()
     plan = spec.plan(source, whole)  # the dataset's own checks: a range, a node, its arguments
-    if is_archive(source):
+    if JSON_RPC not in source.offers():  # files: one partition each
         parts, where = _era1_partitions(source, whole.start, whole.stop)
     else:
         parts = spec.cut(whole, partition_blocks)
@@ -357,53 +332,6 @@ def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] 
     job = _job_id(spec.name, whole.start, whole.stop, f"{where}|{key}" if key else where)
     return JobPlan(job, spec.name, whole.start, whole.stop, plan, tuple(parts),
                    _directory(out, job))  # fmt: skip
-
-
-def plan_uncles(
-    source: Any,
-    start: int,
-    stop: int,
-    *,
-    out: str | os.PathLike[str] | None = None,
-    partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    budget: int | None = None,
-) -> tuple[JobPlan, dict[int, int]]:
-    """The whole uncle scan's plan and partitions, and the sampled uncle counts by block
-    (node sources).
-
-    Parameters
-    ----------
-    source : RpcSource or Era1Source
-    out : path, optional
-        The job's directory; default ``<cache>/jobs/<job>`` (``$FEESLAB_CACHE_DIR``).
-    partition_blocks : int
-        Blocks per partition of a node scan [blocks]; era1 files are one partition each.
-    budget : int, optional
-        Refuse (``BudgetExceeded``) before the plan's sample is bought, as one process does.
-    """
-    check_range(start, stop)
-    _check_size(partition_blocks)
-    sampled: dict[int, int] = {}
-    if is_archive(source):
-        plan = uncles_dataset.plan(source, start, stop)
-        parts, where = _era1_partitions(source, start, stop)
-    else:
-        plan, sampled = uncles_dataset.plan_and_sample(source, start, stop, budget=budget)
-        counts = uncles_dataset.COUNT_METHOD
-        per_block = sum(line.credits for line in plan.lines if line.method != counts)
-        per_block /= stop - start
-        each = method_cost(counts)
-        parts = []
-        for lo in range(start, stop, partition_blocks):
-            hi = min(stop, lo + partition_blocks)
-            fresh = sum(1 for n in range(lo, hi) if n not in sampled)
-            parts.append(Partition(lo, hi, credits=round(fresh * each + per_block * (hi - lo))))
-        # the chain (id and genesis hash), and the partitioning, which names the files
-        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
-    job = _job_id("uncles", start, stop, where)
-    bought = len(sampled) * method_cost(uncles_dataset.COUNT_METHOD)
-    return JobPlan(job, "uncles", start, stop, plan, tuple(parts), _directory(out, job),
-                   context=sampled, bought=bought), sampled  # fmt: skip
 
 
 _PLANNED = ("file", "start", "stop", "planned_credits", "written")
@@ -494,35 +422,17 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _node_source(task: _Task) -> RpcSource:
-    """A worker's source for one partition: paced by the cluster's bucket, what the driver
-    knows of the node answered without asking."""
+    """A worker's source for one partition: the driver's spec opened (no cache; what the
+    driver knows answered without asking), paced by the cluster's bucket."""
     from distributed import get_worker
 
     from feeslab.cluster._governor import ClusterGovernor
 
     spec = task.node
     assert spec is not None
-    ledger = CreditLedger()
-    governor = ClusterGovernor(get_worker(), task.bucket, spec.credits_per_second or math.inf,
-                               task.workers)  # fmt: skip
-
-    def on_response(calls: Sequence[RpcCall], status: int) -> None:
-        credits = ledger.record_request(calls, status)
-        methods = Counter(c.method for c in calls)
-        governor.charge(credits, sum(method_cost(m) * n for m, n in methods.items()), status,
-                        dict(methods))  # fmt: skip
-
-    transport = HTTPTransport(url=spec.url, max_batch=spec.max_batch,
-                              max_concurrency=spec.max_concurrency,
-                              credits_per_second=spec.credits_per_second,
-                              on_response=on_response)  # fmt: skip
-    transport.governor = governor  # every batch booked in the cluster's bucket
-    seeds: dict[Any, Any] = {("eth_chainId", "[]"): hex(spec.chain_id)}
-    version = DEVNET_CLIENT if spec.label == "devnet" else "feeslab-cluster-worker"
-    seeds[("web3_clientVersion", "[]")] = version
-    node = NodeClient(transport, ledger=ledger, cache=False, progress=False, known=seeds,
-                      head=spec.head)  # no cache; what the driver knows answered for free
-    return RpcSource(node, any_node=spec.label == "node")
+    bucket = ClusterGovernor(get_worker(), task.bucket, spec.credits_per_second or math.inf,
+                             task.workers)  # fmt: skip
+    return open_node(spec, bucket=bucket)
 
 
 def _era1_links(part: Partition) -> dict[str, str]:
@@ -609,7 +519,10 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
 # -- on the driver -------------------------------------------------------------------------
 
 
-def _node_spec(source: RpcSource) -> _NodeSpec:
+def _node_spec(source: RpcSource) -> NodeSpec:
+    """What a worker opens to reach ``source``'s node: its URL and limits, the rate its
+    governor settled on, and what the driver knows (chain, head, devnet or not); no cache,
+    no progress bars, no Gas API."""
     transport = source.node.transport
     if not isinstance(transport, HTTPTransport):
         raise ConfigError("a cluster scan reaches the node over HTTP(S): connect() without "
@@ -620,10 +533,10 @@ def _node_spec(source: RpcSource) -> _NodeSpec:
         governor.settle(timeout=5.0)  # a devnet's own limit, asked when connecting
         rate = governor.ceiling / GOVERNOR_HEADROOM
     limits = transport.limits
-    return _NodeSpec(url=transport.url, max_batch=limits.max_batch,
-                     max_concurrency=limits.max_concurrency, credits_per_second=rate,
-                     chain_id=source.chain_id(), label=source.label,
-                     head=source.head())  # fmt: skip
+    return NodeSpec(url=transport.url, max_batch=limits.max_batch,
+                    max_concurrency=limits.max_concurrency, credits_per_second=rate,
+                    devnet=source.is_devnet, any_node=source.any_node,
+                    chain_id=source.chain_id(), head=source.head())  # fmt: skip
 
 
 def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
@@ -638,52 +551,21 @@ def _rpc_of(connection: Any) -> RpcSource:
     return found
 
 
-def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list[_NodeSpec]]:
+def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list[NodeSpec]]:
     """Every API key's source and what its workers need, all on one chain."""
-    if is_archive(source):
+    if JSON_RPC not in source.offers():
         if keys:
             raise ConfigError("keys= multiplies a node's rate: era1 files need none")
         return [], []
     sources = [source, *(_rpc_of(k) for k in keys)]
     specs = [_node_spec(s) for s in sources]
+    first = sources[0]
     for other, spec in zip(sources[1:], specs[1:], strict=True):
-        if (spec.chain_id, spec.label) != (specs[0].chain_id, specs[0].label):
+        if (spec.chain_id, other.label) != (specs[0].chain_id, first.label):
             raise ConfigError(f"every key must reach the same chain: {other!r} is on "
-                              f"{spec.label} chain {spec.chain_id}, not {specs[0].label} "
+                              f"{other.label} chain {spec.chain_id}, not {first.label} "
                               f"chain {specs[0].chain_id}")  # fmt: skip
     return sources, specs
-
-
-@dataclass(frozen=True)
-class UncleJob(JobSpec):
-    """Uncle scans (:func:`feeslab.datasets.uncles.get`) as a cluster job; planned by
-    :func:`plan_uncles`, whose sampled counts each partition reuses."""
-
-    start: int
-    stop: int
-    name: ClassVar[str] = "uncles"
-
-    def span(self) -> Partition:
-        return Partition(self.start, self.stop)
-
-    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
-                 partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
-        return plan_uncles(source, self.start, self.stop, out=out,
-                           partition_blocks=partition_blocks, budget=budget)[0]  # fmt: skip
-
-    def part_context(self, context: Any, part: Partition) -> Any:
-        return {n: h for n, h in (context or {}).items() if part.start <= n < part.stop}
-
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
-        # the plan's sample in this range was bought by the driver: not asked for again
-        return uncles_dataset.get(source, part.start, part.stop, progress=False,
-                                  known_counts=context).uncles  # fmt: skip
-
-    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan,
-               report: JobReport) -> ClusterUncleScan:  # fmt: skip
-        found = _tag(source, frame)
-        counts = _tag(source, uncle_scan_frame(range(self.start, self.stop), found))
-        return ClusterUncleScan(uncles=found, blocks=counts, plan=job.plan, report=report)
 
 
 def _distributed() -> Any:
@@ -739,10 +621,9 @@ def run_job(
 
     Returns
     -------
-    Any
-        What ``spec.finish`` makes of the partitions' rows: a :class:`JobResult` (the frame
-        one process gives, the plan and the :class:`JobReport`), a
-        :class:`ClusterUncleScan` for uncles.
+    JobResult
+        What ``spec.finish`` makes of the partitions' rows: the rows, the plan, the
+        :class:`JobReport` and ``value``, what one process gives.
     """
     as_completed = _distributed()
     from feeslab.cluster import _governor
@@ -846,34 +727,3 @@ def run_job(
         keys=tuple({k: r.get(k, 0) for k in ("spent", "refusals", "requests")} for r in reports),
     )  # fmt: skip
     return spec.finish(source, frame, job, result)
-
-
-def uncles(source: Any, start: int, stop: int, *, client: Any,
-           planned: tuple[JobPlan, dict[int, Any]] | None = None,
-           **options: Any) -> ClusterUncleScan:  # fmt: skip
-    """Every uncle included by blocks ``start`` .. ``stop - 1``, computed on a dask cluster.
-
-    The same result, row for row, as ``feeslab.datasets.uncles.get`` in one process.
-
-    Parameters
-    ----------
-    source : RpcSource or Era1Source
-    client : distributed.Client
-    planned : tuple, optional
-        What :func:`plan_uncles` gave for the same arguments (its sample is not bought again).
-    **options
-        Those of :func:`run_job`: ``out``, ``budget``, ``progress``, ``partition_blocks``,
-        ``keys``.
-
-    Returns
-    -------
-    ClusterUncleScan
-        ``.uncles``, ``.blocks``, ``.plan`` and ``.report`` (:class:`JobReport`).
-    """
-    job = None
-    if planned is not None:
-        job, sampled = planned
-        if job.context is None:  # a JobPlan made without its sample
-            bought = len(sampled) * method_cost(uncles_dataset.COUNT_METHOD)
-            job = replace(job, context=sampled, bought=bought)
-    return run_job(UncleJob(start, stop), source, client=client, planned=job, **options)
