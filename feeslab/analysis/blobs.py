@@ -37,6 +37,7 @@ import pandas as pd
 
 from feeslab import _eip4844
 from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
+from feeslab.analysis._exact import INT64_MAX, exact_ints, exact_series
 from feeslab.analysis._spec import takes_spec
 from feeslab.chainspec import ChainSpec
 
@@ -62,7 +63,6 @@ BLOB_STATES: tuple[str, ...] = ("empty", "below_target", "above_target", "full",
 BLOB_REGIMES: tuple[str, ...] = ("floor", "calm", "volatile", "rising", "falling")
 _SLOT_S = 12  # a child's timestamp when the frame has no next row (one slot later)
 _INT64_SAFE = 2**61  # products below this stay exact in int64 with a 4x margin
-_INT64_MAX = 2**63 - 1
 # fake_exponential truncates each Taylor term, so it lies below e**x by up to 1 wei plus a
 # relative 1.6e-9 (measured over excess up to 4,000 blobs for the four mainnet fractions):
 # the true e**x is in [fee, (fee + 1) * _TAYLOR]
@@ -75,9 +75,7 @@ _MAX_EXPONENT = 1000  # e**1000 wei per blob gas: the Taylor loop would run for 
 
 def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Exact non-negative integers as (int64 or object array, missing mask)."""
-    from feeslab.analysis.fees import _exact  # the one input checker of the fee analysis
-
-    array, missing = _exact(values, name)
+    array, missing = exact_ints(values, name)
     if array.dtype == object:
         negative = np.array([int(v) < 0 for v in array], dtype=bool)
     else:
@@ -89,9 +87,7 @@ def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _series_result(values: np.ndarray, missing: np.ndarray, index: pd.Index, name: str):
-    from feeslab.analysis.fees import _exact_result
-
-    return _exact_result(values, missing, index, name)
+    return exact_series(values, missing, index, name)
 
 
 # -- fake_exponential, vectorised exactly --------------------------------------------------------
@@ -192,7 +188,7 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
     fits = True
     for i in np.flatnonzero(~safe):
         exact[i] = value = _eip4844.blob_base_fee(int(excess[i]), fraction)
-        fits = fits and value <= _INT64_MAX
+        fits = fits and value <= INT64_MAX
     if fits:  # the loop's sums passed int64, its results did not
         return exact.astype(np.int64), None
     return fees, exact

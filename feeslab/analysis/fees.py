@@ -50,6 +50,7 @@ import pandas as pd
 from feeslab import _eip1559
 from feeslab._eip1559 import nearest_rank_index
 from feeslab.analysis import blobs as _blobs
+from feeslab.analysis._exact import INT64_MAX, exact_ints, exact_series
 from feeslab.analysis._spec import takes_spec
 from feeslab.analysis.blobs import *  # noqa: F403 - the blob market (EIP-4844), re-exported
 from feeslab.chainspec import ChainSpec
@@ -66,7 +67,6 @@ __all__ = sorted([
 ])  # fmt: skip
 
 GWEI = 10**9
-INT64_MAX = 2**63 - 1
 _FLOAT_EXACT = 2**53  # integers below this convert to float64 without rounding
 #: Categories of :func:`block_states`, in order.
 BLOCK_STATES: tuple[str, ...] = ("empty", "partial", "full", "unclear")
@@ -82,70 +82,6 @@ _BOUNDS_TARGET = 10**7  # any gas target gives the same full/empty steps when li
 
 
 # -- input handling ----------------------------------------------------------------------------
-
-
-def _exact(values: Any, name: str, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integers as (int64 or object array, missing mask); floats and bools refused."""
-    if isinstance(values, bool | np.bool_):
-        raise TypeError(f"{name} must be an integer, not a bool")
-    if isinstance(values, int | np.integer):
-        n = 1 if length is None else length
-        value = int(values)
-        dtype = np.int64 if -INT64_MAX <= value <= INT64_MAX else object
-        return np.full(n, value, dtype=dtype), np.zeros(n, dtype=bool)
-    if isinstance(values, float | np.floating):
-        raise TypeError(f"{name} must be an exact integer, not a float ({values!r})")
-    if isinstance(values, str | bytes):
-        raise TypeError(f"{name} must be integers, not a {type(values).__name__}")
-    if isinstance(values, pd.Series):
-        series = values
-    elif isinstance(values, np.ndarray):
-        series = pd.Series(values.ravel() if values.ndim == 0 else values)
-    else:
-        series = pd.Series(list(values), dtype=object)
-    if length is not None and len(series) != length:
-        raise ValueError(f"{name} has {len(series)} values, expected {length} (one per row)")
-    dtype = series.dtype
-    if pd.api.types.is_bool_dtype(dtype):
-        raise TypeError(f"{name} must be integers, not bools")
-    if pd.api.types.is_float_dtype(dtype):
-        raise TypeError(
-            f"{name} must be exact integers, not {dtype} (floats lose wei above 2**53; "
-            "keep wei columns int64, Int64 or Python ints)"
-        )
-    if pd.api.types.is_integer_dtype(dtype):  # int64, uint64, Int64 (masked)
-        mask = series.isna().to_numpy()
-        if pd.api.types.is_unsigned_integer_dtype(dtype) and (series.fillna(0) > INT64_MAX).any():
-            return series.astype(object).to_numpy(), mask
-        return series.fillna(0).to_numpy(dtype=np.int64), mask
-    if not pd.api.types.is_object_dtype(dtype):
-        raise TypeError(f"{name} must be integers, not {dtype}")
-    items = series.tolist()
-    mask = np.zeros(len(items), dtype=bool)
-    out: list[int] = []
-    for i, item in enumerate(items):
-        if item is None or item is pd.NA or (isinstance(item, float) and math.isnan(item)):
-            mask[i] = True
-            out.append(0)
-        elif isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer):
-            raise TypeError(f"{name}[{i}] must be an integer, not {type(item).__name__}")
-        else:
-            out.append(int(item))
-    fits = all(-INT64_MAX <= v <= INT64_MAX for v in out)
-    return np.array(out, dtype=np.int64 if fits else object), mask
-
-
-def _exact_result(values: np.ndarray, mask: np.ndarray, index: pd.Index, name: str) -> pd.Series:
-    """int64 when exact and complete, Int64 with gaps, object (Python ints) beyond int64."""
-    if values.dtype == object:
-        if all(-INT64_MAX <= int(v) <= INT64_MAX for v in values):
-            values = values.astype(np.int64)
-        else:
-            data = [pd.NA if m else int(v) for v, m in zip(values, mask, strict=True)]
-            return pd.Series(data, index=index, dtype=object, name=name)
-    if mask.any():
-        return pd.Series(pd.arrays.IntegerArray(values, mask), index=index, name=name)
-    return pd.Series(values, index=index, name=name)
 
 
 def _base_fee_frame(data: Any, what: str) -> pd.DataFrame:
@@ -241,7 +177,7 @@ def eip1559_parameters(chain: ChainSpec | str | int, block_number: Any) -> pd.Da
     """
     rules = ChainSpec.of(chain).eip1559
     index = block_number.index if isinstance(block_number, pd.Series) else None
-    numbers, missing = _exact(block_number, "block_number")
+    numbers, missing = exact_ints(block_number, "block_number")
     if missing.any() or numbers.dtype == object:
         raise ValueError("block_number must be int64 block numbers, none missing")
     starts = np.array([r.from_block for r in rules], dtype=np.int64)
@@ -292,8 +228,8 @@ def _parameters(
         return params
     e = _DEFAULT_ELASTICITY if elasticity_multiplier is None else elasticity_multiplier
     d = _DEFAULT_DENOMINATOR if max_change_denominator is None else max_change_denominator
-    e_values, e_missing = _exact(e, "elasticity_multiplier", n)
-    d_values, d_missing = _exact(d, "max_change_denominator", n)
+    e_values, e_missing = exact_ints(e, "elasticity_multiplier", n)
+    d_values, d_missing = exact_ints(d, "max_change_denominator", n)
     if (e_values[~e_missing] < 1).any() or (d_values[~d_missing] < 1).any():
         raise ValueError(f"{what}: elasticity_multiplier and max_change_denominator must be >= 1")
     return pd.DataFrame(
@@ -462,7 +398,7 @@ def next_base_fee(
     }
     vectors = {k: v for k, v in arguments.items() if not isinstance(v, int | np.integer)}
     if not vectors:
-        checked = {k: _exact(v, k)[0] for k, v in arguments.items()}
+        checked = {k: exact_ints(v, k)[0] for k, v in arguments.items()}
         _check_rule_inputs(checked, np.zeros(1, dtype=bool))
         percent = int(arguments["gas_target_percent"])
         return _eip1559.next_base_fee(
@@ -481,7 +417,7 @@ def next_base_fee(
     arrays: dict[str, np.ndarray] = {}
     missing = np.zeros(length, dtype=bool)
     for name, value in arguments.items():
-        values, absent = _exact(value, name, length)
+        values, absent = exact_ints(value, name, length)
         if name == "gas_target_percent":  # a missing percentage means: use the multiplier
             values, absent = np.where(absent, 0, values), np.zeros_like(absent)
         arrays[name], missing = values, missing | absent
@@ -508,7 +444,7 @@ def next_base_fee(
         filled["max_change_denominator"],
         filled["gas_target_percent"],
     )
-    return _exact_result(result, missing, index, "next_base_fee_wei")
+    return exact_series(result, missing, index, "next_base_fee_wei")
 
 
 def _check_rule_inputs(arrays: dict[str, np.ndarray], missing: np.ndarray) -> None:
@@ -617,9 +553,9 @@ def next_base_fees(
     london = params["london_block"].to_numpy()
     if london.any():
         assert spec is not None
-        values, missing = _exact(result.astype(object), "next_base_fee_wei")
+        values, missing = exact_ints(result.astype(object), "next_base_fee_wei")
         values = np.where(london, spec.initial_base_fee_wei, values)
-        result = _exact_result(values, missing & ~london, blocks.index, "next_base_fee_wei")
+        result = exact_series(values, missing & ~london, blocks.index, "next_base_fee_wei")
     return _carry(result.rename("next_base_fee_wei"), blocks, spec)
 
 
@@ -751,7 +687,7 @@ def infer_utilisation(
     """
     frame = _base_fee_frame(base_fees, "base_fees")
     numbers = _block_numbers(frame, "infer_utilisation", required=False)
-    fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
+    fee, missing = exact_ints(frame["base_fee_wei"], "base_fee_wei")
     if fee.dtype == object:
         raise ValueError("base fees beyond int64 wei are not supported here")
     n = len(frame)
@@ -901,7 +837,7 @@ def log_returns(base_fees: pd.DataFrame | pd.Series) -> pd.Series:
     """
     frame = _base_fee_frame(base_fees, "base_fees")
     numbers = _block_numbers(frame, "log_returns", required=False)
-    fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
+    fee, missing = exact_ints(frame["base_fee_wei"], "base_fee_wei")
     values = np.where(missing | (fee <= 0), np.nan, fee.astype(np.float64))
     out = np.full(len(frame), np.nan)
     if len(frame) > 1:
@@ -1108,7 +1044,7 @@ def base_fee_percentile(base_fees: pd.DataFrame | pd.Series, percentile: float =
     .. [1] MetaMask/Infura Gas API, ``baseFeePercentile`` and ``busyThreshold``.
     """
     frame = _base_fee_frame(base_fees, "base_fees")
-    fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
+    fee, missing = exact_ints(frame["base_fee_wei"], "base_fee_wei")
     if missing.any():
         raise ValueError("base_fees has missing values: drop pre-London rows first")
     if len(fee) == 0:
@@ -1181,7 +1117,7 @@ def gas_api_percentiles(
         raise ValueError(f"min_periods must be in 1..window, got {min_periods!r}")
     frame = _base_fee_frame(base_fees, "base_fees")
     numbers = _block_numbers(frame, "gas_api_percentiles", required=False)
-    fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
+    fee, missing = exact_ints(frame["base_fee_wei"], "base_fee_wei")
     if missing.any() or fee.dtype == object:
         raise ValueError("base_fees must be complete int64 wei: drop pre-London rows first")
     if not _consecutive(numbers, len(fee)).all():
@@ -1302,7 +1238,7 @@ def base_fee_bounds(
     _check_params(elasticity_multiplier, max_change_denominator, gas_limit)
     if not isinstance(horizon, int | np.integer) or isinstance(horizon, bool) or horizon < 0:
         raise ValueError(f"horizon must be a non-negative number of blocks, not {horizon!r}")
-    fee, _ = _exact(base_fee, "base_fee")
+    fee, _ = exact_ints(base_fee, "base_fee")
     if fee[0] < 0:
         raise ValueError(f"base_fee must be non-negative, got {base_fee!r}")
     _, _, lows, highs = _extreme_steps(
@@ -1318,8 +1254,8 @@ def base_fee_bounds(
     none = np.zeros(len(low), dtype=bool)
     index = pd.RangeIndex(len(low))
     frame = pd.DataFrame({"blocks_ahead": np.arange(len(low), dtype=np.int64)})
-    frame["lowest_base_fee_wei"] = _exact_result(low, none, index, "lowest")
-    frame["highest_base_fee_wei"] = _exact_result(high, none, index, "highest")
+    frame["lowest_base_fee_wei"] = exact_series(low, none, index, "lowest")
+    frame["highest_base_fee_wei"] = exact_series(high, none, index, "highest")
     frame["lowest_base_fee_gwei"] = frame["lowest_base_fee_wei"].astype("float64") / GWEI
     frame["highest_base_fee_gwei"] = frame["highest_base_fee_wei"].astype("float64") / GWEI
     return frame
@@ -1360,7 +1296,7 @@ def base_fee_range(
     if not isinstance(blocks_ahead, int | np.integer) or blocks_ahead < 0:
         raise ValueError(f"blocks_ahead must be a non-negative int, not {blocks_ahead!r}")
     frame = _base_fee_frame(base_fees, "base_fees")
-    fee, missing = _exact(frame["base_fee_wei"], "base_fee_wei")
+    fee, missing = exact_ints(frame["base_fee_wei"], "base_fee_wei")
     if (fee[~missing] < 0).any():
         raise ValueError("base fees must be non-negative")
     low, high, _, _ = _extreme_steps(
@@ -1374,8 +1310,8 @@ def base_fee_range(
     out = _carry(pd.DataFrame(index=frame.index), frame)
     if "block_number" in frame.columns:
         out["block_number"] = frame["block_number"]
-    out["lowest_base_fee_wei"] = _exact_result(low, missing, frame.index, "lowest")
-    out["highest_base_fee_wei"] = _exact_result(high, missing, frame.index, "highest")
+    out["lowest_base_fee_wei"] = exact_series(low, missing, frame.index, "lowest")
+    out["highest_base_fee_wei"] = exact_series(high, missing, frame.index, "highest")
     return out
 
 
@@ -1466,11 +1402,11 @@ def includable_blocks(
     _check_params(elasticity_multiplier, max_change_denominator, gas_limit)
     scalar = isinstance(max_fee_per_gas, int | np.integer)
     index = max_fee_per_gas.index if isinstance(max_fee_per_gas, pd.Series) else None
-    fees, missing = _exact(max_fee_per_gas, "max_fee_per_gas")
+    fees, missing = exact_ints(max_fee_per_gas, "max_fee_per_gas")
     if missing.any():
         raise ValueError("max_fee_per_gas has missing values")
     fees = fees.astype(object)
-    start, _ = _exact(base_fee, "base_fee")
+    start, _ = exact_ints(base_fee, "base_fee")
     if start[0] < 0:
         raise ValueError(f"base_fee must be non-negative, got {base_fee!r}")
     if gas_limit is None and gas_target_percent is not None:
