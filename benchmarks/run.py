@@ -22,7 +22,9 @@ Measures, on this machine:
   200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
-is printed as FAIL, and the run still succeeds.
+is printed as FAIL, and the run still succeeds. The table is printed and written into
+``docs/benchmarks.md`` between its markers (``benchmarks/_table.py``), with the machine, its
+load before and after, the Python and pandas versions, the commit and the date.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import platform
 import sys
 import time
 
+import _table  # benchmarks/_table.py: the table into docs/benchmarks.md
 import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
 import devnet_perf  # benchmarks/devnet_perf.py: the devnet's headers and eth_call, before/after
 import era1  # benchmarks/era1.py
@@ -180,6 +183,7 @@ def bench_frames() -> list[tuple[str, float, str]]:
 
 
 def main() -> int:
+    before = _table.machine_facts()  # the load before this run adds its own
     print(f"machine: {machine()}")
     print(uncle_scan.NOTE)
     rows = bench_generation(seed=int(time.time()) % 100_000 + 1_000_000)
@@ -209,6 +213,8 @@ def main() -> int:
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:
         print(f"{name:<{width}}  {seconds:>10.4f}  {rate}")
+    written = _table.write(rows, before, _table.machine_facts())
+    print(f"table written to {written}")
     return 0
 
 
