@@ -35,6 +35,7 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import os
 import re
@@ -47,7 +48,6 @@ from typing import Any, NoReturn
 
 from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
 from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
-from feeslab._hexbytes import is_address
 
 DEFAULT_PORT = 8545  # the usual local node port
 
@@ -166,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(sub)
     _fetch_parser(sub)
     _export_era1_parser(sub)
-    plain = parser.error  # the words argparse could not place are reported here: masked
-    parser.error = lambda message: plain(_masked_arguments(message))  # type: ignore[method-assign]
+    # the words argparse could not place are reported here: masked, on one line
+    parser.error = _one_line_error(parser)  # type: ignore[method-assign]
     return parser
 
 
@@ -314,7 +314,6 @@ def _settle(handle: Any) -> None:
 FORMATS = (".parquet", ".csv")
 USER_ERROR = 2  # a user mistake: bad option, range, suffix, key or budget
 FAILURE = 1  # the service or the network failed
-_BLOCKS = re.compile(r"(\d+):(\d+)(?::(\d+))?")
 
 
 class UsageError(Exception):
@@ -432,104 +431,23 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
-    fees = kinds.add_parser(
-        "base-fees",
-        parents=[common],
-        help="base fees per block: eth_feeHistory over --start/--stop, else the Gas API's last 500",
-        description="With --start/--stop: Lab.fee_history (eth_feeHistory, 1,024 blocks per "
-        "call). Without: Lab.base_fee_history (the Gas API's last 500 base fees).",
-    )
-    fees.add_argument("--start", type=_non_negative, help="first block")
-    fees.add_argument("--stop", type=_non_negative, help="block after the last, as in range()")
-    fees.add_argument(
-        "--percentiles",
-        default="10,50,90",
-        help="tip percentiles with a range (default %(default)s)",
-    )
-    fees.add_argument(
-        "--chain-id",
-        type=_non_negative,
-        help="the Gas API's chain, without a range (default: the node's)",
-    )
-    span = argparse.ArgumentParser(add_help=False)  # a required block range
-    span.add_argument("--start", type=_non_negative, required=True, help="first block")
-    span.add_argument(
-        "--stop", type=_non_negative, required=True, help="block after the last, as in range()"
-    )
-    uncles = kinds.add_parser(
-        "uncles",
-        parents=[common, span],
-        help="every uncle included by blocks --start .. --stop - 1",
-        description="Lab.uncles: one row per uncle (or per block with --per-block).",
-    )
-    uncles.add_argument(
-        "--per-block",
-        action="store_true",
-        help="one row per scanned block with its uncle_count instead",
-    )
-    blocks = kinds.add_parser(
-        "blocks",
-        parents=[common, span],
-        help="block headers of --start .. --stop - 1",
-        description="Lab.blocks: one row per block (hash, miner, gas, difficulty, uncles).",
-    )
-    storage = kinds.add_parser(
-        "storage",
-        parents=[common],
-        help="one storage slot of a contract at a range of blocks",
-        description="Lab.storage_series: the word at --slot of --address after each block.",
-    )
-    storage.add_argument("--address", required=True, help="the contract, 0x + 40 hex digits")
-    storage.add_argument(
-        "--slot",
-        type=_non_negative,
-        required=True,
-        help="the slot, decimal or 0x hex (see feeslab.slots)",
-    )
-    storage.add_argument(
-        "--blocks",
-        required=True,
-        metavar="A:B[:STEP]",
-        help="blocks A .. B - 1 every STEP, as in range()",
-    )
-    for parser in (fees, uncles, blocks, storage):
-        parser.error = _one_line_error(parser)  # type: ignore[method-assign]
+    from feeslab.datasets import REGISTRY  # the kinds: every dataset with a command-line name
+
+    for dataset in REGISTRY.on_command_line():
+        kind = kinds.add_parser(dataset.cli, parents=[common], help=dataset.summary,
+                                description=f"lab.{dataset.name}: {dataset.summary}.")  # fmt: skip
+        kind.set_defaults(dataset=dataset.name)
+        for option in dataset.options:
+            option.add_to(kind)
+        kind.error = _one_line_error(kind)  # type: ignore[method-assign]
     fetch.set_defaults(func=_run_fetch)
 
 
-def _check_range(start: int | None, stop: int | None, what: str = "--start/--stop") -> None:
-    if start is None or stop is None:
-        raise UsageError(f"give both --start and --stop ({what})")
-    if stop <= start:
-        raise UsageError(f"--stop ({stop}) must be greater than --start ({start}), as in range()")
-
-
-def _parse_blocks(text: str) -> range:
-    match = _BLOCKS.fullmatch(text.strip())
-    if match is None:
-        raise UsageError(f"--blocks must be A:B or A:B:STEP (non-negative ints), not {text!r}")
-    start, stop, step = int(match[1]), int(match[2]), int(match[3] or 1)
-    if step <= 0:
-        raise UsageError(f"--blocks step must be positive, not {step}")
-    if stop <= start:
-        raise UsageError(f"--blocks {text}: B ({stop}) must be greater than A ({start})")
-    return range(start, stop, step)
-
-
-def _parse_percentiles(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise UsageError(
-            f"--percentiles must be numbers separated by commas, not {text!r}"
-        ) from None
-    if any(not 0 <= p <= 100 for p in values) or list(values) != sorted(values):
-        raise UsageError(f"--percentiles must rise from 0 to 100, not {text!r}")
-    return values
-
-
 def _check_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Every check that needs no network: the fetch's parameters, or ``UsageError``."""
+    """Every check that needs no network: the output, the keys and the dataset's arguments,
+    or ``UsageError``."""
+    from feeslab.datasets import REGISTRY
+
     output = Path(args.output)
     if output.suffix.lower() not in FORMATS:
         raise UsageError(
@@ -549,31 +467,19 @@ def _check_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.url is not None and len(args.url) not in (1, max(1, len(keys))):
         raise UsageError(f"--url given {len(args.url)} times for {len(keys)} API keys: give it "
                          "once (every key) or once per key")  # fmt: skip
-    params: dict[str, Any] = {"output": output, "keys": keys}
-    if args.era1 is not None and (args.url is not None or args.kind == "storage"
-                                  or (args.kind == "base-fees" and args.start is None)):
-        raise UsageError("--era1 reads blocks, uncles and base fees over --start/--stop from "
-                         "files: it takes no --url, no storage, no Gas API")  # fmt: skip
-    if args.kind == "base-fees":
-        if args.start is None and args.stop is None:
-            params["chain_id"] = args.chain_id
-        else:
-            _check_range(args.start, args.stop)
-            if args.chain_id is not None:
-                raise UsageError(
-                    "--chain-id is for the Gas API (no range); a --start/--stop "
-                    "range reads the node's chain"
-                )
-            params["percentiles"] = _parse_percentiles(args.percentiles)
-    elif args.kind in ("uncles", "blocks"):
-        _check_range(args.start, args.stop)
-    elif args.kind == "storage":
-        if not is_address(args.address):
-            raise UsageError(
-                f"--address must be 0x followed by 40 hex digits, not {args.address!r}"
-            )
-        params["blocks"] = _parse_blocks(args.blocks)
-    return params
+    if args.era1 is not None and args.url is not None:
+        raise UsageError("--era1 reads files: it takes no --url")
+    dataset = REGISTRY[args.dataset]
+    given = {o.dest: getattr(args, o.dest) for o in dataset.options}
+    written = {o.dest: given.pop(o.dest) for o in dataset.options if o.written_only}
+    if "stop" in given and given["stop"] <= given["start"]:
+        raise UsageError(f"--stop ({given['stop']}) must be greater than --start "
+                         f"({given['start']}), as in range()")  # fmt: skip
+    if (args.scheduler is not None or args.workers) and dataset.partitions is None:
+        raise UsageError(f"{dataset.cli} runs in one process: --scheduler/--workers are for "
+                         "datasets over a range or a series of blocks")  # fmt: skip
+    return {"output": output, "keys": keys, "dataset": dataset, "params": given,
+            "written": written}
 
 
 def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
@@ -597,75 +503,43 @@ def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     return keys
 
 
-def _dataset(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, Any]:
+def _planned(lab: Any, args: argparse.Namespace, checked: dict[str, Any]) -> tuple[Any, Any]:
     """The plan of the fetch ``args`` ask for (bought samples stay within ``--budget``), and
-    the function that gets its frame."""
-    from feeslab import datasets
+    the function that gets its frame: in one process, or planned once for the cluster."""
+    from feeslab.datasets import registry
 
-    progress = not args.quiet
-    if args.kind == "base-fees" and "percentiles" not in params:
-        return datasets.base_fees.plan(source), lambda: datasets.base_fees.get(
-            source, params["chain_id"])
-    if params.get("client") is not None:
-        return _on_cluster(source, args, params)
-    if args.kind == "base-fees":
-        return datasets.fee_history.plan(source, args.start, args.stop), lambda: (
-            datasets.fee_history.get(source, args.start, args.stop,
-                                     percentiles=params["percentiles"], progress=progress))
-    if args.kind == "uncles":
-        plan = datasets.uncles.plan(source, args.start, args.stop, budget=args.budget)
+    dataset, source = checked["dataset"], lab.data_source
+    params = dict(checked["params"])
+    if dataset.takes("progress"):
+        params["progress"] = not args.quiet
+    if "budget" in inspect.signature(dataset.plan).parameters:
+        params["budget"] = args.budget  # a plan that buys a sample checks it first
 
-        def scan() -> Any:
-            found = datasets.uncles.get(source, args.start, args.stop, progress=progress)
-            return found.blocks if args.per_block else found.uncles
+    def written(value: Any) -> Any:
+        return dataset.written(value, **checked["written"])
 
-        return plan, scan
-    if args.kind == "blocks":
-        return datasets.blocks.plan(source, args.start, args.stop), lambda: datasets.blocks.get(
-            source, args.start, args.stop, progress=progress)
-    blocks = params["blocks"]
-    return datasets.storage.plan(source, args.address, args.slot, blocks), lambda: (
-        datasets.storage.get(source, args.address, args.slot, blocks, progress=progress))
-
-
-def _on_cluster(source: Any, args: argparse.Namespace, params: dict[str, Any]) -> tuple[
-        Any, Any]:  # fmt: skip
-    """The fetch on ``params["client"]``'s cluster (``feeslab.cluster``): planned once."""
+    client = checked.get("client")
+    if client is None:
+        plan = registry.plan(dataset, source, params)
+        params.pop("budget", None)  # the plan is checked against it (_fetch)
+        return plan, lambda: written(registry.get(dataset, source, params))
     from feeslab import cluster
 
-    output = params["output"]
+    output = checked["output"]
     options = {"out": output.with_name(output.stem + ".parts")}
     if args.partition_blocks:
         options["partition_blocks"] = args.partition_blocks
-    run = {"client": params["client"], "budget": args.budget, "progress": not args.quiet,
-           "keys": params.get("labs", ())}
-    if args.kind == "uncles":
-        planned = cluster.plan_uncles(source, args.start, args.stop, budget=args.budget,
-                                      **options)  # fmt: skip
-
-        def scan() -> Any:
-            found = cluster.uncles(source, args.start, args.stop, planned=planned, **options,
-                                   **run)  # fmt: skip
-            return found.blocks if args.per_block else found.uncles
-
-        return planned[0].plan, scan
-    if args.kind == "blocks":
-        spec: Any = cluster.BlocksJob(args.start, args.stop)
-    elif args.kind == "base-fees":
-        spec = cluster.FeeHistoryJob(args.start, args.stop, params["percentiles"])
-    else:
-        spec = cluster.StorageJob(args.address, args.slot, tuple(params["blocks"]))
-    job = cluster.plan_job(spec, source, **options)
-    return job.plan, lambda: cluster.run_job(spec, source, planned=job, **run).frame
+    job = cluster.plan(dataset, source, **options, **params)
+    params["budget"] = args.budget
+    return job.plan, lambda: written(cluster.run(
+        dataset, source, client=client, planned=job, keys=checked.get("labs", ()), **options,
+        **params).value)
 
 
 def _client(args: argparse.Namespace) -> Any:
     """A ``distributed.Client`` for ``--scheduler``/``--workers`` (None without them)."""
     if args.scheduler is None and not args.workers:
         return None
-    if args.kind == "base-fees" and args.start is None:
-        raise UsageError("--scheduler/--workers run base fees over --start/--stop (the Gas "
-                         "API's last 500 are one call)")  # fmt: skip
     if args.scheduler is not None and args.workers:
         raise UsageError("give --scheduler (a running cluster) or --workers (a local one)")
     try:
@@ -680,25 +554,22 @@ def _client(args: argparse.Namespace) -> Any:
     return Client(args.scheduler)
 
 
-def _fetch(lab: Any, args: argparse.Namespace, params: dict[str, Any], say) -> Any:
+def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any], say) -> Any:
     """Plan, check the budget, print the plan, fetch: the frame."""
     from feeslab.fetch.credits import Budget
 
-    last = (
-        None
-        if args.kind == "base-fees" and "percentiles" not in params
-        else (params["blocks"][-1] if args.kind == "storage" else args.stop - 1)
-    )
-    if lab.era1 is not None:
-        pass  # the files say which blocks they hold when read
-    elif last is not None and last > (head := lab.node.head(refresh=True)):
-        raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's end")
-    plan, get = _dataset(lab.data_source, args, params)
+    dataset = checked["dataset"]
+    if lab.has_node and dataset.partitions is not None:
+        last = dataset.partitions.span(checked["params"])[1] - 1
+        if last > (head := lab.node.head(refresh=True)):
+            raise UsageError(f"block {last:,} is beyond the head ({head:,}); lower the range's "
+                             "end")  # fmt: skip
+    plan, get = _planned(lab, args, checked)
     if args.budget is not None:
         Budget(args.budget).check(plan, lab.credits)
     say(repr(plan))
-    labs = [lab, *params.get("labs", ())]
-    nodes = [one.node for one in labs] if lab.era1 is None else []  # era1 files: not paced
+    labs = [lab, *checked.get("labs", ())]
+    nodes = [one.node for one in labs] if lab.has_node else []  # era1 files: not paced
     governors = [getattr(getattr(n, "transport", None), "governor", None) for n in nodes]
     if governors and None not in governors and plan.total:
         for governor in governors:

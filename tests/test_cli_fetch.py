@@ -93,7 +93,8 @@ def test_base_fees_over_a_range_parquet_and_csv(devnet, lab, tmp_path):
     expected = lab.fee_history(start, stop).reset_index(drop=True)
     parquet, csv = tmp_path / "fees.parquet", tmp_path / "fees.csv"
     out = succeeded(
-        on_devnet(devnet, "base-fees", "--start", "150000", "--stop", "151500", "-o", str(parquet))
+        on_devnet(devnet, "fee-history", "--start", "150000", "--stop", "151500", "-o",
+                  str(parquet))
     )
     # the plan first, then the ledger
     assert out.index("fee history of blocks 150,000 to 151,499: 160 credits") < out.index("spent")
@@ -101,7 +102,8 @@ def test_base_fees_over_a_range_parquet_and_csv(devnet, lab, tmp_path):
     pd.testing.assert_frame_equal(read(parquet), expected)
     succeeded(
         on_devnet(
-            devnet, "base-fees", "--start", "150000", "--stop", "151500", "-o", str(csv), "--quiet"
+            devnet, "fee-history", "--start", "150000", "--stop", "151500", "-o", str(csv),
+            "--quiet",
         )
     )
     # CSV has no nullable ints: say which columns are, as a reader would
@@ -215,7 +217,7 @@ def test_embedded_devnet_with_a_seed(lab, tmp_path, token):
 def test_secrets_are_never_printed(devnet, tmp_path):
     path = tmp_path / "fees.csv"
     proc = fetch(
-        "base-fees",
+        "fee-history",
         "--start",
         "1000",
         "--stop",
@@ -235,7 +237,7 @@ def test_secrets_are_never_printed(devnet, tmp_path):
         assert devnet.api_key_secret not in text
     # a refused key is reported on one line, without the key
     bad = fetch(
-        "base-fees",
+        "fee-history",
         "--start",
         "1000",
         "--stop",
@@ -256,9 +258,9 @@ def test_secrets_are_never_printed(devnet, tmp_path):
 # -- user mistakes -----------------------------------------------------------------------------
 
 MISTAKES = {
-    "bad range": (["base-fees", "--start", "10", "--stop", "5"], "greater than --start"),
-    "half a range": (["base-fees", "--start", "10"], "both --start and --stop"),
-    "negative block": (["uncles", "--start", "-1", "--stop", "5"], "must be >= 0"),
+    "bad range": (["fee-history", "--start", "10", "--stop", "5"], "greater than --start"),
+    "half a range": (["fee-history", "--start", "10"], "--stop"),
+    "negative block": (["uncles", "--start", "-1", "--stop", "5"], "non-negative"),
     "missing stop": (["uncles", "--start", "1"], "--stop"),
     "empty blocks": (
         ["storage", "--address", "0x" + "11" * 20, "--slot", "0", "--blocks", "5:5"],
@@ -273,11 +275,11 @@ MISTAKES = {
         "--address",
     ),
     "chain id with a range": (
-        ["base-fees", "--start", "1", "--stop", "5", "--chain-id", "1"],
-        "--chain-id",
+        ["fee-history", "--start", "1", "--stop", "5", "--chain-id", "1"],
+        "unrecognized arguments: --chain-id",
     ),
     "unknown suffix": (
-        ["base-fees", "--start", "1", "--stop", "5", "--suffix=.txt"],
+        ["fee-history", "--start", "1", "--stop", "5", "--suffix=.txt"],
         "unknown output format '.txt'",
     ),
     "missing key with --url": (["base-fees", "--url", "http://127.0.0.1:9"], "--api-key"),
@@ -310,7 +312,7 @@ def test_mistakes_found_after_connecting_exit_2_and_leave_no_file(devnet, tmp_pa
         and len(beyond.stderr.strip().splitlines()) == 1
     )
     over = on_devnet(
-        devnet, "base-fees", "--start", "1", "--stop", "5000", "--budget", "100", "-o", str(path)
+        devnet, "fee-history", "--start", "1", "--stop", "5000", "--budget", "100", "-o", str(path)
     )
     assert over.returncode == 2
     assert "needs 400 credits" in over.stderr and len(over.stderr.strip().splitlines()) == 1
@@ -341,7 +343,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(devnet, tmp_path, m
     status = main(
         [
             "fetch",
-            "base-fees",
+            "fee-history",
             "--start",
             "1000",
             "--stop",

@@ -284,7 +284,7 @@ def test_cli_runs_on_a_local_cluster(exported, tmp_path):
 
 def test_cli_refuses_a_cluster_for_the_gas_apis_base_fees(tmp_path, capsys):
     status = main(["fetch", "base-fees", "--workers", "2", "-o", str(tmp_path / "b.parquet")])
-    assert status == 2 and "over --start/--stop" in capsys.readouterr().err
+    assert status == 2 and "base-fees runs in one process" in capsys.readouterr().err
     assert not (tmp_path / "b.parquet").exists()
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from feeslab._hexbytes import is_address
 from feeslab.fetch.credits import Plan
 from feeslab.sources.base import JSON_RPC, Source, require
 
@@ -37,6 +38,7 @@ __all__ = [
     "Partitioning",
     "PartsPlan",
     "Registry",
+    "address_arg",
     "block_arg",
     "blocks_arg",
     "get",
@@ -186,6 +188,10 @@ class Dataset:
     context: str | None = None
     written: Callable[..., pd.DataFrame] = _identity
 
+    def takes(self, parameter: str) -> bool:
+        """Whether ``fetch`` has ``parameter``."""
+        return parameter in _signature(self.fetch).parameters
+
     def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """``fetch``'s parameters from a call's arguments (defaults applied), without the
         source: a TypeError names a wrong or missing one, as the function would."""
@@ -316,6 +322,13 @@ def percentiles_arg(text: str) -> tuple[float, ...]:
     if any(not 0 <= p <= 100 for p in values) or list(values) != sorted(values):
         raise argparse.ArgumentTypeError(f"must rise from 0 to 100, not {text!r}")
     return values
+
+
+def address_arg(text: str) -> str:
+    """0x and 40 hex digits."""
+    if not is_address(text):
+        raise argparse.ArgumentTypeError(f"must be 0x followed by 40 hex digits, not {text!r}")
+    return text
 
 
 def block_arg(text: str) -> int:

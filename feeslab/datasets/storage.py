@@ -12,7 +12,14 @@ from typing import Any
 import pandas as pd
 
 from feeslab.datasets._checks import rpc
-from feeslab.datasets.registry import BY_SERIES, Dataset, Option, block_arg, blocks_arg
+from feeslab.datasets.registry import (
+    BY_SERIES,
+    Dataset,
+    Option,
+    address_arg,
+    block_arg,
+    blocks_arg,
+)
 from feeslab.fetch.credits import Plan
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
@@ -93,7 +100,8 @@ def get(
 DATASETS = (
     Dataset("storage", word, summary="the word at a slot of a contract after one block"),
     Dataset("storage_series", get, plan=plan, cli="storage", options=(
-        Option(("--address",), "address", "the contract, 0x + 40 hex digits", required=True),
+        Option(("--address",), "address", "the contract, 0x + 40 hex digits", required=True,
+               type=address_arg),
         Option(("--slot",), "slot", "the slot, decimal or 0x hex (see feeslab.slots)",
                type=block_arg, required=True),
         Option(("--blocks",), "blocks", "blocks A .. B - 1 every STEP, as in range()",

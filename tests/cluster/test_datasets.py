@@ -259,7 +259,7 @@ def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, 
              devnet.api_key_secret, "--no-cache", "--quiet", "--scheduler",
              client.scheduler.address, "--partition-blocks", "40"]  # fmt: skip
     for kind, options, reference in (
-        ("base-fees", ["--start", "100000", "--stop", "110000", "--percentiles", "50"], fees),
+        ("fee-history", ["--start", "100000", "--stop", "110000", "--percentiles", "50"], fees),
         ("storage", ["--address", token, "--slot", str(slot), "--blocks",
                      f"{first}:{first + 300}:3"], words),
     ):  # fmt: skip
@@ -269,7 +269,7 @@ def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, 
         assert proc.returncode == 0, proc.stderr
         _same(frame_from_bytes(output.read_bytes()), reference)
         parts = len(list((tmp_path / f"{kind}.parts").glob("part-*.parquet")))
-        assert parts == (10 if kind == "base-fees" else 3)  # 1,024 blocks, 40 words a part
+        assert parts == (10 if kind == "fee-history" else 3)  # 1,024 blocks, 40 words a part
 
 
 

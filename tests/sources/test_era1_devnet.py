@@ -117,7 +117,9 @@ def test_cli_damaged_or_missing_file_exits_2_on_one_line_writes_nothing(tmp_path
             assert word in lines[0], lines[0]
         assert not out.exists() and list(tmp_path.glob(".out.parquet*")) == []
     proc = feeslab_cli("fetch", "base-fees", "--era1", str(REAL), "-o", str(tmp_path / "f.csv"))
-    assert proc.returncode == 2 and "--era1 reads" in proc.stderr  # the Gas API is no file
+    assert proc.returncode == 2, proc.stderr  # the Gas API is no file: what the files offer
+    assert "needs 'gas-api'" in proc.stderr and "offers 'blocks', 'fee_history', 'uncles'" in (
+        proc.stderr)
 
 
 def test_cli_export_era1(tmp_path, exported):
