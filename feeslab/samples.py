@@ -25,7 +25,7 @@ from importlib import resources
 
 import pandas as pd
 
-from feeslab.frames.blocks import _object_series
+from feeslab.frames import blocks_frame, uncles_frame
 
 __all__ = [
     "LONDON_BLOCK",
@@ -97,13 +97,10 @@ def frontier_blocks() -> pd.DataFrame:
         ``total_difficulty`` exact Python ints, ``uncle_hashes`` tuples). ``attrs``:
         ``source`` ``"era1"``.
     """
-    frame = _read("frontier_blocks.parquet")
-    for name in ("difficulty", "total_difficulty"):
-        frame[name] = _object_series([int(v) for v in frame[name]])
-    frame["uncle_hashes"] = _object_series([tuple(v) for v in frame["uncle_hashes"]])
-    frame["base_fee_wei"] = frame["base_fee_wei"].astype("Int64")
-    for name in ("blob_gas_used", "excess_blob_gas"):  # no blobs before Cancun
-        frame[name] = pd.Series([pd.NA] * len(frame), dtype="Int64")
+    stored = _read("frontier_blocks.parquet").drop(columns=["gas_used_ratio", "uncle_count"])
+    stored["blob_gas_used"] = stored["excess_blob_gas"] = None  # no blobs before Cancun
+    frame = blocks_frame(stored)
+    frame.attrs = dict(stored.attrs)  # what the file says of itself (its network)
     return _attrs(frame, "era1", "mainnet-00000-5ec1ffb8.era1")
 
 
@@ -115,7 +112,7 @@ def frontier_uncles() -> pd.DataFrame:
     pandas.DataFrame
         The columns of ``feeslab.frames.parse_uncles``; ``attrs``: ``source`` ``"era1"``.
     """
-    frame = _read("frontier_uncles.parquet")
-    frame["difficulty"] = _object_series([int(v) for v in frame["difficulty"]])
-    frame["base_fee_wei"] = frame["base_fee_wei"].astype("Int64")
+    stored = _read("frontier_uncles.parquet").drop(columns="depth")
+    frame = uncles_frame(stored)
+    frame.attrs = dict(stored.attrs)  # what the file says of itself (its network)
     return _attrs(frame, "era1", "mainnet-00000-5ec1ffb8.era1")

@@ -1,6 +1,10 @@
 """Frames: pure parse functions from decoded node / Gas API JSON to pandas DataFrames.
 
-The fetch layer (:mod:`feeslab.fetch`) does the I/O and hands its decoded JSON here.
+The fetch layer (:mod:`feeslab.fetch`) does the I/O and hands its decoded JSON here. Each
+frame a source other than a node also gives is made by one builder from its columns
+(:func:`blocks_frame`, :func:`uncles_frame`, :func:`fee_history_frame`): the parse functions
+turn JSON into columns and call it, as the era1 reader (:mod:`feeslab.sources.era1`) does with
+the fields it decodes, so the frames agree column for column whatever their source.
 Conventions, shared by every frame:
 
 * ``block_number`` is int64; timestamps are ``datetime64[ns, UTC]``;
@@ -24,12 +28,19 @@ References
 from feeslab.frames.base_fees import (
     BASE_FEE_DTYPES,
     FEE_HISTORY_DTYPES,
+    fee_history_frame,
     parse_base_fee_history,
     parse_fee_history,
     reward_column,
     stitch_base_fee_snapshots,
 )
-from feeslab.frames.blocks import BLOCK_DTYPES, parse_blocks, slim_block
+from feeslab.frames.blocks import (
+    BLOCK_DTYPES,
+    blocks_frame,
+    gas_used_ratio,
+    parse_blocks,
+    slim_block,
+)
 from feeslab.frames.calls import (
     CALL_SERIES_BASE_DTYPES,
     COST_DTYPES,
@@ -44,7 +55,13 @@ from feeslab.frames.calls import (
     transaction_cost,
 )
 from feeslab.frames.storage import STORAGE_DTYPES, decode_series, parse_storage_series
-from feeslab.frames.uncles import UNCLE_DTYPES, UNCLE_SCAN_DTYPES, parse_uncles, uncle_scan_frame
+from feeslab.frames.uncles import (
+    UNCLE_DTYPES,
+    UNCLE_SCAN_DTYPES,
+    parse_uncles,
+    uncle_scan_frame,
+    uncles_frame,
+)
 
 __all__ = [
     "BASE_FEE_DTYPES",
@@ -56,12 +73,15 @@ __all__ = [
     "UNCLE_DTYPES",
     "UNCLE_SCAN_DTYPES",
     "FunctionSpec",
+    "blocks_frame",
     "call_object",
     "decode_output",
     "decode_series",
     "encode_call",
     "error_text",
+    "fee_history_frame",
     "function_spec",
+    "gas_used_ratio",
     "parse_base_fee_history",
     "parse_blocks",
     "parse_call_series",
@@ -74,4 +94,5 @@ __all__ = [
     "stitch_base_fee_snapshots",
     "transaction_cost",
     "uncle_scan_frame",
+    "uncles_frame",
 ]

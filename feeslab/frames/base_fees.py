@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feeslab.frames.blocks import INT64_MAX, _empty, _int64, _quantity
+from feeslab.frames.blocks import INT64_MAX, _empty, _given, _int64, _quantity, _typed_frame
 
 __all__ = [
     "BASE_FEE_DTYPES",
     "FEE_HISTORY_DTYPES",
+    "fee_history_frame",
     "parse_base_fee_history",
     "parse_fee_history",
     "reward_column",
@@ -210,6 +211,54 @@ def reward_column(percentile: float) -> str:
     return f"reward_p{text.replace('.', '_')}_wei"
 
 
+def _reward_names(percentiles: Sequence[float]) -> list[str]:
+    """The reward columns of ``percentiles``, in their order; they must be distinct."""
+    names = [reward_column(p) for p in percentiles]
+    if len(set(names)) != len(names):
+        raise ValueError(f"percentiles must be distinct, got {list(percentiles)}")
+    return names
+
+
+def fee_history_frame(
+    columns: Mapping[str, Any] | pd.DataFrame, percentiles: Sequence[float] = ()
+) -> pd.DataFrame:
+    """The fee-history frame (:func:`parse_fee_history`' columns and dtypes) from its columns.
+
+    The one place the frame is made, whatever the source: :func:`parse_fee_history` gives it
+    a node's ``eth_feeHistory`` answer as columns, ``feeslab.sources.era1`` what it reads of
+    headers, bodies and receipts.
+
+    Parameters
+    ----------
+    columns : mapping of str to array-like, or DataFrame
+        One array or list per column of :data:`FEE_HISTORY_DTYPES` but ``base_fee_gwei``,
+        which is computed (``base_fee_wei / 1e9``), and one per percentile named by
+        :func:`reward_column`; all of one length. ``base_fee_per_blob_gas_wei`` and the
+        rewards as integers with None (or ``<NA>``) where absent.
+    percentiles : sequence of float, optional
+        The reward percentiles, in the order of their columns (none by default).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, in the order given, RangeIndex, with the columns and dtypes of
+        :data:`FEE_HISTORY_DTYPES` and then ``reward_p<pct>_wei`` (Int64) per percentile (see
+        :func:`parse_fee_history`); ``attrs`` empty.
+
+    Raises
+    ------
+    ValueError
+        A column is missing or not one it takes (naming them), the lengths differ, or two
+        percentiles name one column.
+    """
+    dtypes = FEE_HISTORY_DTYPES | dict.fromkeys(_reward_names(percentiles), "Int64")
+    given = _given(dtypes, columns, ("base_fee_gwei",), "fee_history_frame")
+    wei = np.asarray(given["base_fee_wei"], dtype=np.int64)
+    given["base_fee_wei"] = wei
+    given["base_fee_gwei"] = wei / GWEI
+    return _typed_frame(dtypes, given)
+
+
 def _hex_list(values: Any, key: str) -> list[int]:
     if not isinstance(values, list):
         raise ValueError(f"result[{key!r}] must be a list, got {type(values).__name__}")
@@ -316,15 +365,11 @@ def parse_fee_history(
     if not isinstance(result, Mapping):
         raise TypeError(f"result must be eth_feeHistory's result (a dict), not "
                         f"{type(result).__name__}")
-    names = [reward_column(p) for p in percentiles] if percentiles is not None else []
-    if len(set(names)) != len(names):
-        raise ValueError(f"percentiles must be distinct, got {list(percentiles or [])}")
+    names = _reward_names(percentiles or ())
     fees = result.get("baseFeePerGas")
     if not fees:  # blockCount 0: {"oldestBlock": "0x0", "gasUsedRatio": null}
-        frame = _empty(FEE_HISTORY_DTYPES)
-        for name in names:
-            frame[name] = pd.Series(dtype="Int64")
-        return frame
+        no_rows = {name: [] for name in [*FEE_HISTORY_DTYPES, *names] if name != "base_fee_gwei"}
+        return fee_history_frame(no_rows, percentiles or ())
     oldest = _quantity(result.get("oldestBlock"), "result['oldestBlock']")
     base = _hex_int64_list(fees, "baseFeePerGas")
     count = len(base) - 1
@@ -334,37 +379,34 @@ def parse_fee_history(
             f"result has {len(base)} baseFeePerGas values but {len(ratio)} gasUsedRatio "
             f"values; expected {len(base)} = {len(ratio)} + 1"
         )
-    frame = pd.DataFrame(
-        {
-            "block_number": np.arange(oldest, oldest + count + 1, dtype=np.int64),
-            "base_fee_wei": base,
-            "base_fee_gwei": base / GWEI,
-            "gas_used_ratio": np.append(ratio, np.nan),
-        }
-    )
+    columns: dict[str, Any] = {
+        "block_number": np.arange(oldest, oldest + count + 1, dtype=np.int64),
+        "base_fee_wei": base,
+        "gas_used_ratio": np.append(ratio, np.nan),
+    }
     blob_fees = result.get("baseFeePerBlobGas")
     if blob_fees is None:
-        frame["base_fee_per_blob_gas_wei"] = pd.Series([pd.NA] * (count + 1), dtype="Int64")
+        columns["base_fee_per_blob_gas_wei"] = [None] * (count + 1)
     else:
         blob = _hex_int64_list(blob_fees, "baseFeePerBlobGas")
         if len(blob) != count + 1:
             raise ValueError(f"result has {len(blob)} baseFeePerBlobGas values, expected "
                              f"{count + 1}")
-        frame["base_fee_per_blob_gas_wei"] = pd.array(blob, dtype="Int64")
+        columns["base_fee_per_blob_gas_wei"] = blob
     blob_ratio = result.get("blobGasUsedRatio")
     if blob_ratio is None:
-        frame["blob_gas_used_ratio"] = np.nan
+        columns["blob_gas_used_ratio"] = np.full(count + 1, np.nan)
     else:
         values = _ratios(blob_ratio, "blobGasUsedRatio")
         if len(values) != count:
             raise ValueError(f"result has {len(values)} blobGasUsedRatio values, expected {count}")
-        frame["blob_gas_used_ratio"] = np.append(values, np.nan)
+        columns["blob_gas_used_ratio"] = np.append(values, np.nan)
     rewards = result.get("reward")
     if rewards is None:
         if names:
             raise ValueError(f"percentiles {list(percentiles or [])} given but result has no "
                              "'reward'")
-        return frame
+        return fee_history_frame(columns)
     if percentiles is None:
         raise ValueError("result has 'reward': pass the request's percentiles to name them")
     if not isinstance(rewards, list) or len(rewards) != count:
@@ -375,17 +417,16 @@ def parse_fee_history(
                 f"result['reward'][{i}] must hold {len(names)} values, one per percentile"
             )
     table = _hex_int64_vector(list(itertools.chain.from_iterable(rewards)))
+    mask = np.zeros(count + 1, dtype=bool)
+    mask[-1] = True  # the block after the newest has no rewards yet
     for j, name in enumerate(names):
         if table is not None:
             column = table[j :: len(names)]
         else:
             column = _int64([_quantity(row[j], f"result['reward'][{i}][{j}]")
                              for i, row in enumerate(rewards)], f"reward[..][{j}]", "result")
-        data = np.append(column, 0)
-        mask = np.zeros(count + 1, dtype=bool)
-        mask[-1] = True
-        frame[name] = pd.arrays.IntegerArray(data, mask)
-    return frame
+        columns[name] = pd.arrays.IntegerArray(np.append(column, 0), mask)
+    return fee_history_frame(columns, percentiles)
 
 
 def stitch_base_fee_snapshots(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -1,6 +1,9 @@
-"""Block headers (``eth_getBlockByNumber`` / ``eth_getBlockByHash`` results) as a frame.
+"""Block headers as a frame: :func:`blocks_frame` builds it from columns, whatever the source.
 
-Pure functions: the input is the decoded JSON a node returns, the output a DataFrame.
+Pure functions. :func:`parse_blocks` turns the decoded JSON a node returns
+(``eth_getBlockByNumber`` / ``eth_getBlockByHash`` results) into columns and hands them to
+:func:`blocks_frame`, as the era1 reader (:mod:`feeslab.sources.era1`) does with the fields
+of the headers it decodes: the frame's dtypes are made in one place.
 
 References
 ----------
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_DTYPES", "parse_blocks", "slim_block"]
+__all__ = ["BLOCK_DTYPES", "blocks_frame", "gas_used_ratio", "parse_blocks", "slim_block"]
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -109,10 +112,9 @@ def _hex_int64(items: Sequence[Mapping[str, Any]], key: str, what: str) -> np.nd
     return _int64(_hex_ints(_field(items, key, what), key, what), key, what)
 
 
-def _hex_exact(items: Sequence[Mapping[str, Any]], key: str, what: str) -> pd.Series:
-    """Exact Python ints in an object Series."""
-    values = _hex_ints(_field(items, key, what), key, what)
-    return _object_series(values)
+def _hex_exact(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[int]:
+    """Exact Python ints (for an ``object`` column)."""
+    return _hex_ints(_field(items, key, what), key, what)
 
 
 def _object_series(values: list[Any]) -> pd.Series:
@@ -136,19 +138,21 @@ def _optional(
     return values, present
 
 
-def _nullable_int64(items: Sequence[Mapping[str, Any]], key: str, what: str) -> pd.Series:
+def _nullable_int64(
+    items: Sequence[Mapping[str, Any]], key: str, what: str
+) -> pd.arrays.IntegerArray:
     """A hex quantity that may be missing or null, as nullable ``Int64`` (``<NA>`` if absent)."""
     values, present = _optional(items, key, what)
     data = _int64([v if v is not None else 0 for v in values], key, what)
-    return pd.Series(pd.arrays.IntegerArray(data, ~present))
+    return pd.arrays.IntegerArray(data, ~present)
 
 
-def _strings(items: Sequence[Mapping[str, Any]], key: str, what: str) -> pd.Series:
+def _strings(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[str]:
     values = _field(items, key, what)
     if not all(isinstance(v, str) for v in values):
         i = next(i for i, v in enumerate(values) if not isinstance(v, str))
         raise TypeError(f"{what}[{i}].{key} must be a string, not {type(values[i]).__name__}")
-    return pd.Series(values, dtype="str")
+    return values
 
 
 def _utc_seconds(seconds: np.ndarray) -> pd.Series:
@@ -156,10 +160,85 @@ def _utc_seconds(seconds: np.ndarray) -> pd.Series:
     return pd.Series(pd.to_datetime(seconds, unit="s", utc=True).as_unit("ns"))
 
 
-def _ratio(used: np.ndarray, limit: np.ndarray) -> np.ndarray:
+def gas_used_ratio(gas_used: Any, gas_limit: Any) -> np.ndarray:
+    """``gas_used / gas_limit`` per block, NaN where the limit is 0.
+
+    Parameters
+    ----------
+    gas_used, gas_limit : array-like of int
+        One value per block [gas].
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, as ``eth_feeHistory``'s ``gasUsedRatio`` and the blocks frame's
+        ``gas_used_ratio``.
+    """
+    used = np.asarray(gas_used, dtype=np.int64)
+    limit = np.asarray(gas_limit, dtype=np.int64)
     out = np.full(len(used), np.nan)
     np.divide(used, limit, out=out, where=limit != 0)
     return out
+
+
+def _column(values: Any, dtype: str) -> Any:
+    """``values`` as a column of ``dtype`` (a name the ``*_DTYPES`` dicts use).
+
+    ``object`` columns hold exact Python ints (numpy integers become ints) or whatever else
+    the values are (tuples, None); ``datetime64[ns, UTC]`` ones take Unix seconds or
+    datetimes; ``Int64`` ones anything ``pandas.array`` takes (None or ``<NA>`` when absent).
+    """
+    if isinstance(values, pd.Series):
+        values = values.array  # its values, not its index
+    if dtype == "str":
+        return pd.Series(values, dtype="str")
+    if dtype == "object":
+        if not isinstance(values, list):
+            values = np.asarray(values)
+            if values.dtype != object:
+                values = values.tolist()  # numpy integers as exact Python ints
+        return _object_series(values)
+    if dtype == "Int64":
+        return pd.array(values, dtype="Int64")
+    if dtype == "datetime64[ns, UTC]":
+        if getattr(getattr(values, "dtype", None), "kind", None) == "M":
+            return pd.Series(pd.to_datetime(values, utc=True).as_unit("ns"))
+        return _utc_seconds(np.asarray(values, dtype=np.int64))
+    return np.asarray(values, dtype=dtype)
+
+
+def _given(
+    dtypes: Mapping[str, str],
+    columns: Mapping[str, Any] | pd.DataFrame,
+    computed: Sequence[str],
+    what: str,
+) -> dict[str, Any]:
+    """The columns a frame builder is given: every one of ``dtypes`` but ``computed`` (which
+    the builder derives), all of one length.
+
+    Raises
+    ------
+    ValueError
+        A column is missing or is not one the builder takes, or the lengths differ.
+    """
+    names = [name for name in dtypes if name not in computed]
+    missing = [name for name in names if name not in columns]
+    extra = [name for name in columns if name not in names]
+    if missing or extra:
+        wrong = [f"missing {missing}"] if missing else []
+        if extra:
+            wrong.append(f"not its columns {extra} ({list(computed)} it computes)")
+        raise ValueError(f"{what} takes the columns {names}: {'; '.join(wrong)}")
+    given = {name: columns[name] for name in names}
+    lengths = {name: len(values) for name, values in given.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{what}: the columns differ in length: {lengths}")
+    return given
+
+
+def _typed_frame(dtypes: Mapping[str, str], columns: Mapping[str, Any]) -> pd.DataFrame:
+    """The frame of ``dtypes``, in their order, each column made that dtype (:func:`_column`)."""
+    return pd.DataFrame({name: _column(columns[name], dtype) for name, dtype in dtypes.items()})
 
 
 def _empty(dtypes: Mapping[str, str]) -> pd.DataFrame:
@@ -203,6 +282,56 @@ def slim_block(block: Any) -> Any:
                                 else transactions)
     return slim
 
+
+def blocks_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
+    """The blocks frame (:func:`parse_blocks`' columns and dtypes) from its columns.
+
+    The one place the frame is made, whatever the source: :func:`parse_blocks` gives it a
+    node's answers as columns, ``feeslab.sources.era1`` the fields of the headers and bodies
+    it decodes, ``feeslab.samples`` a shipped file's columns.
+
+    Parameters
+    ----------
+    columns : mapping of str to array-like, or DataFrame
+        One array or list per column of :data:`BLOCK_DTYPES` but ``gas_used_ratio`` and
+        ``uncle_count``, which are computed (``gas_used / gas_limit``, NaN when the limit is
+        0; the number of ``uncle_hashes``); all of one length. ``timestamp`` as Unix seconds
+        (or datetimes); ``difficulty`` and ``total_difficulty`` as integers (None where
+        unknown), kept exact; ``uncle_hashes`` as sequences of str; ``base_fee_wei``,
+        ``blob_gas_used`` and ``excess_blob_gas`` as integers with None (or ``<NA>``) where
+        absent.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, in the order given, RangeIndex, with the columns and dtypes of
+        :data:`BLOCK_DTYPES` (see :func:`parse_blocks`); ``attrs`` empty.
+
+    Raises
+    ------
+    ValueError
+        A column is missing or not one it takes (naming them), or the lengths differ.
+    """
+    given = _given(BLOCK_DTYPES, columns, ("gas_used_ratio", "uncle_count"), "blocks_frame")
+    uncles = [tuple(u) for u in given["uncle_hashes"]]
+    given["uncle_hashes"] = uncles
+    given["uncle_count"] = np.fromiter(map(len, uncles), dtype=np.int64, count=len(uncles))
+    given["gas_used_ratio"] = gas_used_ratio(given["gas_used"], given["gas_limit"])
+    return _typed_frame(BLOCK_DTYPES, given)
+
+
+def _header_columns(items: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
+    """The columns of the header fields the blocks and the uncles frames share, from a
+    node's JSON headers."""
+    return {
+        "hash": _strings(items, "hash", what),
+        "miner": _strings(items, "miner", what),
+        "difficulty": _hex_exact(items, "difficulty", what),
+        "gas_limit": _hex_int64(items, "gasLimit", what),
+        "gas_used": _hex_int64(items, "gasUsed", what),
+        "timestamp": _hex_int64(items, "timestamp", what),
+        "base_fee_wei": _nullable_int64(items, "baseFeePerGas", what),
+    }
 
 
 def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -259,36 +388,16 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
        (``blobGasUsed``, ``excessBlobGas``).
     """
     items = _as_list(blocks, "blocks")
-    if not items:
-        return _empty(BLOCK_DTYPES)
     _check_not_null(items, "blocks", lambda i: "the node knows no such block")
     what = "blocks"
-    number = _hex_int64(items, "number", what)
-    gas_limit = _hex_int64(items, "gasLimit", what)
-    gas_used = _hex_int64(items, "gasUsed", what)
-    seconds = _hex_int64(items, "timestamp", what)
-    total, _ = _optional(items, "totalDifficulty", what)
-    uncles = _field(items, "uncles", what)
-    transactions = [item.get("transactions") or () for item in items]
-    frame = pd.DataFrame(
-        {
-            "block_number": number,
-            "hash": _strings(items, "hash", what),
-            "parent_hash": _strings(items, "parentHash", what),
-            "timestamp": _utc_seconds(seconds),
-            "miner": _strings(items, "miner", what),
-            "difficulty": _hex_exact(items, "difficulty", what),
-            "total_difficulty": _object_series(total),
-            "gas_limit": gas_limit,
-            "gas_used": gas_used,
-            "gas_used_ratio": _ratio(gas_used, gas_limit),
-            "base_fee_wei": _nullable_int64(items, "baseFeePerGas", what),
-            "size_bytes": _hex_int64(items, "size", what),
-            "transaction_count": np.array([len(t) for t in transactions], dtype=np.int64),
-            "uncle_count": np.array([len(u) for u in uncles], dtype=np.int64),
-            "uncle_hashes": _object_series([tuple(u) for u in uncles]),
-            "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
-            "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
-        }
-    )
-    return frame
+    return blocks_frame({  # block_number first: it names a block that is not a JSON object
+        "block_number": _hex_int64(items, "number", what),
+        **_header_columns(items, what),
+        "parent_hash": _strings(items, "parentHash", what),
+        "total_difficulty": _optional(items, "totalDifficulty", what)[0],
+        "size_bytes": _hex_int64(items, "size", what),
+        "transaction_count": [len(item.get("transactions") or ()) for item in items],
+        "uncle_hashes": _field(items, "uncles", what),
+        "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
+        "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
+    })  # fmt: skip

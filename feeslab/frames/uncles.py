@@ -1,7 +1,9 @@
 """Uncles (ommers) as frames, and per-block uncle counts for uncle rates.
 
-Pure functions: the input is what ``eth_getUncleByBlockNumberAndIndex`` /
-``eth_getUncleByBlockHashAndIndex`` return, paired with the including block's number.
+Pure functions. :func:`uncles_frame` builds the uncles frame from columns, whatever the
+source: :func:`parse_uncles` turns what ``eth_getUncleByBlockNumberAndIndex`` /
+``eth_getUncleByBlockHashAndIndex`` return, paired with the including block's number, into
+columns, and the era1 reader (:mod:`feeslab.sources.era1`) the uncle headers it decodes.
 
 References
 ----------
@@ -21,17 +23,21 @@ import pandas as pd
 
 from feeslab.frames.blocks import (
     _as_list,
-    _empty,
-    _hex_exact,
+    _given,
+    _header_columns,
     _hex_int64,
     _int64,
-    _nullable_int64,
     _quantity,
-    _strings,
-    _utc_seconds,
+    _typed_frame,
 )
 
-__all__ = ["UNCLE_DTYPES", "UNCLE_SCAN_DTYPES", "parse_uncles", "uncle_scan_frame"]
+__all__ = [
+    "UNCLE_DTYPES",
+    "UNCLE_SCAN_DTYPES",
+    "parse_uncles",
+    "uncle_scan_frame",
+    "uncles_frame",
+]
 
 #: Columns and dtypes of :func:`parse_uncles`' frame, in order.
 UNCLE_DTYPES: dict[str, str] = {
@@ -50,6 +56,38 @@ UNCLE_DTYPES: dict[str, str] = {
 
 #: Columns and dtypes of :func:`uncle_scan_frame`'s frame, in order.
 UNCLE_SCAN_DTYPES: dict[str, str] = {"block_number": "int64", "uncle_count": "int64"}
+
+
+def uncles_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
+    """The uncles frame (:func:`parse_uncles`' columns and dtypes) from its columns.
+
+    The one place the frame is made, whatever the source: :func:`parse_uncles` gives it a
+    node's answers as columns, ``feeslab.sources.era1`` the fields of the uncle headers it
+    decodes, ``feeslab.samples`` a shipped file's columns.
+
+    Parameters
+    ----------
+    columns : mapping of str to array-like, or DataFrame
+        One array or list per column of :data:`UNCLE_DTYPES` but ``depth``, which is
+        computed (``block_number - uncle_number``); all of one length. ``timestamp`` as Unix
+        seconds (or datetimes); ``difficulty`` as integers, kept exact; ``base_fee_wei`` as
+        integers with None (or ``<NA>``) where absent.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per uncle, in the order given, RangeIndex, with the columns and dtypes of
+        :data:`UNCLE_DTYPES` (see :func:`parse_uncles`); ``attrs`` empty.
+
+    Raises
+    ------
+    ValueError
+        A column is missing or not one it takes (naming them), or the lengths differ.
+    """
+    given = _given(UNCLE_DTYPES, columns, ("depth",), "uncles_frame")
+    given["depth"] = np.asarray(given["block_number"], dtype=np.int64) - np.asarray(
+        given["uncle_number"], dtype=np.int64)  # fmt: skip
+    return _typed_frame(UNCLE_DTYPES, given)
 
 
 def parse_uncles(rows: Iterable[tuple[Any, Any, Mapping[str, Any]]]) -> pd.DataFrame:
@@ -96,10 +134,8 @@ def parse_uncles(rows: Iterable[tuple[Any, Any, Mapping[str, Any]]]) -> pd.DataF
     .. [2] Ethereum Yellow Paper, section 11.1 "Ommer Validation".
     """
     triples = _as_list(rows, "rows")
-    if not triples:
-        return _empty(UNCLE_DTYPES)
     try:
-        including, indexes, uncles = zip(*triples, strict=True)
+        including, indexes, uncles = zip(*triples, strict=True) if triples else ((), (), ())
     except (TypeError, ValueError):
         bad = next(
             (i for i, r in enumerate(triples) if not isinstance(r, tuple | list) or len(r) != 3),
@@ -130,21 +166,12 @@ def parse_uncles(rows: Iterable[tuple[Any, Any, Mapping[str, Any]]]) -> pd.DataF
             f"rows[{i}]: uncle number {uncle_number[i]} is not below the including block "
             f"{block_number[i]}; pass the including block's number"
         )
-    return pd.DataFrame(
-        {
-            "block_number": block_number,
-            "uncle_index": uncle_index,
-            "uncle_number": uncle_number,
-            "depth": depth,
-            "hash": _strings(uncles, "hash", what),
-            "miner": _strings(uncles, "miner", what),
-            "difficulty": _hex_exact(uncles, "difficulty", what),
-            "gas_limit": _hex_int64(uncles, "gasLimit", what),
-            "gas_used": _hex_int64(uncles, "gasUsed", what),
-            "timestamp": _utc_seconds(_hex_int64(uncles, "timestamp", what)),
-            "base_fee_wei": _nullable_int64(uncles, "baseFeePerGas", what),
-        }
-    )
+    return uncles_frame({
+        "block_number": block_number,
+        "uncle_index": uncle_index,
+        "uncle_number": uncle_number,
+        **_header_columns(uncles, what),
+    })  # fmt: skip
 
 
 def uncle_scan_frame(scanned_blocks: Any, uncles_frame: pd.DataFrame) -> pd.DataFrame:

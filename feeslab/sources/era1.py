@@ -45,9 +45,14 @@ import rlp
 from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
 from feeslab.errors import ConfigError, FeeslabError
-from feeslab.frames.base_fees import FEE_HISTORY_DTYPES, GWEI, reward_column
-from feeslab.frames.blocks import BLOCK_DTYPES, _empty, _object_series, _utc_seconds
-from feeslab.frames.uncles import UNCLE_DTYPES, uncle_scan_frame
+from feeslab.frames import (
+    blocks_frame,
+    fee_history_frame,
+    gas_used_ratio,
+    reward_column,
+    uncle_scan_frame,
+    uncles_frame,
+)
 from feeslab.sources.base import require
 
 try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
@@ -365,6 +370,21 @@ def _hex_rows(matrix: np.ndarray) -> list[str]:
     width = matrix.shape[1] * 2
     text = np.ascontiguousarray(matrix).tobytes().hex()
     return ["0x" + text[i : i + width] for i in range(0, len(text), width)]
+
+
+def _frame_columns(columns: dict[str, Any], rows: slice) -> dict[str, Any]:
+    """The frame columns of the header fields the blocks and the uncles frames share, from
+    :func:`_parse_headers`' columns (rows ``rows``)."""
+    fee = pd.arrays.IntegerArray(np.asarray(columns["base_fee"][rows], dtype=np.int64),
+                                 ~np.asarray(columns["has_fee"][rows], dtype=bool))  # fmt: skip
+    return {
+        "miner": _hex_rows(columns["coinbase"][rows]),
+        "difficulty": columns["difficulty"][rows],
+        "gas_limit": columns["gas_limit"][rows],
+        "gas_used": columns["gas_used"][rows],
+        "timestamp": columns["timestamp"][rows],
+        "base_fee_wei": fee,
+    }
 
 
 # -- one file ----------------------------------------------------------------------------------
@@ -984,45 +1004,27 @@ class Era1Source:
         """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them."""
         pieces = []
         for handle, headers, lo, hi in self._walk(start, stop, progress):
-            c = headers.columns
             sizes, tx_counts, uncle_hashes = [], [], []
             for i in range(lo, hi):
                 data, txs, uncles, payload = handle.body(i, headers)
                 sizes.append(_rlp_list_size(len(headers.raw[i]) + payload))
                 tx_counts.append(len(txs))
                 uncle_hashes.append(tuple("0x" + keccak(data[a:e]).hex() for a, _, e, _ in uncles))
-            sl = slice(lo, hi)
-            hashes = ["0x" + h.hex() for h in headers.hashes[sl]]
-            number = np.asarray(c["number"][sl], dtype=np.int64)
-            gas_limit = np.asarray(c["gas_limit"][sl], dtype=np.int64)
-            gas_used = np.asarray(c["gas_used"][sl], dtype=np.int64)
-            ratio = np.full(len(number), np.nan)
-            np.divide(gas_used, gas_limit, out=ratio, where=gas_limit != 0)
-            has_fee = np.asarray(c["has_fee"][sl], dtype=bool)
-            fee = np.asarray(c["base_fee"][sl], dtype=np.int64)
-            pieces.append(pd.DataFrame({
-                "block_number": number,
-                "hash": pd.Series(hashes, dtype="str"),
-                "parent_hash": pd.Series(["0x" + h.hex() for h in c["parent_hash"][sl]],
-                                         dtype="str"),
-                "timestamp": _utc_seconds(np.asarray(c["timestamp"][sl], dtype=np.int64)),
-                "miner": pd.Series(_hex_rows(c["coinbase"][sl]), dtype="str"),
-                "difficulty": _object_series([int(d) for d in c["difficulty"][sl]]),
-                "total_difficulty": _object_series(headers.total_difficulty[sl]),
-                "gas_limit": gas_limit,
-                "gas_used": gas_used,
-                "gas_used_ratio": ratio,
-                "base_fee_wei": pd.Series(pd.arrays.IntegerArray(fee, ~has_fee)),
-                "size_bytes": np.array(sizes, dtype=np.int64),
-                "transaction_count": np.array(tx_counts, dtype=np.int64),
-                "uncle_count": np.array([len(u) for u in uncle_hashes], dtype=np.int64),
-                "uncle_hashes": _object_series(uncle_hashes),
+            rows = slice(lo, hi)
+            pieces.append(blocks_frame({
+                **_frame_columns(headers.columns, rows),
+                "block_number": headers.columns["number"][rows],
+                "hash": ["0x" + h.hex() for h in headers.hashes[rows]],
+                "parent_hash": ["0x" + h.hex() for h in headers.columns["parent_hash"][rows]],
+                "total_difficulty": headers.total_difficulty[rows],
+                "size_bytes": sizes,
+                "transaction_count": tx_counts,
+                "uncle_hashes": uncle_hashes,
                 # era1 files end at the merge: no block has Cancun's blob fields
-                "blob_gas_used": pd.Series([pd.NA] * len(number), dtype="Int64"),
-                "excess_blob_gas": pd.Series([pd.NA] * len(number), dtype="Int64"),
+                "blob_gas_used": [None] * (hi - lo),
+                "excess_blob_gas": [None] * (hi - lo),
             }))  # fmt: skip
-        frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(BLOCK_DTYPES)
-        return self._attrs(frame, self.network)
+        return self._attrs(pd.concat(pieces, ignore_index=True), self.network)
 
     def uncle_rows(self, start: int, stop: int, *, progress: bool | None = None) -> tuple[
             pd.DataFrame, pd.DataFrame]:  # fmt: skip
@@ -1064,29 +1066,21 @@ class Era1Source:
             fee = np.where(np.asarray(c["has_fee"][lo:hi], dtype=bool),
                            np.asarray(c["base_fee"][lo:hi], dtype=np.int64), 0)  # fmt: skip
             gas_used = np.asarray(c["gas_used"][lo:hi], dtype=np.int64)
-            gas_limit = np.asarray(c["gas_limit"][lo:hi], dtype=np.int64)
-            tx_root = c["transactions_root"][lo:hi]
             empty = np.frombuffer(EMPTY_TRIE_ROOT, dtype=np.uint8)
-            has_txs = (tx_root != empty).any(axis=1)
+            has_txs = (c["transactions_root"][lo:hi] != empty).any(axis=1)
             rewards = np.zeros((hi - lo, len(names)), dtype=np.int64)
             for j in np.flatnonzero(has_txs).tolist():
                 rewards[j] = self._rewards(handle, headers, lo + j, int(fee[j]),
                                            int(gas_used[j]), percentiles)  # fmt: skip
-            ratio = np.full(hi - lo, np.nan)
-            np.divide(gas_used, gas_limit, out=ratio, where=gas_limit != 0)
-            piece = pd.DataFrame({
+            pieces.append(fee_history_frame({
                 "block_number": np.arange(handle.start + lo, handle.start + hi, dtype=np.int64),
                 "base_fee_wei": fee,
-                "base_fee_gwei": fee / GWEI,
-                "gas_used_ratio": ratio,
-                "base_fee_per_blob_gas_wei": pd.Series([pd.NA] * (hi - lo), dtype="Int64"),
-                "blob_gas_used_ratio": np.nan,
-            })  # fmt: skip
-            for k, name in enumerate(names):
-                piece[name] = pd.array(rewards[:, k], dtype="Int64")
-            pieces.append(piece)
-        frame = pd.concat(pieces, ignore_index=True) if pieces else _empty(FEE_HISTORY_DTYPES)
-        return self._attrs(frame, self.network)
+                "gas_used_ratio": gas_used_ratio(gas_used, c["gas_limit"][lo:hi]),
+                "base_fee_per_blob_gas_wei": [None] * (hi - lo),
+                "blob_gas_used_ratio": np.full(hi - lo, np.nan),
+                **{name: rewards[:, k] for k, name in enumerate(names)},
+            }, percentiles))  # fmt: skip
+        return self._attrs(pd.concat(pieces, ignore_index=True), self.network)
 
     @staticmethod
     def _rewards(handle: Era1File, headers: _Headers, i: int, base_fee: int, gas_used: int,
@@ -1111,29 +1105,17 @@ class Era1Source:
 
 
 def _uncle_frame(including: list[int], index: list[int], raw: list[bytes]) -> pd.DataFrame:
-    if not raw:
-        return _empty(UNCLE_DTYPES)
     columns, failed = _parse_headers(raw)
     if len(failed):
         i = int(failed[0])
         raise Era1Error(f"block {including[i]:,}: its uncle {index[i]} is not an RLP header",
                         block=including[i])  # fmt: skip
-    block_number = np.array(including, dtype=np.int64)
-    uncle_number = np.asarray(columns["number"], dtype=np.int64)
-    has_fee = np.asarray(columns["has_fee"], dtype=bool)
-    fee = np.asarray(columns["base_fee"], dtype=np.int64)
-    return pd.DataFrame({
-        "block_number": block_number,
-        "uncle_index": np.array(index, dtype=np.int64),
-        "uncle_number": uncle_number,
-        "depth": block_number - uncle_number,
-        "hash": pd.Series(["0x" + keccak(r).hex() for r in raw], dtype="str"),
-        "miner": pd.Series(_hex_rows(columns["coinbase"]), dtype="str"),
-        "difficulty": _object_series([int(d) for d in columns["difficulty"]]),
-        "gas_limit": np.asarray(columns["gas_limit"], dtype=np.int64),
-        "gas_used": np.asarray(columns["gas_used"], dtype=np.int64),
-        "timestamp": _utc_seconds(np.asarray(columns["timestamp"], dtype=np.int64)),
-        "base_fee_wei": pd.Series(pd.arrays.IntegerArray(fee, ~has_fee)),
+    return uncles_frame({
+        **_frame_columns(columns, slice(None)),
+        "block_number": including,
+        "uncle_index": index,
+        "uncle_number": columns["number"],
+        "hash": ["0x" + keccak(r).hex() for r in raw],
     })  # fmt: skip
 
 

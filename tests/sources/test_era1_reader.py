@@ -256,7 +256,8 @@ def test_connect_era1_lab_reads_files_at_zero_credits(real_uncles):
         fees = lab.fee_history(0, 5)
         assert fees["base_fee_wei"].tolist() == [0] * 5  # before London, as nodes answer
         assert lab.chain_spec.label == "mainnet" and lab.source == "era1"
-        with pytest.raises(ConfigError, match="era1 files"):
+        with pytest.raises(ConfigError, match=r"storage dataset needs 'json-rpc', but <Era1Source "
+                                              r"mainnet: 1 files> \(era1\) offers 'blocks'"):
             lab.storage("0x" + "11" * 20, 0, 1)
 
 
