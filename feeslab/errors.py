@@ -94,6 +94,20 @@ class FeeslabError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle rebuilds an exception as cls(*args), which the keyword-only arguments of most
+        # of these refuse: rebuild from the (already redacted) args and attributes instead, so
+        # every subclass crosses processes (dask workers) with its type, text and attributes
+        return _rebuild, (type(self), self.args, dict(vars(self)))
+
+
+def _rebuild(cls: type[FeeslabError], args: tuple[Any, ...], state: dict[str, Any]) -> FeeslabError:
+    """A pickled ``FeeslabError`` again, without calling its ``__init__`` (see ``__reduce__``)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigError(FeeslabError):
     """Bad or missing configuration: a URL that cannot work, a missing key, an unknown network."""
@@ -260,7 +274,7 @@ class CreditsExhausted(FeeslabError):
             message += f" The service said: {details}"
         super().__init__(message, secrets=secrets)
         self.credits_spent = credits_spent
-        self.details = details
+        self.details = details if details is None else redact(str(details), secrets)
 
 
 class BudgetExceeded(FeeslabError):

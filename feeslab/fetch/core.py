@@ -1,5 +1,5 @@
-"""What every client of the fetch layer shares: the retry policy, the limits, the credit
-governor and one batch's attempts.
+"""What every client of the fetch layer shares: the limits, the credit governor and one
+batch's attempts (the retry policy and its driver are ``feeslab.fetch.retry``'s).
 
 ``Retry`` and ``Limits`` follow httpx's ``Timeout``/``Limits``: small values given once and
 read by every client (JSON-RPC over HTTP and WebSocket, the storage API, the Gas API), so all
@@ -8,25 +8,26 @@ of them back off the same way (exponential with full jitter: attempt ``n`` waits
 same way (seconds or an HTTP-date).
 
 ``RpcCore`` holds a JSON-RPC transport's options and bookkeeping (ids, pacing, the 429 pause,
-what was sent) and ``send_batch`` runs one batch's attempts over any ``exchange`` (an HTTP
-POST, a WebSocket message): the HTTP and WebSocket transports differ only in that exchange.
+the budgets, what was sent) and ``send_batch`` runs one batch's attempts over any ``exchange``
+(an HTTP POST, a WebSocket message) with the one retry driver (``retry.drive``): the HTTP and
+WebSocket transports differ only in that exchange. ``RpcCore.before_send`` is the one place a
+budget is charged (``charging``), and ``RpcCore.record`` the one place a refused request's
+credits are given back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import itertools
 import math
-import random
 import re
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -36,8 +37,22 @@ from feeslab._redact import register_secrets, scrub_exception, secrets_in_url
 from feeslab.errors import ConfigError, FeeslabError, ProtocolError, RateLimited, redact
 from feeslab.fetch.credits import Budget, CreditLedger
 from feeslab.fetch.jsonrpc import MOST_A_CALL_COSTS, Outcome, RpcCall, RpcResult
+from feeslab.fetch.retry import (
+    DEFAULT_BACKOFF,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_RATE_LIMIT_PATIENCE,
+    DEFAULT_RETRIES,
+    Retry,
+    Retryable,
+    drive,
+    retry_after,
+)
 
 __all__ = [
+    "DEFAULT_BACKOFF",
+    "DEFAULT_BACKOFF_CAP",
+    "DEFAULT_RATE_LIMIT_PATIENCE",
+    "DEFAULT_RETRIES",
     "CreditGovernor",
     "Limits",
     "Retry",
@@ -56,13 +71,6 @@ __all__ = [
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_BATCH = 100
 DEFAULT_MAX_CONCURRENCY = 8
-DEFAULT_RETRIES = 5
-DEFAULT_BACKOFF = 0.5
-DEFAULT_BACKOFF_CAP = 30.0
-DEFAULT_RATE_LIMIT_PATIENCE = 600.0
-"""[s] A batch refused with 429 for this long (the waits added up) while the transport got no
-request served at all raises ``RateLimited``: the hard stop for a service that answers
-nothing but 429. 429s are not failures counted against ``retries``."""
 GOVERNOR_HEADROOM = 0.95
 """The governor runs at this share of ``credits_per_second``: the service measures arrivals,
 not departures, so a client pacing at exactly the limit meets the odd 429."""
@@ -81,63 +89,6 @@ _KEY_IN_URL = re.compile(r"/v3/([^/?#]+)")
 
 
 # -- the policies --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Retry:
-    """How a client retries: the one policy of every client (HTTP, WebSocket, IPFS, Gas API).
-
-    Parameters
-    ----------
-    retries : int
-        Further attempts after a transient failure (5xx, a malformed answer, a network error).
-        A 429 is not counted: it is waited out.
-    backoff, backoff_cap : float
-        Base and cap of the exponential backoff with full jitter [s].
-    rate_limit_patience : float
-        The hard stop for 429s [s]: waited this long on 429s with nothing served raises
-        ``RateLimited``.
-    rng : random.Random, optional
-        Source of the jitter (seeded in tests).
-    """
-
-    retries: int = DEFAULT_RETRIES
-    backoff: float = DEFAULT_BACKOFF
-    backoff_cap: float = DEFAULT_BACKOFF_CAP
-    rate_limit_patience: float = DEFAULT_RATE_LIMIT_PATIENCE
-    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ConfigError("max_batch and max_concurrency must be >= 1 and retries >= 0")
-        if not self.rate_limit_patience > 0:
-            raise ConfigError("rate_limit_patience must be > 0 seconds")
-
-    def delay(self, attempt: int, hint: float | None = None) -> float:
-        """Seconds to wait before attempt ``attempt + 1``: ``hint`` (what the service said)
-        when given, else the jittered backoff [s]."""
-        if hint is not None:
-            return hint
-        return self.rng.uniform(0, min(self.backoff_cap, self.backoff * 2**attempt))
-
-
-def retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header value: delta-seconds or an HTTP-date [s]."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
 
 
 @dataclass(frozen=True)
@@ -324,18 +275,6 @@ class Stopped(Exception):
     """Another batch of the same request failed; this one was not sent."""
 
 
-class Retryable(Exception):
-    """This attempt failed in a way worth another try: ``error`` is raised if none is left.
-
-    ``wait`` is what the service asked for [s], if it said.
-    """
-
-    def __init__(self, error: FeeslabError, wait: float | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.wait = wait
-
-
 LAND_WITHIN = 5.0  # [s] a request already out when a sibling batch fails is let land this long
 # the tasks whose request is out (send_batch's exchange): its answer is charged for, landed or not
 _EXCHANGING: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
@@ -417,7 +356,8 @@ class RpcCore:
         when None), and ``credits_spent`` and ``CreditsExhausted`` report its total.
     budget : Budget, optional
         Charged each request's price before it is sent (``BudgetExceeded`` instead of
-        sending past it); a request that turns out free (429, 5xx, 402) is refunded.
+        sending past it); a request that turns out free (429, 5xx, 402) is refunded. More
+        budgets are charged while inside :meth:`charging`.
     """
 
     def __init__(
@@ -436,7 +376,9 @@ class RpcCore:
     ) -> None:
         check_url(url, schemes)
         self.ledger = ledger if ledger is not None else CreditLedger()
-        self.budget = budget
+        # every budget each request is charged against: the transport's own, then those of
+        # the fetches running (``charging``, nested); swapped whole, read without a lock
+        self.budgets: tuple[Budget, ...] = () if budget is None else (budget,)
         self.url = url
         self.limits = limits
         self.retry = retry
@@ -489,15 +431,36 @@ class RpcCore:
         """What the ledger counts [credits]."""
         return self.ledger.spent
 
+    def served_count(self) -> int:
+        """Requests served so far (HTTP 200): a 429 streak is the hard stop only while this
+        stands still."""
+        return self.served
+
+    @contextlib.contextmanager
+    def charging(self, budget: Budget | None) -> Iterator[None]:
+        """Charge ``budget`` too with each request's price before it is sent, while inside:
+        ``BudgetExceeded`` instead of sending past it (nested, every enclosing budget is
+        charged as well). None: nothing changes."""
+        if budget is None:
+            yield
+            return
+        previous = self.budgets
+        self.budgets = (*previous, budget)
+        try:
+            yield
+        finally:
+            self.budgets = previous
+
     def before_send(self, calls: Iterable[RpcCall]) -> float:
         """Seconds to wait before sending: the governor's booking and any 429 pause.
 
-        The budget is charged here first: ``BudgetExceeded`` and nothing is sent.
+        Every budget is charged here first, the one place a request is charged: on
+        ``BudgetExceeded`` nothing is sent and nothing stays charged.
         """
-        governor, budget = self.governor, self.budget
-        cost = sum(method_cost(c.method) for c in calls) if governor or budget else 0
-        if budget is not None:
-            budget.charge(cost)
+        governor, budgets = self.governor, self.budgets
+        cost = sum(method_cost(c.method) for c in calls) if governor or budgets else 0
+        if budgets:
+            _charge_all(budgets, cost)
         wait = governor.reserve(cost) if governor else 0.0
         return max(wait, self._paused_until - self.clock())
 
@@ -507,9 +470,10 @@ class RpcCore:
             self.attempts += 1
             if status == 200:
                 self.served += 1
-        if self.budget is not None and status != 200:
+        if self.budgets and status != 200:
             charged = sum(method_cost(c.method) for c in calls)
-            self.budget.refund(charged - http_status_cost(status))
+            for budget in self.budgets:
+                budget.refund(charged - http_status_cost(status))
         self.ledger.record_request(calls, status)
         if self.on_response is not None:
             self.on_response(list(calls), status)
@@ -534,42 +498,33 @@ class RpcCore:
         with self._lock:
             self._paused_until = max(self._paused_until, self.clock() + wait)
 
-    def partial_failure(self, outcome: Outcome) -> Retryable | None:
-        """Why some calls of a served request must go again (None: their answers were lost)."""
-        if not outcome.rate_limited:
-            return None
-        error = RateLimited(
-            f"{outcome.rate_limited} call(s) answered -32005 (limit exceeded)",
-            retry_after=outcome.wait,
-        )
-        return Retryable(error, outcome.wait)
-
-    def give_up(self, failure: Retryable | None, missing: int, attempts: int) -> FeeslabError:
-        if failure is None:
-            return ProtocolError(
-                f"{missing} call(s) never came back (no answer with their id) after "
-                f"{attempts} attempts",
-                status=200,
+    def partial_failure(self, outcome: Outcome) -> Retryable:
+        """Why some calls of a served request must go again: -32005 items, or ids missing."""
+        if outcome.rate_limited:
+            error: FeeslabError = RateLimited(
+                f"{outcome.rate_limited} call(s) answered -32005 (limit exceeded)",
+                retry_after=outcome.wait,
             )
-        error = failure.error
-        if isinstance(error, RateLimited):
-            error.attempts = attempts
-            error.message = redact(f"{error.message} (gave up after {attempts} attempts)")
-            error.args = (error.message,)
-        return error
-
-    def starved(self, failure: Retryable, seconds: float, refusals: int) -> RateLimited:
-        """The hard stop: only 429s for ``rate_limit_patience`` seconds."""
-        last = failure.error
-        patience = self.retry.rate_limit_patience
-        return RateLimited(
-            f"{last}; the service answered only 429 (rate limited) for {seconds:,.0f} s "
-            f"({refusals} refusals in a row, no request served meanwhile), past "
-            f"rate_limit_patience={patience:g} s",
-            retry_after=last.retry_after if isinstance(last, RateLimited) else None,
-            attempts=refusals,
-            secrets=self.secrets,
+            return Retryable(error, outcome.wait)
+        error = ProtocolError(
+            f"{len(outcome.retry_ids)} call(s) never came back (no answer with their id) "
+            f"after {self.retry.retries + 1} attempts",
+            status=200,
         )
+        return Retryable(error)
+
+
+def _charge_all(budgets: Sequence[Budget], cost: int) -> None:
+    """Charge every budget ``cost``, or none of them (a refusal gives back the others)."""
+    charged: list[Budget] = []
+    try:
+        for budget in budgets:
+            budget.charge(cost)
+            charged.append(budget)
+    except BaseException:
+        for budget in charged:
+            budget.refund(cost)
+        raise
 
 
 Exchange = Callable[[Mapping[int, RpcCall]], Awaitable[Outcome]]
@@ -584,24 +539,21 @@ async def send_batch(
     sleep: Callable[[float], Awaitable[None]],
     stop: threading.Event | None = None,
 ) -> list[RpcResult]:
-    """One batch's attempts over ``exchange``; results in call order.
+    """One batch's attempts over ``exchange``, driven by ``retry.drive``; results in call order.
 
-    A 429 (or -32005) is not a failure: the batch waits as told (the governor slows down)
-    and goes again, however often, as long as the service serves some request now and
-    then. Only when the transport got nothing served while this batch waited out
-    ``rate_limit_patience`` seconds of 429s does it raise ``RateLimited``. Other transient
-    failures count against ``retries``.
+    A 429 (or -32005) is not a failure: the batch waits as told (the governor slows down and
+    the whole transport pauses) and goes again, however often, as long as the service serves
+    some request now and then; only when the transport got nothing served while this batch
+    waited out ``rate_limit_patience`` seconds of 429s does it raise ``RateLimited``. Other
+    transient failures count against ``retries``. Calls answered by an attempt are kept; the
+    next attempt sends only those still missing.
     """
-    retry = core.retry
     ids = core.next_ids(len(calls))
     pending = dict(zip(ids, calls, strict=True))
     done: dict[int, RpcResult] = {}
-    failure: Retryable | None = None
-    failures = 0  # transient failures other than 429s: bounded by retries
-    refusals = 0  # 429s in a row (the backoff's exponent when the service gives no wait)
-    starved = 0.0  # seconds of 429 waits since the transport last got a request served
-    served_seen = core.served
-    while True:
+
+    async def attempt() -> list[RpcResult]:
+        nonlocal pending
         wait = core.before_send(pending.values())
         if wait > 0:
             await sleep(wait)
@@ -616,38 +568,20 @@ async def send_batch(
             finally:
                 if task is not None:
                     _EXCHANGING.discard(task)
-        except Retryable as retryable:
-            failure = retryable
-        except FeeslabError:
+        except FeeslabError:  # final (a Retryable is not one): the sibling batches stop
             if stop is not None:
                 stop.set()
             raise
-        else:
-            if core.governor is not None:
-                core.governor.served()
-            done.update(outcome.answered)
-            pending = {rid: pending[rid] for rid in outcome.retry_ids}
-            if not pending:
-                break
-            failure = core.partial_failure(outcome)
-        if failure is not None and isinstance(failure.error, RateLimited):
-            if core.served != served_seen:  # the service serves: not starving
-                served_seen, starved = core.served, 0.0
-            wait = retry.delay(refusals, failure.wait)
-            refusals += 1
-            starved += wait
-            if starved > retry.rate_limit_patience:
-                raise core.starved(failure, starved, refusals)
-            core.refused(wait)  # pauses the transport, slows down
-            continue
-        refusals = 0
-        failures += 1
-        if failures > retry.retries:
-            raise core.give_up(failure, len(pending), failures)
-        wait = retry.delay(failures - 1, failure.wait if failure else None)
-        if wait > 0:
-            await sleep(wait)
-    return [done[rid] for rid in ids]
+        if core.governor is not None:
+            core.governor.served()
+        done.update(outcome.answered)
+        pending = {rid: pending[rid] for rid in outcome.retry_ids}
+        if pending:
+            raise core.partial_failure(outcome)
+        return [done[rid] for rid in ids]
+
+    return await drive(attempt, core.retry, sleep, served=core.served_count,
+                       refused=core.refused, secrets=core.secrets)  # fmt: skip
 
 
 class TransportReports:
@@ -662,6 +596,11 @@ class TransportReports:
     def where(self) -> str:
         """The endpoint, with any key or secret in it masked."""
         return redact(self._core.url, self._core.secrets)
+
+    def charging(self, budget: Budget | None) -> contextlib.AbstractContextManager[None]:
+        """Charge ``budget`` with each request's price before it is sent, while inside
+        (``BudgetExceeded`` instead of sending past it; a refused request is refunded)."""
+        return self._core.charging(budget)
 
     @property
     def credits_spent(self) -> int:

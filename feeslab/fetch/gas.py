@@ -1,10 +1,11 @@
 """The Gas API client: ``baseFeeHistory`` and friends, with Basic key:secret auth.
 
-A small client: the Gas API is four GET endpoints, each answered in one request.
-Transient failures (429, 5xx, network errors) are retried with every client's backoff
-(``feeslab.fetch.core.Retry``: jittered, or the service's ``Retry-After`` in seconds or as an
-HTTP-date); 401/402 are not. ``AsyncGasClient`` is the client; ``GasClient`` runs it on a
-private event-loop thread (``feeslab.fetch.loop``).
+A small client: the Gas API is four GET endpoints, each answered in one request. Its
+answers are read by every client's status-to-error map and retried by every client's driver
+(``feeslab.fetch.retry``): a 429 is waited out (``Retry-After`` in seconds or as an HTTP-date,
+until ``rate_limit_patience``), 5xx and network errors are retried ``retries`` times with the
+jittered backoff, 401/402 are not. ``AsyncGasClient`` is the client; ``GasClient`` runs it on
+a private event-loop thread (``feeslab.fetch.loop``).
 """
 
 from __future__ import annotations
@@ -17,19 +18,13 @@ from typing import Any
 import httpx
 
 from feeslab._redact import describe, register_secrets
-from feeslab.errors import (
-    AuthError,
-    CreditsExhausted,
-    FeeslabError,
-    ProtocolError,
-    RateLimited,
-    TransportError,
-    redact,
-)
+from feeslab.errors import ProtocolError, TransportError, redact
 from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.core import Limits, Retry, retry_after
+from feeslab.fetch.core import Limits
 from feeslab.fetch.credits import CreditLedger
+from feeslab.fetch.jsonrpc import json_or_none
 from feeslab.fetch.loop import Blocking, blocking
+from feeslab.fetch.retry import Retry, Retryable, drive, http_error
 from feeslab.fetch.transport import blocking_sleep
 
 __all__ = ["AsyncGasClient", "GasClient"]
@@ -53,7 +48,8 @@ class AsyncGasClient:
         Books each answered request; the one count of credits (``CreditsExhausted`` reports
         its total).
     retries : int
-        Attempts after the first for 429, 5xx and network errors.
+        Attempts after the first for 5xx, non-JSON answers and network errors (a 429 is
+        waited out, as by every client).
     retry : Retry, optional
         The whole retry policy instead of ``retries`` (the one every client takes).
     timeout : float
@@ -88,6 +84,7 @@ class AsyncGasClient:
         )
         self.retries = self._retry.retries
         self._sleep = sleep
+        self._served = 0  # answers served: a 429 streak is the hard stop only while it stands
         auth = (api_key, api_key_secret) if api_key_secret else None
         self._client = httpx.AsyncClient(
             timeout=Limits(timeout=timeout).httpx_timeout(), auth=auth, transport=transport,
@@ -110,18 +107,15 @@ class AsyncGasClient:
         if endpoint not in ENDPOINTS:
             raise ValueError(f"unknown Gas API endpoint {endpoint!r}; known: {ENDPOINTS}")
         url = self._url(int(chain_id), endpoint)
-        attempt = 0
-        while True:
-            try:
-                return await self._attempt(url, chain_id, endpoint, attempt)
-            except _Again as again:
-                if attempt == self.retries:
-                    raise again.error from again.error.__cause__
-                await self._sleep(self._retry.delay(attempt, again.wait))
-                attempt += 1
+        where = f"Gas API {endpoint} (chain {int(chain_id)}): "
+        return await drive(lambda: self._attempt(url, endpoint, where), self._retry, self._sleep,
+                           served=self._served_count, secrets=self._secrets)  # fmt: skip
 
-    async def _attempt(self, url: str, chain_id: int, endpoint: str, attempt: int) -> Any:
-        """One request; ``_Again`` when it is worth another."""
+    def _served_count(self) -> int:
+        return self._served
+
+    async def _attempt(self, url: str, endpoint: str, where: str) -> Any:
+        """One request; ``Retryable`` when it is worth another."""
         try:
             answer = await self._client.get(url)
         except httpx.HTTPError as exc:
@@ -129,41 +123,23 @@ class AsyncGasClient:
             message = f"Gas API unreachable: {describe(exc, self._secrets)}"
             error = TransportError(message, secrets=self._secrets)
             error.__cause__ = exc
-            raise _Again(error) from None
+            raise Retryable(error) from None
         status = answer.status_code
         self.ledger.record(endpoint, http_status=status, kind="gas")
-        if status == 200:
-            try:
-                return answer.json()
-            except ValueError:
-                raise ProtocolError(f"Gas API {endpoint} answered non-JSON") from None
-        if status in (401, 403):
-            raise AuthError(redact(f"Gas API refused the credentials: {answer.text}",
-                                   self._secrets))
-        if status == 402:
-            raise CreditsExhausted(credits_spent=self.ledger.spent)
-        if status == 429:
-            wait = retry_after(answer.headers.get("retry-after"))
-            error = RateLimited("Gas API throughput exceeded", retry_after=wait,
-                                attempts=attempt + 1)
-            raise _Again(error, wait)
-        if status >= 500:
-            raise _Again(TransportError(f"Gas API {endpoint}: HTTP {status}"))
-        raise ProtocolError(
-            redact(f"Gas API {endpoint} for chain {chain_id}: HTTP {status}: "
-                   f"{answer.text[:200]}", self._secrets)
-        )
+        body = json_or_none(answer.content)
+        if status != 200:
+            raise http_error(answer, body, secrets=self._secrets, credits_spent=self.ledger.spent,
+                             where=where)  # fmt: skip
+        self._served += 1
+        if body is None:  # a cut or proxied answer, as over JSON-RPC: worth another try
+            said = answer.content[:120].decode("utf-8", "replace")
+            raise Retryable(ProtocolError(f"{where}the answer is not JSON: {said}", status=200,
+                                          secrets=self._secrets))  # fmt: skip
+        return body
 
     async def base_fee_history(self, chain_id: int) -> list[str]:
         """The previous 500 blocks' base fees, oldest first, as decimal gwei strings."""
         return await self.get(chain_id, "baseFeeHistory")
-
-
-class _Again(Exception):
-    def __init__(self, error: FeeslabError, wait: float | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.wait = wait
 
 
 class GasClient(Blocking):

@@ -17,8 +17,10 @@ backend that keeps the tail of each connection's bytes) to read it, and raise
 ``IpfsStreamError``. A ``cat`` cut short of its ``X-Content-Length`` raises the same.
 
 ``AsyncIpfsClient`` is the client; ``IpfsClient`` runs it on a private event-loop thread
-(``feeslab.fetch.loop``): the same methods, blocking. Retries back off as every client's do
-(``feeslab.fetch.core.Retry``).
+(``feeslab.fetch.loop``): the same methods, blocking. Refused answers are read by every
+client's status-to-error map and retried by every client's driver (``feeslab.fetch.retry``),
+with the storage API's own errors (``IpfsError``: kubo's 400, 403, 404, 405 and 500, the
+command's failures) never retried; an upload is sent once (its body is spent).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import asyncio
 import contextlib
 import json
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,17 +42,17 @@ import httpx
 from feeslab import unixfs
 from feeslab._redact import describe, redact, register_secrets
 from feeslab.errors import (
-    AuthError,
     CidMismatchError,
     ConfigError,
+    FeeslabError,
     IpfsError,
     IpfsStreamError,
-    RateLimited,
     TransportError,
 )
 from feeslab.fetch._tls import shared_ssl_context
-from feeslab.fetch.core import Limits, Retry, retry_after
+from feeslab.fetch.core import Limits
 from feeslab.fetch.loop import Blocking, blocking
+from feeslab.fetch.retry import Retry, Retryable, drive, retry_after, status_error
 
 __all__ = [
     "AddProgress",
@@ -62,7 +63,10 @@ __all__ = [
 
 STREAM_ERROR = "x-stream-error"
 TAIL_BYTES = 64 * 1024  # bytes of each connection kept to read trailers from [bytes]
-RETRIED_STATUSES = (502, 503, 504)
+COMMAND_STATUSES = frozenset({403, 404, 405, 500, 501})
+"""Statuses kubo answers a command's own failure with (a forbidden or unknown command, a wrong
+method, the command failed): ``IpfsError``, never retried. Other 5xx (a gateway's 502-504)
+are retried; 401, 402 and 429 mean what they mean for every client."""
 IO_THREADS = 4  # commands of one client in flight at once
 IPFS_BACKOFF = 0.1  # [s] the retry backoff's base: a gateway's 502 is usually brief
 IPFS_BACKOFF_CAP = 2.0  # [s]
@@ -391,8 +395,11 @@ class _Lines:
         return obj
 
 
-def _error(command: str, response: httpx.Response, body: bytes, secrets: list[str]) -> Exception:
-    """The exception for a non-200 answer."""
+def _error(
+    command: str, response: httpx.Response, body: bytes, secrets: list[str]
+) -> FeeslabError | Retryable:
+    """The error (or ``Retryable``) for a non-200 answer, by every client's map: kubo's
+    ``Message`` is what the service said, and its command failures are ``IpfsError``."""
     status = response.status_code
     message, code = None, None
     try:
@@ -404,18 +411,19 @@ def _error(command: str, response: httpx.Response, body: bytes, secrets: list[st
         code = obj.get("Code")
     if not message:
         message = body.decode("utf-8", "replace").strip()[:300] or response.reason_phrase
-    if status == 401:
-        return AuthError(f"the storage API refused the credentials: {message}", secrets=secrets)
-    if status == 429:
-        wait = retry_after(response.headers.get("retry-after"))
-        return RateLimited(f"{command}: {message}", retry_after=wait, secrets=secrets)
-    what = {
-        404: "no such command",
-        403: "forbidden on this service",
-        405: "HTTP method not allowed",
-    }.get(status)
-    text = f"{command}: {message}" if what is None else f"{command}: {what} ({message})"
-    return IpfsError(text, status=status, code=code, command=command, secrets=secrets)
+
+    def own(status: int) -> IpfsError:
+        what = {
+            404: "no such command",
+            403: "forbidden on this service",
+            405: "HTTP method not allowed",
+        }.get(status)
+        text = f"{command}: {message}" if what is None else f"{command}: {what} ({message})"
+        return IpfsError(text, status=status, code=code, command=command, secrets=secrets)
+
+    wait = retry_after(response.headers.get("retry-after"))
+    return status_error(status, str(message), where=f"the storage API's {command}: ",
+                        secrets=secrets, wait=wait, own=own, owns=COMMAND_STATUSES)  # fmt: skip
 
 
 def _check_end(command: str, response: httpx.Response, received: int | None, secrets) -> None:
@@ -479,8 +487,9 @@ class AsyncIpfsClient:
     timeout : float
         Seconds to wait for a connection or for each piece of an answer [s].
     retries : int
-        Attempts after the first when a command other than ``add`` cannot connect or meets
-        502/503/504, with the backoff of ``feeslab.fetch.core.Retry``.
+        Attempts after the first when a command other than ``add`` meets a network error or
+        a gateway's 5xx, with the backoff of ``feeslab.fetch.retry.Retry`` (a 429 is waited
+        out, as by every client).
     retry : Retry, optional
         The whole retry policy instead of ``retries`` (the one every client takes).
     transport : httpx.BaseTransport, optional
@@ -521,6 +530,7 @@ class AsyncIpfsClient:
             transport=transport or TrailerTransport(),
         )
         self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-ipfs")
+        self._served = 0  # answers served: a 429 streak is the hard stop only while it stands
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
@@ -535,66 +545,70 @@ class AsyncIpfsClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # -- plumbing: the retry policy and the answers' checks -----------------------------------
+    # -- plumbing: the retry driver and the answers' checks ---------------------------------
 
-    def _send_failed(self, command: str, exc: httpx.TransportError, last: bool) -> None:
-        """Return to try again; raise ``TransportError`` when this was the last try."""
-        if last or not isinstance(exc, httpx.ConnectError):
+    def _served_count(self) -> int:
+        return self._served
+
+    def _send(
+        self, command: str, params: list[tuple[str, str]], files: list | None
+    ) -> httpx.Response:
+        """One attempt (blocking: runs on the pool): the answer, its status 200 and its body
+        still to read; ``Retryable`` when it is worth another."""
+        url = f"{self.base_url}/api/v0/{command}"
+        try:
+            request = self._client.build_request("POST", url, params=params, files=files)
+            response = self._client.send(request, stream=True)
+        except httpx.TransportError as exc:
             # describe() scrubs it: its request's Basic header shows no secret
             reached = describe(exc, self._secrets)
             error = TransportError(
                 f"{command}: the storage API could not be reached: {reached}",
                 secrets=self._secrets,
             )
-            raise error from exc
+            error.__cause__ = exc
+            raise Retryable(error) from None
+        if response.status_code == 200:
+            self._served += 1
+            return response
+        try:
+            refused = _error(command, response, response.read(), self._secrets)
+        finally:
+            response.close()
+        raise refused
 
-    @contextlib.contextmanager
-    def _open(
+    async def _open(
         self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> Iterator[httpx.Response]:
-        """The answer to one command, its status checked (blocking: runs on the pool)."""
-        attempts = 1 if files is not None else 1 + self.retries  # an upload is sent once
-        url = f"{self.base_url}/api/v0/{command}"
-        for attempt in range(attempts):
-            last = attempt + 1 == attempts
-            if attempt:
-                time.sleep(self._retry.delay(attempt - 1))
-            try:
-                request = self._client.build_request("POST", url, params=params, files=files)
-                response = self._client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                self._send_failed(command, exc, last)
-                continue
-            try:
-                if response.status_code != 200:
-                    body = response.read()
-                    if last or response.status_code not in RETRIED_STATUSES:
-                        raise _error(command, response, body, self._secrets)
-                    continue
-                try:
-                    yield response
-                except httpx.TransportError as exc:
-                    reached = describe(exc, self._secrets)
-                    raise IpfsStreamError(
-                        f"{command}: the connection failed mid-answer: {reached}",
-                        command=command, secrets=self._secrets,
-                    ) from exc
-                return
-            finally:
-                response.close()
+    ) -> httpx.Response:
+        """The answer to one command, its status checked, its body still to read; retried by
+        the one driver (an upload is sent once: its body is spent)."""
+
+        async def attempt() -> httpx.Response:
+            return await self._io(self._send, command, params, files)
+
+        retry = self._retry if files is None else None
+        return await drive(attempt, retry, asyncio.sleep, served=self._served_count,
+                           secrets=self._secrets)  # fmt: skip
 
     def _stream(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None,
-        *, counted: bool = False,
+        self, command: str, response: httpx.Response, *, counted: bool = False
     ) -> Iterator[bytes]:
-        """The answer's pieces as they arrive, then its end checked (blocking); ``counted``:
+        """An open answer's pieces as they arrive, then its end checked (blocking); ``counted``:
         also against its ``X-Content-Length``."""
-        with self._open(command, params, files) as response:
+        try:
             received = 0
             for piece in response.iter_bytes():
                 received += len(piece)
                 yield piece
             _check_end(command, response, received if counted else None, self._secrets)
+        except httpx.TransportError as exc:
+            reached = describe(exc, self._secrets)
+            raise IpfsStreamError(
+                f"{command}: the connection failed mid-answer: {reached}",
+                command=command, secrets=self._secrets,
+            ) from exc
+        finally:
+            response.close()
 
     async def _io(self, function: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
@@ -603,20 +617,22 @@ class AsyncIpfsClient:
         self, command: str, params: list[tuple[str, str]], *, counted: bool = False
     ) -> bytes:
         """The whole answer, read on the pool in one go."""
-        stream = self._stream(command, params, counted=counted)
-        return await self._io(b"".join, stream)
+        response = await self._open(command, params)
+        return await self._io(b"".join, self._stream(command, response, counted=counted))
 
     async def _pieces(
         self, command: str, params: list[tuple[str, str]], files: list | None = None,
         *, counted: bool = False,
     ) -> AsyncIterator[bytes]:
         """The answer's pieces, each handed over from the pool as it arrives."""
-        stream = self._stream(command, params, files, counted=counted)
+        response = await self._open(command, params, files)
+        stream = self._stream(command, response, counted=counted)
         try:
             while (piece := await self._io(next, stream, None)) is not None:
                 yield piece
         finally:
             await self._io(stream.close)
+            await self._io(response.close)  # a stream never started does not close it
 
     async def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
         body = await self._whole(command, params)

@@ -15,6 +15,9 @@ with the WebSocket transport.
 
 What happens to each answer
 ---------------------------
+Refused answers are read by the one status-to-error map of every client
+(``feeslab.fetch.retry.status_error``) and retried by its one driver (``retry.drive``):
+
 =====================================  ==========================================================
 HTTP 200, JSON-RPC items               each item's ``result`` or ``error`` (an ``RpcError``, not
                                        raised) goes to its call, matched by id
@@ -64,11 +67,7 @@ import httpx
 
 from feeslab._redact import describe
 from feeslab.errors import (
-    AuthError,
-    ConfigError,
-    CreditsExhausted,
     ProtocolError,
-    RateLimited,
     RpcError,
     TransportError,
     redact,
@@ -92,11 +91,9 @@ from feeslab.fetch.core import (
     CreditGovernor,
     Limits,
     Retry,
-    Retryable,
     RpcCore,
     TransportReports,
     gather_or_cancel,
-    retry_after,
     send_batch,
 )
 from feeslab.fetch.jsonrpc import (
@@ -112,6 +109,7 @@ from feeslab.fetch.jsonrpc import (
     service_says,
 )
 from feeslab.fetch.loop import Blocking
+from feeslab.fetch.retry import Retryable, http_error, status_error
 
 __all__ = [
     "CUT_SPACING",
@@ -161,24 +159,10 @@ def _interpret(
     status = response.status_code
     content = response.content
     body = json_or_none(content)
-    said = service_says(body, content)
-    if status == 429:
-        wait = retry_after(response.headers.get("retry-after"))
-        if wait is None:
-            wait = backoff_seconds(body)
-        raise Retryable(RateLimited(f"HTTP 429: {said}", retry_after=wait, secrets=secrets), wait)
-    if status == 402:
-        details = body.get("error", {}).get("details") if isinstance(body, Mapping) else None
-        raise CreditsExhausted(credits_spent=credits_spent, details=details, secrets=secrets)
-    if status in (401, 403):
-        raise AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
-    if status >= 500:
-        raise Retryable(TransportError(f"HTTP {status}: {said}", secrets=secrets))
-    if status == 404:
-        raise ConfigError(f"HTTP 404 (check the URL and network): {said}", secrets=secrets)
     if status != 200:
-        raise ProtocolError(f"unexpected HTTP {status}: {said}", status=status, secrets=secrets)
+        raise http_error(response, body, secrets=secrets, credits_spent=credits_spent)
     if body is None:
+        said = service_says(body, content)
         error = ProtocolError(f"the answer is not JSON: {said}", status=200, secrets=secrets)
         raise Retryable(error)
     items = body if isinstance(body, list) else [body]
@@ -187,9 +171,8 @@ def _interpret(
     if isinstance(body, Mapping) and body.get("id") is None and "error" in body:
         # one error for the whole request (e.g. -32600 "batch too large")
         if isinstance(body["error"], Mapping) and body["error"].get("code") == RATE_LIMIT_CODE:
-            wait = backoff_seconds(body)
-            error = RateLimited(f"HTTP 200: {said}", retry_after=wait, secrets=secrets)
-            raise Retryable(error, wait)
+            said = service_says(body, content)
+            raise status_error(RATE_LIMIT_CODE, said, secrets=secrets, wait=backoff_seconds(body))
         raise RpcError.from_object(body["error"], secrets=secrets)
     return read_items(items, calls, secrets=secrets)
 

@@ -13,10 +13,11 @@ notification to its subscription. ``WebSocketTransport`` is the blocking twin: i
 async transport on a private event-loop thread, so it also works inside a running Jupyter
 kernel.
 
-Answers are read like ``transport.py``'s: per-item errors come back as ``RpcError`` values;
-a 429 (one error object answering a whole batch, with id null: it is taken to answer the oldest
-batch still waiting, as the service answers a connection's messages in order) or a -32005 item
-is retried with backoff;
+Answers are read like ``transport.py``'s, and refusals by the same map
+(``feeslab.fetch.retry.status_error``) and driver: per-item errors come back as ``RpcError``
+values; a 429 (one error object answering a whole batch, with id null: it is taken to answer
+the oldest batch still waiting, as the service answers a connection's messages in order) or a
+-32005 item is retried with backoff;
 an unanswered request is sent again after ``timeout``; a dropped connection is reopened for
 the next attempt (subscriptions end with ``TransportError``). The service closes the socket
 after a 402 message: every waiting request, every subscription and every later call raises
@@ -36,25 +37,24 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from feeslab._redact import scrub_exception
 from feeslab.errors import (
-    AuthError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
-    ProtocolError,
     RateLimited,
     RpcError,
     TransportError,
 )
 from feeslab.fetch import jsonrpc
 from feeslab.fetch.core import (
-    Retryable,
     RpcCore,
     TransportReports,
     gather_or_cancel,
     send_batch,
 )
+from feeslab.fetch.credits import Budget
 from feeslab.fetch.jsonrpc import RpcCall, RpcResult
 from feeslab.fetch.loop import Blocking, LoopThread
+from feeslab.fetch.retry import Retryable, status_error
 
 __all__ = ["AsyncSubscription", "AsyncWebSocketTransport", "Subscription", "WebSocketTransport"]
 
@@ -237,16 +237,11 @@ class AsyncWebSocketTransport(TransportReports):
         except ValueError:
             body = None
         said = jsonrpc.service_says(body, body_bytes)
-        secrets = self._core.secrets
-        if status in (401, 403):
-            return AuthError(f"HTTP {status}: {said}", status=status, secrets=secrets)
-        if status == 402:
-            return CreditsExhausted(credits_spent=self._core.credits_spent, secrets=secrets)
-        if status == 404:
-            return ConfigError(f"HTTP 404 (check the URL and network): {said}", secrets=secrets)
-        return ProtocolError(
-            f"WebSocket refused with HTTP {status}: {said}", status=status, secrets=secrets
-        )
+        error = status_error(status, said, secrets=self._core.secrets,
+                             credits_spent=self._core.credits_spent)  # fmt: skip
+        # the handshake is not retried (connect() is called by each attempt): a 429 or 5xx
+        # there is what the attempt failed with
+        return error.error if isinstance(error, Retryable) else error
 
     async def _read(self, ws: ClientConnection) -> None:
         error: FeeslabError | None = None
@@ -304,10 +299,11 @@ class AsyncWebSocketTransport(TransportReports):
         error = item.get("error")
         code = error.get("code") if isinstance(error, Mapping) else None
         if code == 402:
-            details = error.get("details")
-            self._exhausted = CreditsExhausted(
-                credits_spent=self._core.credits_spent, details=details, secrets=self._core.secrets
-            )
+            exhausted = status_error(402, "", secrets=self._core.secrets,
+                                     credits_spent=self._core.credits_spent,
+                                     details=error.get("details"))  # fmt: skip
+            assert isinstance(exhausted, CreditsExhausted)
+            self._exhausted = exhausted
             self._fail_all(self._exhausted)  # the service closes the socket next
             return
         group = self._waiting.get(item.get("id"))
@@ -366,8 +362,10 @@ class AsyncWebSocketTransport(TransportReports):
         """One attempt: send the calls, wait for their answers, read them."""
         try:
             await self.connect()
-        except TransportError as exc:
+        except TransportError as exc:  # a network failure or a 5xx handshake: as over HTTP
             raise Retryable(exc) from None
+        except RateLimited as exc:  # a 429 handshake: waited out like any 429
+            raise Retryable(exc, exc.retry_after) from None
         assert self._ws is not None
         group = _Group(list(pending), asyncio.get_running_loop())
         for rid in pending:
@@ -389,9 +387,9 @@ class AsyncWebSocketTransport(TransportReports):
                 self._waiting.pop(rid, None)
         if whole is not None:
             self._core.record(calls, 429)
-            wait = jsonrpc.backoff_seconds(whole)
             said = jsonrpc.service_says(whole, b"")
-            raise Retryable(RateLimited(f"WebSocket 429: {said}", retry_after=wait), wait)
+            raise status_error(429, said, label="WebSocket", wait=jsonrpc.backoff_seconds(whole),
+                               secrets=self._core.secrets)  # fmt: skip
         self._core.record(calls, 200)
         return jsonrpc.read_items(group.answers, pending, secrets=self._core.secrets)
 
@@ -516,6 +514,10 @@ class WebSocketTransport(Blocking):
     @property
     def credits_spent(self) -> int:
         return self._inner.credits_spent
+
+    def charging(self, budget: Budget | None) -> contextlib.AbstractContextManager[None]:
+        """Charge ``budget`` with each request's price before it is sent, while inside."""
+        return self._inner.charging(budget)
 
     def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]:
         """Send ``calls``; results in call order (see ``AsyncWebSocketTransport``)."""

@@ -7,6 +7,7 @@ import asyncio
 import email.utils
 import random
 import threading
+import time
 
 import httpx
 import pytest
@@ -56,8 +57,9 @@ def gas(handler, waits: list[float], **options) -> GasClient:
 
 
 def test_the_gas_api_waits_an_http_date_retry_after_then_succeeds() -> None:
+    soon = email.utils.formatdate(time.time() + 3, usegmt=True)  # whole seconds: 2-3 s away
     answers = iter([
-        httpx.Response(429, headers={"Retry-After": email.utils.formatdate(usegmt=True)}),
+        httpx.Response(429, headers={"Retry-After": soon}),
         httpx.Response(503),
         httpx.Response(200, json=["1.5", "2.5"]),
     ])  # fmt: skip
@@ -66,19 +68,21 @@ def test_the_gas_api_waits_an_http_date_retry_after_then_succeeds() -> None:
         assert client.base_fee_history(1) == ["1.5", "2.5"]
         assert client.ledger.spent == 80  # one served answer; 429 and 5xx are free
     assert len(waits) == 2
-    assert 0 <= waits[0] <= 1.0  # the date said "now" (to the second)
-    assert 0 <= waits[1] <= 0.5  # the second failure: the jittered backoff, attempt 1
+    assert 1.5 <= waits[0] <= 3.0  # the date the service said
+    assert 0 <= waits[1] <= 0.25  # the first failure (429s count apart): backoff base 0.25 s
 
 
-def test_the_gas_api_gives_up_on_429_after_its_retries() -> None:
+def test_the_gas_api_waits_429s_out_like_every_client_until_its_patience() -> None:
     waits: list[float] = []
     refused = httpx.Response(429, headers={"Retry-After": "2"})
-    with gas(lambda request: refused, waits, retries=2) as client, pytest.raises(
+    policy = Retry(retries=0, rate_limit_patience=5.0)  # 429s are not counted as retries
+    with gas(lambda request: refused, waits, retry=policy) as client, pytest.raises(
         RateLimited
     ) as caught:
         client.get(1, "baseFeeHistory")
-    assert waits == [2.0, 2.0] and caught.value.attempts == 3
+    assert waits == [2.0, 2.0] and caught.value.attempts == 3  # a third wait passes 5 s
     assert caught.value.retry_after == 2.0
+    assert "only 429" in str(caught.value) and "rate_limit_patience=5" in str(caught.value)
 
 
 def test_blocking_clients_run_inside_a_running_loop_on_their_own_thread() -> None:
