@@ -8,28 +8,35 @@
     lab = feeslab.connect(rpc_url="http://127.0.0.1:8545")                     # any JSON-RPC node
     lab = feeslab.connect(era1="~/era1/")                                      # archive files
 
+The options are declared once, as the fields of :class:`Settings` (default, type and
+documentation each); ``connect()``'s signature (what Jupyter completes, what type checkers
+check) and its docstring are made from them. Each option says on which connections it has an
+effect; one given where it has none raises ``ConfigError`` naming it and the option that chose
+the connection, rather than being dropped.
+
 The endpoint layout is the service's: the node at ``https://{network}.infura.io/v3/KEY``
 (WebSocket ``wss://{network}.infura.io/ws/v3/KEY``), the Gas API and the storage (IPFS) API on
 their own hosts. A devnet serves every surface under one root, mainnet at the root and other
 networks under ``/{network}``. Only this module starts a devnet, and only when there is
-neither a key nor a URL.
+neither a key nor a URL. The node's client stack itself is built by
+``feeslab.sources.rpc.open_node``, as a cluster's workers build theirs.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
-from dataclasses import dataclass, field, replace
-from typing import Any
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ParamSpec
 
 from feeslab.errors import ConfigError
-from feeslab.fetch.credits import CreditLedger, ask_devnet_credits_per_second, pacing_rate
-from feeslab.fetch.gas import GasClient
+from feeslab.fetch.credits import CreditLedger, pacing_rate
 from feeslab.fetch.ipfs import IpfsClient
-from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import HTTPTransport
-from feeslab.fetch.ws import WebSocketTransport
 from feeslab.lab import Lab
-from feeslab.sources.rpc import RpcSource
+from feeslab.sources.rpc import NodeSpec, open_node
 
 __all__ = ["Endpoints", "Settings", "connect", "endpoints"]
 
@@ -38,28 +45,121 @@ INFURA_GAS = "https://gas.api.infura.io"
 INFURA_IPFS = "https://ipfs.infura.io:5001"
 DEVNET_ROOT_NETWORK = "mainnet"  # served at a devnet's root; other networks under /{network}
 
+# the connections connect() makes, each chosen by one option (see _route)
+ERA1, NODE, ROOT, SERVICE, EMBEDDED = "era1", "node", "root", "service", "embedded"
+NODES = frozenset({NODE, ROOT, SERVICE, EMBEDDED})  # every connection to a node
+EVERYWHERE = NODES | {ERA1}
+_WHAT = {
+    ERA1: "era1= reads archive files: no node, no service",
+    NODE: "rpc_url= reaches the one chain of any JSON-RPC node, without a key",
+    ROOT: "url= is a running devnet's root, with its own chains",
+    SERVICE: "{chooser} reaches the real service, not the embedded devnet",
+}
 
-@dataclass(frozen=True)
+
+def _option(default: Any, doc: str, *, on: frozenset[str] = NODES, secret: bool = False) -> Any:
+    """One of ``connect()``'s options: its ``default``, its documentation, the connections
+    it has an effect ``on``, and whether its value is kept out of reprs and messages."""
+    return field(default=default, repr=not secret, metadata={"doc": doc, "on": on})
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
-    """``connect()``'s keywords (era1 aside), kept to reach another network (``Lab.on_network``).
+    """``connect()``'s options, kept to reach another network (``Lab.on_network``).
 
-    The key and secret never appear in its repr.
+    The key, the secret and a node URL (which may hold a key) never appear in its repr.
     """
 
-    api_key: str | None = field(default=None, repr=False)
-    api_key_secret: str | None = field(default=None, repr=False)
-    network: str = "mainnet"
-    url: str | None = None
-    rpc_url: str | None = field(default=None, repr=False)  # may hold a key in its path
-    seed: int = 0
-    cache: Any = True
-    progress: bool = True
-    credits_per_second: float | str | None = None
-    max_batch: int = 1_000
-    max_concurrency: int = 8
-    wallet_url: str | None = None
-    block_time: float | None = None
-    websocket: bool = False
+    api_key: str | None = _option(
+        None, "The service's (or a running devnet's) API key; default ``INFURA_API_KEY``. "
+        "With neither this nor the variable, and no ``url``/``rpc_url``/``era1``, the "
+        "embedded devnet is started (``feeslab.devnet.start(seed=seed)``) and used.",
+        on=frozenset({ROOT, SERVICE}), secret=True)
+    api_key_secret: str | None = _option(
+        None, "The key's secret, for the Gas API and the storage API (``lab.ipfs``); default "
+        "``INFURA_API_KEY_SECRET``.", on=frozenset({ROOT, SERVICE}), secret=True)
+    network: str = _option(
+        "mainnet", "The service's network name (``mainnet``, ``sepolia``, "
+        "``polygon-mainnet``, ...); on a devnet, one of its chains.",
+        on=frozenset({ROOT, SERVICE, EMBEDDED}))
+    url: str | None = _option(
+        None, "The root of a running devnet (every surface under one root, as ``feeslab "
+        "serve`` lays them out); needs ``api_key`` (and ``api_key_secret`` for the Gas API and "
+        "``lab.ipfs``, the storage API at ``{url}/api/v0``).", on=frozenset({ROOT}))
+    rpc_url: str | None = _option(
+        None, "Any standard JSON-RPC node (``http(s)://`` or ``ws(s)://``); no Gas API and no "
+        "storage API then, and its calls are counted but not priced.",
+        on=frozenset({NODE}), secret=True)
+    seed: int = _option(0, "The embedded devnet's seed.", on=frozenset({EMBEDDED}))
+    cache: Any = _option(  # noqa: RUF009 (_option makes a field, as dataclasses.field does)
+        True, "The on-disk answer cache: on (the user cache directory), a directory, or off "
+        "(``False``). Allowed with ``era1`` (a script passes it whatever the source), which "
+        "reads files and caches nothing.", on=EVERYWHERE)
+    progress: bool = _option(
+        True, "Progress bars on long fetches. Allowed with ``era1``, whose reads show a bar "
+        "over several files.", on=EVERYWHERE)
+    credits_per_second: float | str | None = _option(
+        None, "Keep the fetch under this throughput [credits/s], or a plan's (``\"core\"``, "
+        "``\"developer\"``, ``\"team\"``); ``math.inf`` does not pace. Default: the plan's "
+        "rate, as a devnet reports it (``GET /devnet/info``; without ``api_key_secret`` a "
+        "devnet's default, Team's 40,000), else on the service the free Core plan's 500 "
+        "credits/s (pass your plan's), else (``rpc_url``) none. The client paces with a token "
+        "bucket at 95 % of it, cuts batches to fit it, and halves its pace on a 429 (see "
+        "``feeslab.fetch.transport.CreditGovernor``).")
+    max_batch: int = _option(
+        1_000, "JSON-RPC calls per HTTP request (1,000: fewer round trips on a slow link, and "
+        "geth's limit a batch; calls with block-sized answers, such as headers, go at most 500 "
+        "to a request: ``feeslab.fetch.jsonrpc.MOST_LARGE_ANSWERS``).")
+    max_concurrency: int = _option(8, "Requests in flight at once.")
+    wallet_url: str | None = _option(
+        None, "The multichain wallet's WebSocket for ``lab.wallet``; default on a devnet its "
+        "``/wallet`` (the real service has none: the wallet API is MetaMask's extension).")
+    block_time: float | None = _option(
+        None, "The embedded devnet's chains grow one block every ``block_time`` [s] (live "
+        "mode: ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.",
+        on=frozenset({EMBEDDED}))
+    websocket: bool = _option(
+        False, "Send node calls over one WebSocket (``wss://{network}.infura.io/ws/v3/KEY``, "
+        "or the devnet's ``/ws/v3/KEY``) instead of HTTPS; needed for :meth:`Lab.subscribe`. "
+        "An ``rpc_url`` starting with ``ws://``/``wss://`` implies it.")
+    era1: Any = _option(  # noqa: RUF009
+        None, "Read blocks, uncles and fee history from era1 files (mainnet's pre-merge "
+        "archive): a file, a directory of ``*.era1``, a glob, or a sequence of them; no node, "
+        "no credits (``feeslab.sources.era1.Era1Source``).", on=frozenset({ERA1}))
+
+
+def _parameters_doc(declared: type) -> str:
+    """A numpydoc ``Parameters`` section from the fields' documentation."""
+    lines = ["Parameters", "----------"]
+    for option in fields(declared):
+        lines.append(f"{option.name} : {option.type}")
+        lines += textwrap.wrap(option.metadata["doc"], 92, initial_indent="    ",
+                               subsequent_indent="    ")  # fmt: skip
+    return "\n".join(lines)
+
+
+Settings.__doc__ = f"{inspect.cleandoc(Settings.__doc__ or '')}\n\n{_parameters_doc(Settings)}"
+
+
+_P = ParamSpec("_P")
+
+
+def _options_of(
+    declared: Callable[_P, Settings],
+) -> Callable[[Callable[..., Lab]], Callable[_P, Lab]]:
+    """Give the decorated function ``declared``'s keywords: to type checkers (the
+    ``ParamSpec``), at run time (``__signature__``: what ``help()`` and Jupyter's completion
+    read) and in its docstring (the Parameters section)."""
+
+    def give(function: Callable[..., Lab]) -> Callable[_P, Lab]:
+        signature = inspect.signature(declared, eval_str=True)
+        function.__signature__ = signature.replace(return_annotation=Lab)  # type: ignore[attr-defined]
+        summary, _, rest = inspect.cleandoc(function.__doc__ or "").partition("\n\n")
+        parameters = _parameters_doc(declared)  # type: ignore[arg-type]
+        function.__doc__ = "\n\n".join(part for part in (summary, parameters, rest) if part)
+        return function
+
+    return give
 
 
 @dataclass(frozen=True)
@@ -76,92 +176,85 @@ class Endpoints:
         return "<Endpoints (URLs hold the key; not shown)>"
 
 
-def connect(
-    *,
-    api_key: str | None = None,
-    api_key_secret: str | None = None,
-    network: str = "mainnet",
-    url: str | None = None,
-    rpc_url: str | None = None,
-    seed: int = 0,
-    cache: Any = True,
-    progress: bool = True,
-    credits_per_second: float | str | None = None,
-    max_batch: int = 1_000,
-    max_concurrency: int = 8,
-    wallet_url: str | None = None,
-    block_time: float | None = None,
-    websocket: bool = False,
-    era1: Any = None,
-) -> Lab:
-    """A :class:`Lab` on the real service, a running devnet, any node, or the embedded devnet.
+@_options_of(Settings)
+def connect(**options: Any) -> Lab:
+    """A :class:`Lab` on the real service, a running devnet, any node, the embedded devnet or
+    era1 files.
 
-    Parameters
-    ----------
-    api_key, api_key_secret : str, optional
-        Credentials; default ``INFURA_API_KEY`` / ``INFURA_API_KEY_SECRET``. With neither an
-        argument nor the variable, and no ``url``/``rpc_url``, the embedded devnet is started
-        (``feeslab.devnet.start(seed=seed)``) and used.
-    network : str
-        The service's network name (``mainnet``, ``sepolia``, ``polygon-mainnet``, ...).
-    url : str, optional
-        The root of a running devnet (every surface under one root, as ``feeslab serve``
-        lays them out); needs ``api_key`` (and ``api_key_secret`` for the Gas API and
-        ``lab.ipfs``, the storage API at ``{url}/api/v0``).
-    rpc_url : str, optional
-        Any standard JSON-RPC node; no Gas API and no storage API then.
-    seed : int
-        The embedded devnet's seed.
-    cache : bool or path
-        The on-disk answer cache: on (user cache directory), a directory, or off.
-    progress : bool
-        Progress bars on long fetches.
-    credits_per_second : float or str, optional
-        Keep the fetch under this throughput [credits/s], or a plan's (``"core"``,
-        ``"developer"``, ``"team"``); ``math.inf`` does not pace. Default: the plan's rate,
-        as a devnet reports it (``GET /devnet/info``; without ``api_key_secret`` a devnet's
-        default, Team's 40,000), else on the service the free Core plan's 500 credits/s (pass
-        your plan's), else (``rpc_url``) none. The client paces with a token bucket at 95 %
-        of it, cuts batches to fit it, and halves its pace on a 429 (see
-        ``feeslab.fetch.transport.CreditGovernor``).
-    max_batch, max_concurrency : int
-        JSON-RPC calls per HTTP request (1,000: fewer round trips on a slow link, and geth's
-        limit a batch; calls with block-sized answers, such as headers, go at most 500 to a
-        request: ``feeslab.fetch.jsonrpc.MOST_LARGE_ANSWERS``), and requests in flight.
-    wallet_url : str, optional
-        The multichain wallet's WebSocket for ``lab.wallet``; default on a devnet its
-        ``/wallet`` (the real service has none: the wallet API is MetaMask's extension).
-    block_time : float, optional
-        The embedded devnet's chains grow one block every ``block_time`` [s] (live mode:
-        ``newHeads`` subscriptions and wallet notifications fire); default fixed heads.
-    websocket : bool
-        Send node calls over one WebSocket (``wss://{network}.infura.io/ws/v3/KEY``, or the
-        devnet's ``/ws/v3/KEY``) instead of HTTPS; needed for :meth:`Lab.subscribe`. An
-        ``rpc_url`` starting with ``ws://``/``wss://`` implies it.
-    era1 : str, Path or sequence of them, optional
-        Read blocks, uncles and fee history from era1 files (mainnet's pre-merge archive):
-        a file, a directory of ``*.era1`` or a glob; no node, no credits
-        (``feeslab.sources.era1.Era1Source``).
+    Returns
+    -------
+    Lab
+        Close it when done (``with feeslab.connect() as lab:``): it holds connections, and
+        stops the embedded devnet it started.
+
+    Raises
+    ------
+    TypeError
+        An option ``connect()`` does not have.
+    ConfigError
+        Options that conflict (one where the connection another chose has no use for it), or
+        one that cannot work (``url`` without a key, an unknown plan's name, ...).
     """
-    if era1 is not None:
-        from feeslab.sources.era1 import Era1Source
-
-        return Lab(Era1Source(era1), credits=CreditLedger())
-    settings = Settings(
-        api_key=api_key or os.environ.get("INFURA_API_KEY") or None,
-        api_key_secret=api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None,
-        network=network, url=url, rpc_url=rpc_url, seed=seed, cache=cache, progress=progress,
-        credits_per_second=credits_per_second, max_batch=max_batch,
-        max_concurrency=max_concurrency, wallet_url=wallet_url, block_time=block_time,
-        websocket=websocket,
-    )
+    for name in options:
+        if name not in _NAMES:
+            close = difflib.get_close_matches(name, _NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"connect() got an unexpected keyword argument {name!r}{hint}")
+    settings = Settings(**options)
+    _check(settings)
     return open_lab(settings)
 
 
+_NAMES = [option.name for option in fields(Settings)]
+
+
+def _route(settings: Settings) -> tuple[str, str]:
+    """Which connection ``settings`` make, and what chose it (an option, or the variable)."""
+    if settings.era1 is not None:
+        return ERA1, "era1="
+    if settings.rpc_url is not None:
+        return NODE, "rpc_url="
+    if settings.url is not None:
+        return ROOT, "url="
+    if settings.api_key:
+        return SERVICE, "api_key="
+    if os.environ.get("INFURA_API_KEY"):
+        return SERVICE, "INFURA_API_KEY"
+    return EMBEDDED, "no api_key=, url=, rpc_url= or era1="
+
+
+def _check(settings: Settings) -> None:
+    """The options' mistakes that need no network: one given (not its default) where the
+    connection chosen has no use for it; ``url`` without a key."""
+    route, chooser = _route(settings)
+    for option in fields(settings):
+        value = getattr(settings, option.name)
+        if value == option.default or route in option.metadata["on"]:
+            continue
+        given = f"{option.name}={value!r}" if option.repr else f"{option.name}="
+        if route == EMBEDDED:  # a secret without a key
+            raise ConfigError(f"{given} has no effect without api_key= (or INFURA_API_KEY): "
+                              "with no key, url=, rpc_url= or era1=, connect() starts the "
+                              "embedded devnet, which has its own key")  # fmt: skip
+        what = _WHAT[route].format(chooser=chooser)
+        raise ConfigError(f"{given} and {chooser} conflict: {what}, where {option.name}= has "
+                          "no effect; pass one, not both")  # fmt: skip
+    if route == ROOT and not (settings.api_key or os.environ.get("INFURA_API_KEY")):
+        raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
+
+
 def open_lab(settings: Settings, devnet: Any = None) -> Lab:
-    """A Lab for ``settings``: on ``devnet`` when given (a running embedded devnet, which the
-    Lab then does not own), else as :func:`connect` says."""
-    _check(settings)
+    """A Lab for ``settings`` (checked by :func:`connect`): on ``devnet`` when given (a
+    running embedded devnet, which the Lab then does not own), else as :func:`connect` says."""
+    if settings.era1 is not None:
+        from feeslab.sources.era1 import Era1Source
+
+        return Lab(Era1Source(settings.era1), credits=CreditLedger())
+    settings = replace(
+        settings,
+        api_key=settings.api_key or os.environ.get("INFURA_API_KEY") or None,
+        api_key_secret=settings.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None,
+    )
     owns = devnet is None and not (settings.url or settings.rpc_url or settings.api_key)
     if owns:
         devnet = _start_devnet(settings)
@@ -170,43 +263,42 @@ def open_lab(settings: Settings, devnet: Any = None) -> Lab:
                            api_key_secret=devnet.api_key_secret, block_time=None,
                            wallet_url=settings.wallet_url or f"{devnet.ws_url}/wallet")
     where = endpoints(settings)
-    ledger = CreditLedger(priced=settings.rpc_url is None)  # another node charges no credits
-    transport = _transport(where, settings, ledger)
-    node = NodeClient(
-        transport,
-        ledger=ledger,
-        cache=settings.cache,
-        progress=settings.progress,
-        identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
-    )
+    source = open_node(_node_spec(settings, where, devnet))
     key, secret = settings.api_key, settings.api_key_secret
-    gas = None
-    if where.gas is not None and key:
-        gas = GasClient(base_url=where.gas, api_key=key, api_key_secret=secret, ledger=ledger)
     ipfs = None
     if where.ipfs is not None and key and secret:  # the storage API needs both
-        ipfs = IpfsClient(base_url=where.ipfs, api_key=key, api_key_secret=secret)
-    source = RpcSource(node, gas=gas, devnet=devnet is not None,
-                       any_node=settings.rpc_url is not None)
+        try:
+            ipfs = IpfsClient(base_url=where.ipfs, api_key=key, api_key_secret=secret)
+        except BaseException:
+            source.close()
+            raise
     reconnect = None  # another node serves one chain
     if settings.rpc_url is None:
         def reconnect(name: str) -> Lab:
             return open_lab(replace(settings, network=name), devnet=devnet)
 
-    return Lab(source, credits=ledger, ipfs=ipfs, wallet_url=where.wallet, devnet=devnet,
-               owns_devnet=owns, network=settings.network, rpc_url=settings.rpc_url,
-               reconnect=reconnect)
+    return Lab(source, credits=source.credits, ipfs=ipfs, wallet_url=where.wallet,
+               devnet=devnet, owns_devnet=owns, network=settings.network,
+               rpc_url=settings.rpc_url, reconnect=reconnect)  # fmt: skip
 
 
-def _check(settings: Settings) -> None:
-    """The options' mistakes that need no network."""
-    if settings.url is not None and settings.rpc_url is not None:
-        raise ConfigError("give url= (a devnet or service root) or rpc_url= (a node), not both")
-    if settings.url is not None and not settings.api_key:
-        raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
-    started = not (settings.url or settings.rpc_url or settings.api_key)
-    if settings.block_time is not None and not started:
-        raise ConfigError("block_time= sets the embedded devnet's pace; this Lab starts none")
+def _node_spec(settings: Settings, where: Endpoints, devnet: Any) -> NodeSpec:
+    """The node's spec for ``open_node``: paced at the plan's rate (a devnet's own limit
+    asked while the first requests go, when there is a secret to ask with)."""
+    key, secret = settings.api_key, settings.api_key_secret
+    host = where.node.partition("//")[2].partition("/")[0]
+    service = (settings.rpc_url is None and bool(key)) or host.endswith(".infura.io")
+    rate = pacing_rate(settings.credits_per_second, devnet_root=where.devnet, service=service)
+    ask = settings.credits_per_second is None and where.devnet is not None
+    return NodeSpec(
+        url=where.node, max_batch=settings.max_batch, max_concurrency=settings.max_concurrency,
+        credits_per_second=rate, devnet_root=where.devnet if ask else None,
+        api_key=key, api_key_secret=secret, gas_url=where.gas,
+        cache=settings.cache, progress=settings.progress,
+        priced=settings.rpc_url is None,  # another node charges no credits
+        devnet=True if devnet is not None else None, any_node=settings.rpc_url is not None,
+        identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
+    )  # fmt: skip
 
 
 def _start_devnet(settings: Settings) -> Any:
@@ -233,25 +325,6 @@ def endpoints(settings: Settings) -> Endpoints:
     if settings.websocket and not where.node.startswith(("ws://", "wss://")):
         where = replace(where, node=_ws_node_url(where.node))
     return where
-
-
-def _transport(where: Endpoints, settings: Settings, ledger: CreditLedger) -> Any:
-    """The node's transport (WebSocket for a ``ws(s)://`` URL), paced at the plan's rate."""
-    told = None  # a devnet's own limit, asked while the first requests go
-    url, root = where.node, where.devnet
-    auth = (settings.api_key, settings.api_key_secret)
-    if settings.credits_per_second is None and root is not None and all(auth):
-        told = ask_devnet_credits_per_second(root, auth)  # type: ignore[arg-type]
-    host = url.partition("//")[2].partition("/")[0]
-    service = (settings.rpc_url is None and bool(settings.api_key)) or host.endswith(".infura.io")
-    rate = pacing_rate(settings.credits_per_second, devnet_root=root, service=service)
-    options = dict(url=url, max_batch=settings.max_batch, max_concurrency=settings.max_concurrency,
-                   credits_per_second=rate, ledger=ledger)  # the one count of credits
-    websocket = url.startswith(("ws://", "wss://"))
-    transport = WebSocketTransport(**options) if websocket else HTTPTransport(**options)
-    if told is not None and getattr(transport, "governor", None) is not None:
-        transport.governor.follow(told)
-    return transport
 
 
 def _ws_node_url(url: str) -> str:

@@ -1,30 +1,40 @@
-"""The JSON-RPC service (or any node) as a source of frames.
+"""The JSON-RPC service (or any node) as a source of frames, and the one place it is built.
 
 :class:`RpcSource` binds the node client (``feeslab.fetch.node.NodeClient``: cache, ledger,
 chunks), the Gas API client when there is one, and what every frame's ``attrs`` say: the
 chain, its :class:`~feeslab.chainspec.ChainSpec` and the source's label. The datasets
 (``feeslab.datasets``) build the calls and parse the answers; this module knows nothing about
 any one dataset.
+
+:func:`open_node` builds the whole client stack (transport, pacing, ledger, node client, Gas
+API client) from a :class:`NodeSpec`, a frozen and picklable description of one node:
+``connect()`` (``feeslab.connection``) makes one from its options, and a cluster's driver hands
+one to its workers (``feeslab.cluster.jobs``), which open it paced by the cluster's bucket.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from feeslab._costs import method_cost
 from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError
 from feeslab.fetch.cache import MISSING
-from feeslab.fetch.credits import Budget, CreditLedger, Plan
+from feeslab.fetch.credits import Budget, CreditLedger, Plan, ask_devnet_credits_per_second
+from feeslab.fetch.gas import GasClient
 from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import RpcCall, RpcResult
+from feeslab.fetch.transport import HTTPTransport, RpcCall, RpcResult
+from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
 
-__all__ = ["DEVNET_CLIENT", "RpcSource"]
+__all__ = ["DEVNET_CLIENT", "NodeSpec", "RpcSource", "open_node"]
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 
@@ -38,20 +48,22 @@ class RpcSource:
         The node client (its ledger counts every credit).
     gas : GasClient, optional
         The Gas API client (the service and devnets; not ``connect(rpc_url=)``).
-    devnet : bool
-        True for the embedded devnet (known without asking); otherwise a node that says it
-        is a feeslab devnet (``web3_clientVersion``, asked once) is labelled one too.
+    devnet : bool, optional
+        Whether the node is a feeslab devnet, when known (the embedded devnet; a cluster's
+        worker, told by its driver); None: asked once (``web3_clientVersion``), so that a
+        devnet reached by URL is labelled one too.
     any_node : bool
         True for ``connect(rpc_url=)``: another node, not the service.
     """
 
     def __init__(
-        self, node: NodeClient, *, gas: Any = None, devnet: bool = False, any_node: bool = False
+        self, node: NodeClient, *, gas: Any = None, devnet: bool | None = None,
+        any_node: bool = False,
     ) -> None:
         self.node = node
         self.gas = gas
         self.any_node = any_node
-        self._devnet: bool | None = True if devnet else None  # asked once, then kept
+        self._devnet = devnet  # asked once when None, then kept
         self._chain_id: int | None = None
         self._spec: tuple[ChainSpec | None] | None = None
 
@@ -211,3 +223,130 @@ class RpcSource:
         self.node.transport.close()
         if self.gas is not None:
             self.gas.close()
+
+
+# -- the one builder -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class NodeSpec:
+    """Everything :func:`open_node` needs to reach one node: frozen and picklable (a cluster's
+    driver sends it to its workers). The URL and the credentials hold the key: its repr shows
+    neither.
+
+    Parameters
+    ----------
+    url : str
+        The node's endpoint (``http(s)://``, or ``ws(s)://`` for one WebSocket).
+    max_batch, max_concurrency : int
+        Calls per request, and requests in flight.
+    credits_per_second : float, optional
+        The pace [credits/s], already resolved (``feeslab.fetch.credits.pacing_rate``); None:
+        unpaced.
+    devnet_root : str, optional
+        A devnet's root whose plan's rate is asked (with the key and secret) while the first
+        requests go, and then followed (``CreditGovernor.follow``).
+    api_key, api_key_secret : str, optional
+        The Gas API's credentials (and the devnet's, to ask its rate).
+    gas_url : str, optional
+        The Gas API's root; None: no Gas API client.
+    cache : bool or path
+        The node client's answer cache (``NodeClient``'s ``cache``).
+    progress : bool
+        Progress bars on long fetches.
+    priced : bool
+        Whether the node charges credits (False for ``connect(rpc_url=)``: calls counted only).
+    devnet : bool, optional
+        Whether the node is a feeslab devnet, when known; None: asked once.
+    any_node : bool
+        Another node (``connect(rpc_url=)``), not the service.
+    identity_suffix : str, optional
+        Appended to the cache's identity (the embedded devnet's simulation digest).
+    chain_id, head : int, optional
+        What the caller knows already (a cluster's driver): answered without asking.
+    """
+
+    url: str
+    max_batch: int = 1_000
+    max_concurrency: int = 8
+    credits_per_second: float | None = None
+    devnet_root: str | None = None
+    api_key: str | None = None
+    api_key_secret: str | None = None
+    gas_url: str | None = None
+    cache: Any = False
+    progress: bool = False
+    priced: bool = True
+    devnet: bool | None = None
+    any_node: bool = False
+    identity_suffix: str | None = None
+    chain_id: int | None = None
+    head: int | None = None
+
+    def __repr__(self) -> str:
+        scheme, _, rest = self.url.partition("//")
+        host = rest.partition("/")[0].partition("?")[0].rpartition("@")[2]  # no user:password
+        chain = "" if self.chain_id is None else f" chain {self.chain_id}"
+        return f"<NodeSpec {scheme}//{host}{chain}>"
+
+    @property
+    def websocket(self) -> bool:
+        """Whether the node is reached over one WebSocket."""
+        return self.url.startswith(("ws://", "wss://"))
+
+
+def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
+    """The source ``spec`` describes: its transport (HTTP or WebSocket by the URL's scheme),
+    paced at ``spec.credits_per_second``, one ledger for every credit, the node client and the
+    Gas API client.
+
+    Parameters
+    ----------
+    spec : NodeSpec
+        Where the node is and how to reach it.
+    bucket : optional
+        A pacer shared with other processes instead of the transport's own: anything with
+        ``CreditGovernor``'s methods and ``charge(credits, booked, status, calls)`` (a
+        cluster's, ``feeslab.cluster._governor.ClusterGovernor``). Every batch is booked in
+        it, and it is told what each answer cost.
+
+    Returns
+    -------
+    RpcSource
+        Close it (``source.close()``) when done: it holds the transport's threads.
+    """
+    ledger = CreditLedger(priced=spec.priced)
+    told = None  # a devnet's own limit, asked while the first requests go
+    if spec.devnet_root is not None and spec.api_key and spec.api_key_secret:
+        told = ask_devnet_credits_per_second(spec.devnet_root, (spec.api_key, spec.api_key_secret))
+    options: dict[str, Any] = dict(url=spec.url, max_batch=spec.max_batch,
+                                   max_concurrency=spec.max_concurrency,
+                                   credits_per_second=spec.credits_per_second)  # fmt: skip
+    if bucket is None:
+        options["ledger"] = ledger  # the one count of credits
+    else:
+        def charged(calls: Sequence[RpcCall], status: int) -> None:
+            credits = ledger.record_request(calls, status)  # priced by the ledger, once
+            methods = Counter(c.method for c in calls)
+            booked = sum(method_cost(m) * n for m, n in methods.items())
+            bucket.charge(credits, booked, status, dict(methods))
+
+        options["on_response"] = charged
+    transport = WebSocketTransport(**options) if spec.websocket else HTTPTransport(**options)
+    try:
+        if bucket is not None:
+            transport.governor = bucket  # every batch booked in the shared bucket
+        if told is not None and getattr(transport, "governor", None) is not None:
+            transport.governor.follow(told)
+        known = {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)}
+        node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
+                          identity_suffix=spec.identity_suffix, known=known,
+                          head=spec.head)  # fmt: skip
+        gas = None
+        if spec.gas_url is not None and spec.api_key:
+            gas = GasClient(base_url=spec.gas_url, api_key=spec.api_key,
+                            api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
+    except BaseException:
+        transport.close()
+        raise
+    return RpcSource(node, gas=gas, devnet=spec.devnet, any_node=spec.any_node)
