@@ -45,7 +45,8 @@ test: $(STAMP) $(NPM_STAMP) lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks
-	$(BIN)/lint-imports  # the one-way flow: pyproject.toml [tool.importlinter]
+	$(BIN)/lint-imports  # the one-way flow and no import cycle: pyproject.toml [tool.importlinter]
+	$(BIN)/mypy  # strict over feeslab/ except the devnet: pyproject.toml [tool.mypy]
 
 # every notebook as a reader sees it: HTML, each figure as PNG, a page screenshot (headless Chromium)
 # under build/render/; RENDER_FLAGS=--execute restarts and runs each notebook first

@@ -57,4 +57,5 @@ def chain_half(chain_id: int, heights: Heights) -> dict[str, Any]:
     """
     if heights not in HEIGHTS:
         raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    return chain_entry(int(chain_id))[heights]
+    half: dict[str, Any] = chain_entry(int(chain_id))[heights]
+    return half

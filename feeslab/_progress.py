@@ -16,12 +16,29 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["progress_bar"]
+__all__ = ["ProgressBar", "progress_bar"]
 
 
-def progress_bar(*, total: int, initial: int = 0, description: str, unit: str = "call") -> Any:
+class ProgressBar(Protocol):
+    """What a fetch does with a bar (a ``tqdm.tqdm``): count items, show a postfix, close."""
+
+    def update(self, n: float = 1) -> bool | None:
+        """Count ``n`` more items done."""
+
+    def set_postfix(
+        self, ordered_dict: object = None, refresh: bool = True, **kwargs: object
+    ) -> None:
+        """Show ``key=value`` after the bar, e.g. ``credits=...``."""
+
+    def close(self) -> None:
+        """Stop the bar (see :func:`progress_bar` for what stays on screen)."""
+
+
+def progress_bar(
+    *, total: int, initial: int = 0, description: str, unit: str = "call"
+) -> ProgressBar:
     """A tqdm bar over ``total`` items, ``initial`` of them already done; closes leaving
     nothing behind.
 
@@ -40,9 +57,12 @@ def progress_bar(*, total: int, initial: int = 0, description: str, unit: str = 
     """
     tqdm = _tqdm()
     options = {"total": total, "initial": initial, "desc": description, "unit": unit}
+    bar: ProgressBar
     if any(cls.__name__ == "tqdm_notebook" for cls in tqdm.__mro__):
-        return _widget_bar(tqdm)(**options)
-    return tqdm(**options, leave=False)
+        bar = _widget_bar(tqdm)(**options)
+    else:
+        bar = tqdm(**options, leave=False)
+    return bar
 
 
 @functools.cache  # once: catch_warnings swaps the process's warning filters
@@ -53,12 +73,14 @@ def _tqdm() -> type:
         # a kernel without ipywidgets gets tqdm's text bar, not a warning about it
         warnings.simplefilter("ignore", TqdmWarning)
         from tqdm.auto import tqdm
-    return tqdm
+    cls: type = tqdm
+    return cls
 
 
 @functools.cache
 def _widget_bar(base: type) -> type:
-    class WidgetBar(base):  # type: ignore[misc, valid-type]
+    # a base chosen at run time (tqdm's widget class): mypy cannot check a class built on it
+    class WidgetBar(base):  # type: ignore[misc]
         """tqdm's widget, shown under a display id that is emptied once complete."""
 
         def __init__(self, **options: Any) -> None:

@@ -71,7 +71,7 @@ def _pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, values))) if values else None
 
 
-def _with_basic_forms(secrets: Iterable[str]) -> list[str]:
+def _with_basic_forms(secrets: Iterable[str | None]) -> list[str]:
     """The secrets, plus the Base64 of ``key:secret`` should a header value be echoed bare."""
     values = [str(s) for s in secrets if s]
     if len(values) >= 2:
@@ -190,18 +190,19 @@ def _scrub_message(obj: Any, secrets: Iterable[str]) -> None:
     # websockets' handshake Request/Response (dataclasses: path, headers, body, reason_phrase)
     for name in ("path", "reason_phrase", "body", "headers"):
         value = getattr(obj, name, None)
+        masked: object
         if isinstance(value, str):
-            clean: Any = redact(value, secrets)
+            masked = redact(value, secrets)
         elif isinstance(value, bytes):
-            clean = _redact_bytes(value, secrets)
+            masked = _redact_bytes(value, secrets)
         elif name == "headers" and value is not None:
-            clean = _clean_headers(value, secrets)
+            masked = _clean_headers(value, secrets)
         else:
             continue
-        if clean is not value:
+        if masked is not value:
             # a frozen or slotted object stays as it is
             with contextlib.suppress(AttributeError, TypeError):
-                setattr(obj, name, clean)
+                setattr(obj, name, masked)
 
 
 def _is_message(value: Any) -> bool:

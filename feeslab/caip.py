@@ -371,6 +371,7 @@ def normalize_scopes(scopes: Mapping[ScopeKey, Scope]) -> dict[ScopeKey, Scope]:
     ``normalizeAndMergeScopes``). Keys keep their first appearance's order."""
     merged: dict[ScopeKey, Scope] = {}
     for key, scope in scopes.items():
+        parts: dict[ScopeKey, Scope]
         if isinstance(key, str) and scope.references:
             parts = {
                 (chain := ChainId(key, ref)): Scope(

@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Literal, overload
 
 import pandas as pd
 
-from feeslab._chaindata import HEIGHTS, chain_entry, load_chains
+from feeslab._chaindata import HEIGHTS, Heights, chain_entry, load_chains
 from feeslab._eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
 from feeslab._eip4844 import BlobRule, blob_schedule
 from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
@@ -165,7 +165,7 @@ class ChainSpec:
                 chain_id = int(chain_id)
             except (TypeError, ValueError):
                 raise ConfigError(f"chain_id must be an int, not {chain_id!r}") from None
-        return _build(int(chain_id), heights)
+        return _build(int(chain_id), "devnet" if heights == "devnet" else "protocol")
 
     @classmethod
     def of(cls, chain: ChainSpec | str | int) -> ChainSpec:
@@ -221,7 +221,7 @@ class ChainSpec:
 
 
 @cache
-def _build(chain_id: int, heights: str) -> ChainSpec:
+def _build(chain_id: int, heights: Heights) -> ChainSpec:
     try:
         entry = chain_entry(chain_id)
     except KeyError as exc:
@@ -252,15 +252,15 @@ def _build(chain_id: int, heights: str) -> ChainSpec:
         name=entry["name"],
         heights=heights,
         forks=tuple(forks),
-        eip1559=eip1559_schedule(chain_id, heights),  # type: ignore[arg-type]
-        initial_base_fee_wei=initial_base_fee(chain_id, heights),  # type: ignore[arg-type]
+        eip1559=eip1559_schedule(chain_id, heights),
+        initial_base_fee_wei=initial_base_fee(chain_id, heights),
         consensus=tuple((int(c["from_block"]), str(c["kind"])) for c in half["consensus"]),
         block_rewards_wei=tuple(
             (int(r["from_block"]), int(r["value"])) for r in half["block_rewards_wei"]
         ),
         reward_sources=tuple(r.get("source", "") for r in protocol["block_rewards_wei"]),
         uncles=uncles,
-        blob_schedule=blob_schedule(chain_id, heights),  # type: ignore[arg-type]
+        blob_schedule=blob_schedule(chain_id, heights),
     )
 
 
@@ -295,7 +295,7 @@ def with_chain(
     return frame
 
 
-def frame_spec(frame: Any) -> tuple[int | None, ChainSpec | None]:
+def frame_spec(frame: object) -> tuple[int | None, ChainSpec | None]:
     """``(chain_id, spec)`` from a frame's (or Series') ``attrs``; Nones where it says nothing."""
     attrs = getattr(frame, "attrs", None) or {}
     chain_id = attrs.get("chain_id")
@@ -310,8 +310,32 @@ def frame_spec(frame: Any) -> tuple[int | None, ChainSpec | None]:
     return (None if chain_id is None else int(chain_id)), spec
 
 
+@overload
 def resolve_spec(
-    frame: Any,
+    frame: object,
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    *,
+    what: str = "this function",
+    required: Literal[True] = True,
+    alternatives: str = "",
+) -> ChainSpec: ...
+
+
+@overload
+def resolve_spec(
+    frame: object,
+    spec: ChainSpec | str | None = None,
+    chain_id: int | None = None,
+    *,
+    what: str = "this function",
+    required: bool,
+    alternatives: str = "",
+) -> ChainSpec | None: ...
+
+
+def resolve_spec(
+    frame: object,
     spec: ChainSpec | str | None = None,
     chain_id: int | None = None,
     *,

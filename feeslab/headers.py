@@ -11,7 +11,6 @@ Cancun's blob fields and beacon root, Prague's ``requestsHash``). The JSON of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import rlp
 from eth_hash.auto import keccak
@@ -35,7 +34,7 @@ _QUANTITIES = frozenset(
 )  # encoded as integers; the rest are byte strings
 
 
-def header_rlp(block: Mapping[str, Any]) -> bytes:
+def header_rlp(block: Mapping[str, object]) -> bytes:
     """The RLP encoding of a block's header, from its JSON-RPC object.
 
     Parameters
@@ -54,7 +53,7 @@ def header_rlp(block: Mapping[str, Any]) -> bytes:
     if present != list(HEADER_FIELDS[: len(present)]):
         gap = next(n for n, p in zip(HEADER_FIELDS, present, strict=False) if n != p)
         raise ValueError(f"the block's header lacks {gap!r} but has later fields: not a header")
-    items: list[Any] = []
+    items: list[int | bytes] = []
     for name in present:
         text = block[name]
         if not isinstance(text, str) or not text.startswith("0x"):
@@ -63,10 +62,11 @@ def header_rlp(block: Mapping[str, Any]) -> bytes:
             items.append(int(text, 16) if name in _QUANTITIES else bytes.fromhex(text[2:]))
         except ValueError:
             raise ValueError(f"header field {name!r} is not hex: {text!r}") from None
-    return rlp.encode(items)
+    encoded: bytes = rlp.encode(items)  # rlp is untyped
+    return encoded
 
 
-def header_hash(block: Mapping[str, Any]) -> str:
+def header_hash(block: Mapping[str, object]) -> str:
     """keccak256 of the header's RLP, as ``0x``-hex: equal to ``block["hash"]`` for a genuine
     block.
 

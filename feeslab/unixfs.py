@@ -322,7 +322,10 @@ def _field(tag: int, payload: bytes) -> bytes:
 
 
 def encode_unixfs(
-    type: int, data: bytes | None = None, filesize: int | None = None, blocksizes=()
+    type: int,
+    data: bytes | None = None,
+    filesize: int | None = None,
+    blocksizes: Iterable[int] = (),
 ) -> bytes:
     """Encode a UnixFS ``Data`` message: Type (1), Data (2), filesize (3), blocksizes (4)."""
     out = [b"\x08", varint(type)]
@@ -349,8 +352,9 @@ def encode_pbnode(links: Iterable[Link], data: bytes | None) -> bytes:
     return b"".join(out)
 
 
-def _fields(buf: bytes | memoryview, what: str) -> Iterator[tuple[int, int, object]]:
-    """Walk protobuf fields: yields ``(number, wire type, int or memoryview)``."""
+def _fields(buf: bytes | memoryview, what: str) -> Iterator[tuple[int, int | memoryview]]:
+    """Walk protobuf fields: yields ``(number, value)``, an int for a varint (wire type 0),
+    a memoryview for a length-delimited field (wire type 2)."""
     view = memoryview(buf)
     pos, end = 0, len(view)
     while pos < end:
@@ -358,12 +362,12 @@ def _fields(buf: bytes | memoryview, what: str) -> Iterator[tuple[int, int, obje
         number, wire = key >> 3, key & 7
         if wire == 0:
             value, pos = read_varint(view, pos)
-            yield number, wire, value
+            yield number, value
         elif wire == 2:
             length, pos = read_varint(view, pos)
             if pos + length > end:
                 raise DagError(f"truncated {what}")
-            yield number, wire, view[pos : pos + length]
+            yield number, view[pos : pos + length]
             pos += length
         else:
             raise DagError(f"unexpected protobuf wire type {wire} in {what}")
@@ -373,10 +377,10 @@ def decode_pbnode(block: bytes) -> PBNode:
     """Decode a dag-pb block; raises ``DagError`` when it is not one."""
     links: list[Link] = []
     data = None
-    for number, wire, value in _fields(block, "dag-pb node"):
-        if number == 2 and wire == 2:
+    for number, value in _fields(block, "dag-pb node"):
+        if number == 2 and isinstance(value, memoryview):
             links.append(_decode_link(value))
-        elif number == 1 and wire == 2:
+        elif number == 1 and isinstance(value, memoryview):
             data = bytes(value)
         else:
             raise DagError(f"unexpected field {number} in a dag-pb node")
@@ -387,15 +391,15 @@ def _decode_link(buf: memoryview) -> Link:
     cid = None
     name = ""
     tsize = 0
-    for number, wire, value in _fields(buf, "dag-pb link"):
-        if number == 1 and wire == 2:
+    for number, value in _fields(buf, "dag-pb link"):
+        if number == 1 and isinstance(value, memoryview):
             try:
                 cid = CID.from_bytes(bytes(value))
             except CidError as exc:
                 raise DagError(f"bad link hash: {exc}") from None
-        elif number == 2 and wire == 2:
+        elif number == 2 and isinstance(value, memoryview):
             name = bytes(value).decode("utf-8", "replace")
-        elif number == 3 and wire == 0:
+        elif number == 3 and isinstance(value, int):
             tsize = value
         else:
             raise DagError(f"unexpected field {number} in a dag-pb link")
@@ -412,16 +416,16 @@ def decode_unixfs(data: bytes | None) -> UnixFSData:
     payload = b""
     filesize = None
     sizes: list[int] = []
-    for number, wire, value in _fields(data, "UnixFS data"):
-        if number == 1 and wire == 0:
+    for number, value in _fields(data, "UnixFS data"):
+        if number == 1 and isinstance(value, int):
             kind = value
-        elif number == 2 and wire == 2:
+        elif number == 2 and isinstance(value, memoryview):
             payload = bytes(value)
-        elif number == 3 and wire == 0:
+        elif number == 3 and isinstance(value, int):
             filesize = value
-        elif number == 4 and wire == 0:
+        elif number == 4 and isinstance(value, int):
             sizes.append(value)
-        elif number == 4 and wire == 2:  # a packed encoder's blocksizes
+        elif number == 4 and isinstance(value, memoryview):  # a packed encoder's blocksizes
             inner, pos = memoryview(value), 0
             while pos < len(inner):
                 size, pos = read_varint(inner, pos)
@@ -622,7 +626,7 @@ class FileImporter:
 
 
 def import_bytes(
-    data: bytes | bytearray | memoryview, options: ImportOptions | None = None, *, keep=True
+    data: bytes | bytearray | memoryview, options: ImportOptions | None = None, *, keep: bool = True
 ) -> ImportResult:
     """Import a whole file held in memory.
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from feeslab.chainspec import resolve_spec
+from feeslab.chainspec import ChainSpec, resolve_spec
 
 __all__ = ["takes_spec"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def takes_spec(
@@ -44,12 +44,12 @@ def takes_spec(
         what = func.__name__
 
         @functools.wraps(func)
-        def inner(frame: Any, *args: Any, spec: Any = None, chain_id: int | None = None,
-                  **options: Any) -> Any:  # fmt: skip
+        def inner(frame: object, *args: object, spec: ChainSpec | str | None = None,
+                  chain_id: int | None = None, **options: object) -> object:  # fmt: skip
             if any(options.get(name) is not None for name in explicit):
                 if spec is not None or chain_id is not None:
                     raise ValueError(f"{what}: give spec=/chain_id= or the parameters, not both")
-                chosen = None
+                chosen: ChainSpec | None = None
             else:
                 chosen = resolve_spec(frame, spec, chain_id, what=what, required=required,
                                       alternatives=alternatives)  # fmt: skip

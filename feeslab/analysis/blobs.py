@@ -86,7 +86,9 @@ def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     return array, missing
 
 
-def _series_result(values: np.ndarray, missing: np.ndarray, index: pd.Index, name: str):
+def _series_result(
+    values: np.ndarray, missing: np.ndarray, index: pd.Index, name: str
+) -> pd.Series:
     return exact_series(values, missing, index, name)
 
 
@@ -186,8 +188,8 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
         return fees, None
     exact = fees.astype(object)
     fits = True
-    for i in np.flatnonzero(~safe):
-        exact[i] = value = _eip4844.blob_base_fee(int(excess[i]), fraction)
+    for row in np.flatnonzero(~safe):
+        exact[row] = value = _eip4844.blob_base_fee(int(excess[row]), fraction)
         fits = fits and value <= INT64_MAX
     if fits:  # the loop's sums passed int64, its results did not
         return exact.astype(np.int64), None
@@ -320,6 +322,8 @@ def next_excess_blob_gas(
     top, m4 = _ints(_broadcast(max_blobs, length), "max_blobs")
     reserve = np.broadcast_to(np.asarray(reserve_price, dtype=bool), (length,))
     missing = m1 | m2 | m3 | m4
+    fraction: np.ndarray | None
+    base: np.ndarray | None
     if reserve.any():
         if update_fraction is None or parent_base_fee is None:
             raise ValueError("reserve_price needs update_fraction and parent_base_fee")
@@ -327,12 +331,21 @@ def next_excess_blob_gas(
         base, m6 = _ints(_broadcast(parent_base_fee, length), "parent_base_fee")
         missing = missing | ((m5 | m6) & reserve)
     else:
-        fraction = base = None
+        fraction = base = None  # EIP-7918 applies to no row
     values = _next_excess(excess, used, target, top, reserve & ~missing, fraction, base, missing)
     return _series_result(values, missing, index, "next_excess_blob_gas")
 
 
-def _next_excess(excess, used, target, top, reserve, fraction, base, missing) -> np.ndarray:
+def _next_excess(
+    excess: np.ndarray,
+    used: np.ndarray,
+    target: np.ndarray,
+    top: np.ndarray,
+    reserve: np.ndarray,
+    fraction: np.ndarray | None,
+    base: np.ndarray | None,
+    missing: np.ndarray,
+) -> np.ndarray:
     """EIP-4844's excess update on int64 arrays, with EIP-7918 where ``reserve``."""
     e = np.where(missing, 0, excess).astype(np.int64)
     u = np.where(missing, 0, used).astype(np.int64)
@@ -363,7 +376,7 @@ def _positions(blocks: pd.DataFrame, spec: ChainSpec, offset: int, what: str) ->
                 f"{what}: {spec.label!r} switches blob forks by block number; blocks needs "
                 "'block_number'"
             )
-        return blocks["block_number"].to_numpy(dtype=np.int64) + offset
+        return np.asarray(blocks["block_number"].to_numpy(dtype=np.int64) + offset)
     if "timestamp" not in blocks.columns:
         raise ValueError(
             f"{what}: {spec.label!r} switches blob forks by time; blocks needs 'timestamp'"
@@ -377,14 +390,14 @@ def _positions(blocks: pd.DataFrame, spec: ChainSpec, offset: int, what: str) ->
     else:
         seconds = stamps.to_numpy(dtype=np.int64)
     if offset == 0:
-        return seconds
+        return np.asarray(seconds)
     # the child's time: the next row's when it is the next block, else one slot later
     child = seconds + _SLOT_S
     if "block_number" in blocks.columns and len(blocks) > 1:
         numbers = blocks["block_number"].to_numpy(dtype=np.int64)
         follows = np.diff(numbers) == 1
         child[:-1] = np.where(follows, seconds[1:], child[:-1])
-    return child
+    return np.asarray(child)
 
 
 @takes_spec()
@@ -425,10 +438,11 @@ def blob_parameters(
         data = np.array(values or [0], dtype=np.int64)[pick]
         return pd.arrays.IntegerArray(data, ~known)
 
-    forks = np.array([r.fork for r in rules] or [None], dtype=object)[pick]
+    names: list[str | None] = [r.fork for r in rules] or [None]
+    forks = np.array(names, dtype=object)[pick]
     return pd.DataFrame(
         {
-            "fork": np.where(known, forks, None),
+            "fork": np.where(known, forks, np.asarray(None)),
             "target_blobs": column([r.target_blobs for r in rules]),
             "max_blobs": column([r.max_blobs for r in rules]),
             "update_fraction": column([r.update_fraction for r in rules]),

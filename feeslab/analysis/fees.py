@@ -119,7 +119,7 @@ def _block_numbers(frame: pd.DataFrame, what: str, *, required: bool) -> np.ndar
     numbers = frame["block_number"]
     if not pd.api.types.is_integer_dtype(numbers.dtype) or numbers.isna().any():
         raise TypeError(f"{what}: 'block_number' must hold integers")
-    return numbers.to_numpy(dtype=np.int64)
+    return np.asarray(numbers.to_numpy(dtype=np.int64))
 
 
 def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
@@ -128,7 +128,7 @@ def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     if numbers is None:
         return np.ones(n - 1, dtype=bool)
-    return np.diff(numbers) == 1
+    return np.asarray(np.diff(numbers) == 1)
 
 
 # -- parameters --------------------------------------------------------------------------------
@@ -614,7 +614,7 @@ def _enclosing_ratio(numerator: np.ndarray, denominator: np.ndarray, toward: flo
     wide = (np.abs(numerator) >= _FLOAT_EXACT) | (denominator >= _FLOAT_EXACT)
     for i in np.flatnonzero(wide & (denominator > 0)):  # correctly rounded, exactly
         ratio[i] = float(Fraction(int(numerator[i]), int(denominator[i])))
-    return np.nextafter(ratio, toward)
+    return np.asarray(np.nextafter(ratio, toward))
 
 
 @takes_spec(explicit=_BOTH, alternatives=_ALTERNATIVES)
@@ -804,7 +804,7 @@ def block_states(
             high <= empty_below,
             (low > empty_below) & (high < full_above),
         ],
-        [None, "full", "empty", "partial"],
+        [np.asarray(None), "full", "empty", "partial"],
         default="unclear",
     )
     states = pd.Series(pd.Categorical(state, categories=BLOCK_STATES),
@@ -967,7 +967,7 @@ def fee_regimes(
             drift <= -drift_threshold,
             spread >= spread_threshold,
         ],
-        [None, "rising", "falling", "volatile"],
+        [np.asarray(None), "rising", "falling", "volatile"],
         default="calm",
     )
     out = _carry(pd.DataFrame(index=frame.index), frame, spec)
@@ -1163,7 +1163,7 @@ def _extreme_steps(
             max_change_denominator=denominator,
             gas_target_percent=gas_target_percent,
         )
-        return result.to_numpy(dtype=object if result.dtype == object else np.int64)
+        return np.asarray(result.to_numpy(dtype=object if result.dtype == object else np.int64))
 
     low, high = fee.copy(), fee.copy()
     lows, highs = [low], [high]

@@ -87,7 +87,7 @@ def _scale(decimals: Any) -> int:
     """``10**decimals``: base units per whole unit of a token or a feed's answer."""
     if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer) or decimals < 0:
         raise ValueError(f"decimals must be a non-negative int, not {decimals!r}")
-    return 10 ** int(decimals)
+    return int(10 ** int(decimals))  # a non-negative power: an int
 
 
 # -- layouts -----------------------------------------------------------------------------------

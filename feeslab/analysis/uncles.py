@@ -366,7 +366,7 @@ def uncle_rate_by_day(
 def uncle_rate_by_era(
     blocks: pd.DataFrame,
     *,
-    spec: ChainSpec | None = None,
+    spec: ChainSpec,
     confidence: float = 0.95,
     method: Method = "wilson",
 ) -> pd.DataFrame:
@@ -554,7 +554,7 @@ def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
 def reward_era(
     block_numbers: Any,
     *,
-    spec: ChainSpec | None = None,
+    spec: ChainSpec,
 ) -> pd.Series:
     """The reward era (see :func:`reward_schedule`) of each block number.
 
@@ -582,7 +582,7 @@ def reward_era(
 def block_reward(
     block_numbers: Any,
     *,
-    spec: ChainSpec | None = None,
+    spec: ChainSpec,
 ) -> pd.Series:
     """The static block reward of each block number [wei], exact.
 
@@ -610,7 +610,7 @@ def block_reward(
 def uncle_rewards(
     uncles: pd.DataFrame,
     *,
-    spec: ChainSpec | None = None,
+    spec: ChainSpec,
 ) -> pd.DataFrame:
     """What each uncle earned its miner, and what its including block earned for it.
 
@@ -752,7 +752,7 @@ def rewards_by_era(
     reward = [int(r) for r in block_reward(numbers, spec=chosen)]
     paid_era = paid["era"].to_numpy()
     paid_wei = [int(r) for r in paid["uncle_reward_wei"]]
-    rows = {}
+    rows: dict[object, dict[str, int | float]] = {}
     for label in pd.unique(era):
         here = np.flatnonzero(era == label)
         blocks_here = len(here)
@@ -777,7 +777,7 @@ def rewards_by_era(
                "uncle_reward_eth", "uncle_share"]
     table = pd.DataFrame(
         {
-            c: _exact([r[c] for r in rows.values()])
+            c: _exact([int(r[c]) for r in rows.values()])
             if c.endswith("_wei")
             else np.array([r[c] for r in rows.values()], dtype=float)
             for c in columns
@@ -1196,7 +1196,7 @@ def _block_times(frame: pd.DataFrame, block_time: str | float) -> np.ndarray:
         interval = np.full(len(frame), float(block_time))
     if not (np.isfinite(interval) & (interval > 0)).all():
         raise ValueError("block times must be finite and > 0 [s]")
-    return interval
+    return np.asarray(interval)
 
 
 def _unit(name: str, per: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -20,7 +20,7 @@ def _axes(ax: Axes | None) -> Axes:
     return ax
 
 
-def _require(frame: Any, columns: Iterable[str], what: str) -> pd.DataFrame:
+def _require(frame: object, columns: Iterable[str], what: str) -> pd.DataFrame:
     """``frame``, checked to be a DataFrame with ``columns``; else a TypeError naming what the
     plot expects (the analysis function that makes it)."""
     wanted = list(columns)
@@ -33,7 +33,7 @@ _ENTRIES = {
     "ax": ("ax : matplotlib.axes.Axes, optional", "Where to draw; a new figure when None."),
 }  # written once here, not in every plot function's Parameters section
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def _documented(func: F) -> F:
@@ -42,8 +42,9 @@ def _documented(func: F) -> F:
     for name, (head, body) in _ENTRIES.items():
         # at the placeholder's own indent: 4 spaces before Python 3.13, none after (3.13's
         # compiler strips a docstring's common indent)
-        doc = re.sub(rf"^([ \t]*)%\({name}\)s$",
-                     lambda m, head=head, body=body: f"{m[1]}{head}\n{m[1]}    {body}",
-                     doc, flags=re.MULTILINE)  # fmt: skip
+        def entry(m: re.Match[str], head: str = head, body: str = body) -> str:
+            return f"{m[1]}{head}\n{m[1]}    {body}"
+
+        doc = re.sub(rf"^([ \t]*)%\({name}\)s$", entry, doc, flags=re.MULTILINE)
     func.__doc__ = doc
     return func

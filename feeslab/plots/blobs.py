@@ -36,7 +36,7 @@ BLOB_REGIME_COLOURS: dict[str, str] = {
 def _blob_fee_wei(frame: pd.DataFrame) -> np.ndarray:
     for column in ("blob_base_fee_wei", "base_fee_per_blob_gas_wei"):
         if column in frame.columns:
-            return frame[column].astype("float64").to_numpy(na_value=np.nan)
+            return np.asarray(frame[column].astype("float64").to_numpy(na_value=np.nan))
     raise TypeError("frame must have blob_base_fee_wei or base_fee_per_blob_gas_wei [wei]")
 
 

@@ -68,8 +68,8 @@ _RATIO_LABEL = "gas used / gas target [1]"
 
 def _x(frame: pd.DataFrame) -> np.ndarray:
     if "block_number" in frame.columns:
-        return frame["block_number"].to_numpy()
-    return frame.index.to_numpy()
+        return np.asarray(frame["block_number"].to_numpy())
+    return np.asarray(frame.index.to_numpy())
 
 
 def _x_label(frame: pd.DataFrame) -> str:
@@ -79,8 +79,8 @@ def _x_label(frame: pd.DataFrame) -> str:
 def _gwei(frame: pd.DataFrame, stem: str) -> np.ndarray:
     """``<stem>_gwei`` if the frame has it, else ``<stem>_wei`` in gwei."""
     if f"{stem}_gwei" in frame.columns:
-        return frame[f"{stem}_gwei"].to_numpy(dtype=float, na_value=np.nan)
-    return frame[f"{stem}_wei"].astype("float64").to_numpy(na_value=np.nan) / _GWEI
+        return np.asarray(frame[f"{stem}_gwei"].to_numpy(dtype=float, na_value=np.nan))
+    return np.asarray(frame[f"{stem}_wei"].astype("float64").to_numpy(na_value=np.nan) / _GWEI)
 
 
 def _has(frame: Any, stem: str) -> bool:

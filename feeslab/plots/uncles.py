@@ -43,7 +43,7 @@ def _error(frame: pd.DataFrame, value: str, lower: str, upper: str) -> np.ndarra
     )
 
 
-def _short(label: Any) -> str:
+def _short(label: object) -> str:
     """``0x1234…cdef`` for an address, the label as text otherwise."""
     text = str(label)
     if text.startswith("0x") and len(text) == 42:
@@ -51,7 +51,7 @@ def _short(label: Any) -> str:
     return text
 
 
-def _categories(ax: Axes, labels: Any) -> np.ndarray:
+def _categories(ax: Axes, labels: Sequence[object] | pd.Index) -> np.ndarray:
     positions = np.arange(len(labels))
     ax.set_xticks(positions, [_short(v) for v in labels])
     return positions
@@ -88,7 +88,7 @@ def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     else:
         x = _categories(ax, frame.index)
         ax.set_xlabel(str(frame.index.name or "group"))
-    options = {"fmt": "o", "capsize": 3, "ms": 4} | kwargs
+    options = {"fmt": "o", "capsize": 3, "ms": 4, **kwargs}
     ax.errorbar(x, frame["rate"].to_numpy(dtype=float),
                 yerr=_error(frame, "rate", "lower", "upper"), **options)
     ax.set_ylabel(_RATE_LABEL)
@@ -120,7 +120,7 @@ def plot_depth_distribution(
     _require(frame, ["share", "lower", "upper"], "a depth distribution")
     ax = _axes(ax)
     depth = frame.index.to_numpy()
-    options = {"color": "#4c72b0", "capsize": 3} | kwargs
+    options = {"color": "#4c72b0", "capsize": 3, **kwargs}
     ax.bar(depth, frame["share"].to_numpy(dtype=float),
            yerr=_error(frame, "share", "lower", "upper"), **options)
     ax.set_xticks(depth)
@@ -202,7 +202,7 @@ def plot_miner_shares(
     ax = _axes(ax)
     shown = frame if top is None else frame.iloc[:top]
     y = np.arange(len(shown))[::-1]
-    options = {"color": "#4c72b0", "capsize": 3} | kwargs
+    options = {"color": "#4c72b0", "capsize": 3, **kwargs}
     ax.barh(y, shown["share"].to_numpy(dtype=float),
             xerr=_error(shown, "share", "lower", "upper"), **options)
     ax.set_yticks(y, [_short(v) for v in shown.index])
@@ -231,7 +231,7 @@ def plot_miner_uncles(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: 
     _require(frame, ["share", "stale_rate", "stale_lower", "stale_upper"],
              "a miner uncle table")
     ax = _axes(ax)
-    options = {"fmt": "o", "capsize": 3, "ms": 4} | kwargs
+    options = {"fmt": "o", "capsize": 3, "ms": 4, **kwargs}
     ax.errorbar(frame["share"].to_numpy(dtype=float), frame["stale_rate"].to_numpy(dtype=float),
                 yerr=_error(frame, "stale_rate", "stale_lower", "stale_upper"),
                 **options)
@@ -296,7 +296,7 @@ def plot_model_vs_data(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs:
     _require(frame, ["x", "rate", "lower", "upper", "predicted"], "a model_vs_data table")
     ax = _axes(ax)
     x = frame["x"].to_numpy(dtype=float)
-    options = {"fmt": "o", "capsize": 3, "ms": 4, "label": "observed"} | kwargs
+    options = {"fmt": "o", "capsize": 3, "ms": 4, "label": "observed", **kwargs}
     ax.errorbar(x, frame["rate"].to_numpy(dtype=float),
                 yerr=_error(frame, "rate", "lower", "upper"), **options)
     ax.plot(x, frame["predicted"].to_numpy(dtype=float), color="k", lw=1.5,
