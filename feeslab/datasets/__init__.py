@@ -22,6 +22,7 @@ call                calls           ``eth_call`` of one function at one block, d
 call_series         calls           ... at each of a series of blocks
 estimate_costs      gas             ``eth_estimateGas`` priced at the base fee
 gas_needed          gas             the least gas each transaction succeeds with
+transactions        transactions    every transaction of a range of blocks, with its receipt
 ==================  ==============  ================================================================
 
 Blobs need no dataset of their own: ``blocks`` and ``fee_history`` carry the blob columns
@@ -31,12 +32,22 @@ Blobs need no dataset of their own: ``blocks`` and ``fee_history`` carry the blo
 
 from typing import Any
 
-from feeslab.datasets import base_fees, blocks, calls, fee_history, gas, registry, storage, uncles
+from feeslab.datasets import (
+    base_fees,
+    blocks,
+    calls,
+    fee_history,
+    gas,
+    registry,
+    storage,
+    transactions,
+    uncles,
+)
 from feeslab.datasets.registry import Dataset, Registry
 from feeslab.sources.base import Source
 
 __all__ = ["REGISTRY", "Dataset", "base_fees", "blocks", "calls", "fee_history", "gas", "get",
-           "registry", "storage", "uncles"]
+           "registry", "storage", "transactions", "uncles"]
 
 REGISTRY = Registry([
     *base_fees.DATASETS,
@@ -46,6 +57,7 @@ REGISTRY = Registry([
     *storage.DATASETS,
     *calls.DATASETS,
     *gas.DATASETS,
+    *transactions.DATASETS,
 ])
 
 
