@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pickle
+import threading
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,28 @@ def test_on_network_keeps_the_options_of_a_running_devnet(devnet):
         assert other.node.chain_id == 11155111 and other.network == "sepolia"
         assert other.node.transport.limits.max_batch == 77
         assert other.gas is not None and other.ipfs is not None
+
+
+def test_an_idle_lab_holds_at_most_three_threads_of_its_own(devnet):
+    before = set(threading.enumerate())
+
+    def own() -> list[str]:
+        for thread in set(threading.enumerate()) - before:
+            if thread.name == "feeslab-devnet-limit":  # asks the devnet's rate once, then ends
+                thread.join(10)
+        return sorted(t.name for t in set(threading.enumerate()) - before
+                      if t.name.startswith("feeslab"))  # not the in-process devnet's
+
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key,
+                         api_key_secret=devnet.api_key_secret, cache=False,
+                         progress=False) as lab:  # fmt: skip
+        assert lab.node.head() > 0
+        lab.node.transport.governor.settle()
+        assert len(own()) <= 3, own()
+        assert not any("gas" in name for name in own())  # made on first use
+        assert len(lab.base_fee_history()) == 500
+        assert any("gas" in name for name in own())
+    assert own() == []
 
 
 # -- the one node builder ----------------------------------------------------------------------

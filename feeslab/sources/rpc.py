@@ -15,14 +15,16 @@ one to its workers (``feeslab.cluster.jobs``), which open it paced by the cluste
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from feeslab._costs import method_cost
+from feeslab._redact import register_secrets
 from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError
 from feeslab.fetch.cache import MISSING
@@ -48,6 +50,9 @@ class RpcSource:
         The node client (its ledger counts every credit).
     gas : GasClient, optional
         The Gas API client (the service and devnets; not ``connect(rpc_url=)``).
+    open_gas : callable, optional
+        Makes the Gas API client on first use instead (``open_node``): a Lab that never asks
+        the Gas API holds no thread for it.
     devnet : bool, optional
         Whether the node is a feeslab devnet, when known (the embedded devnet; a cluster's
         worker, told by its driver); None: asked once (``web3_clientVersion``), so that a
@@ -57,11 +62,13 @@ class RpcSource:
     """
 
     def __init__(
-        self, node: NodeClient, *, gas: Any = None, devnet: bool | None = None,
-        any_node: bool = False,
+        self, node: NodeClient, *, gas: Any = None, open_gas: Callable[[], Any] | None = None,
+        devnet: bool | None = None, any_node: bool = False,
     ) -> None:
         self.node = node
-        self.gas = gas
+        self._gas = gas
+        self._open_gas = open_gas
+        self._gas_lock = threading.Lock()
         self.any_node = any_node
         self._devnet = devnet  # asked once when None, then kept
         self._chain_id: int | None = None
@@ -72,7 +79,17 @@ class RpcSource:
 
     def offers(self) -> frozenset[str]:
         """JSON-RPC, and the Gas API where the service has one (``feeslab.sources.base``)."""
-        return frozenset({JSON_RPC, GAS_API} if self.gas is not None else {JSON_RPC})
+        has_gas = self._gas is not None or self._open_gas is not None
+        return frozenset({JSON_RPC, GAS_API} if has_gas else {JSON_RPC})
+
+    @property
+    def gas(self) -> Any:
+        """The Gas API client (made on first use), or None where there is none."""
+        if self._gas is None and self._open_gas is not None:
+            with self._gas_lock:
+                if self._gas is None:
+                    self._gas = self._open_gas()
+        return self._gas
 
     @property
     def credits(self) -> CreditLedger:
@@ -221,8 +238,10 @@ class RpcSource:
         """Close the cache, the transport and the Gas API client."""
         self.node.close()
         self.node.transport.close()
-        if self.gas is not None:
-            self.gas.close()
+        with self._gas_lock:
+            self._open_gas = None  # none made after this
+            if self._gas is not None:
+                self._gas.close()
 
 
 # -- the one builder -----------------------------------------------------------------------------
@@ -315,6 +334,7 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
     RpcSource
         Close it (``source.close()``) when done: it holds the transport's threads.
     """
+    register_secrets(spec.api_key, spec.api_key_secret)  # masked in logs before any client
     ledger = CreditLedger(priced=spec.priced)
     told = None  # a devnet's own limit, asked while the first requests go
     if spec.devnet_root is not None and spec.api_key and spec.api_key_secret:
@@ -342,11 +362,13 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
         node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
                           identity_suffix=spec.identity_suffix, known=known,
                           head=spec.head)  # fmt: skip
-        gas = None
-        if spec.gas_url is not None and spec.api_key:
-            gas = GasClient(base_url=spec.gas_url, api_key=spec.api_key,
-                            api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
     except BaseException:
         transport.close()
         raise
-    return RpcSource(node, gas=gas, devnet=spec.devnet, any_node=spec.any_node)
+    open_gas = None
+    if spec.gas_url is not None and spec.api_key:
+        def open_gas() -> GasClient:
+            return GasClient(base_url=spec.gas_url, api_key=spec.api_key,
+                             api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
+
+    return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node)
