@@ -20,17 +20,23 @@ would. Every worker's batches are booked in one token bucket on the scheduler
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import hashlib
 import itertools
 import json
 import math
 import os
+import queue
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,6 +74,10 @@ _FORMAT = 1
 TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
 WRITER, ROWS, SPENT = "feeslab_run", "feeslab_rows", "feeslab_credits"  # ... who wrote it, and
 # what it cost: read back when a killed attempt wrote the file before it could answer
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt() parameters
+_MMAP_THRESHOLD_MAX = 32 * 2**20  # [bytes] where glibc's own sliding thresholds stop (64-bit),
+_TRIM_THRESHOLD_MAX = 2 * _MMAP_THRESHOLD_MAX  # which a process dask did not start reaches
+_MMAP_THRESHOLD_FIXED = 128 * 2**10  # [bytes] glibc's default, fixed once any threshold is set
 
 
 @dataclass(frozen=True)
@@ -258,6 +268,7 @@ class _Task:
     workers: int
     node: _NodeSpec | None = None
     run: str = ""  # this run of the job: a partition file names the run that wrote it
+    tune_malloc: bool = True  # glibc's heap as in a process dask did not start (_process_heap)
 
 
 # -- the plan ------------------------------------------------------------------------------------
@@ -394,11 +405,20 @@ def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str) -> N
     its rows and the credits they cost."""
     frame.attrs.clear()
     frame.attrs.update({WRITER: run, ROWS: len(frame), SPENT: spent})
-    tuples = [name for name in frame.columns if frame[name].dtype == object
-              and {type(v) for v in frame[name] if not pd.isna(v)} == {tuple}]  # fmt: skip
+    tuples = [name for name, dtype in frame.dtypes.items() if dtype == np.dtype(object)
+              and _all_tuples(frame[name].tolist())]  # fmt: skip
     if tuples:
         frame.attrs[TUPLES] = tuples
     write_frame(frame, path)
+
+
+def _all_tuples(values: list[Any]) -> bool:
+    """Whether ``values`` holds tuples and missing values only, a tuple at least (the types
+    first: a column of ints is told in one pass, without ``pd.isna`` on each)."""
+    kinds = set(map(type, values))
+    if tuple not in kinds:
+        return False
+    return kinds == {tuple} or all(type(v) is tuple or pd.isna(v) for v in values)
 
 
 def _read_partition(path: Path) -> pd.DataFrame:
@@ -478,11 +498,91 @@ def _error_from_data(data: dict[str, Any]) -> BaseException:
     return exc
 
 
+@functools.cache
+def _glibc() -> Any:
+    """The C library if it is glibc (its ``mallopt``), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc's own symbol: not musl)
+        libc.mallopt  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def _nanny_worker() -> bool:
+    """Whether this runs on a worker process a nanny started (with the nanny's environment
+    from its start; a worker in the driver's process, ``processes=False``, is not one)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().nanny is not None
+    except (ImportError, ValueError):  # not on a worker
+        return False
+
+
+_heap_lock = threading.Lock()
+_heap_users = 0  # partitions running in this process under _process_heap, all threads
+
+
+@contextmanager
+def _process_heap(enabled: bool = True) -> Iterator[None]:
+    """glibc's allocator as in a process dask did not start, while partitions run.
+
+    A dask nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (to hand freed
+    memory back to the system). Setting any threshold fixes glibc's mmap threshold at
+    128 KiB: every buffer above it (an era1 file's header columns, a Parquet page) is mapped,
+    zero-filled and unmapped afresh, where a process started without it reuses its heap. A
+    worker's era1 scan did 0.6x one process's work per CPU second (``benchmarks/cluster.py``).
+    So while partitions run, the thresholds are where glibc's own sliding ones end; when the
+    last ends, dask's are put back (the next ``free`` at the heap's top returns memory). A
+    process-wide change, made only in a worker a nanny started with
+    ``MALLOC_TRIM_THRESHOLD_`` set, on glibc; ``run_job(tune_malloc=False)`` turns it off.
+    """
+    global _heap_users
+    libc = _glibc() if enabled and _nanny_worker() else None
+    try:
+        trim = int(os.environ["MALLOC_TRIM_THRESHOLD_"])
+        mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _MMAP_THRESHOLD_FIXED))
+    except (KeyError, ValueError):  # started without: glibc's thresholds still slide
+        libc = None
+    if libc is None:
+        yield
+        return
+    with _heap_lock:
+        if _heap_users == 0:
+            libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+            libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_MAX)
+        _heap_users += 1
+    try:
+        yield
+    finally:
+        with _heap_lock:
+            _heap_users -= 1
+            if _heap_users == 0:
+                libc.mallopt(_M_MMAP_THRESHOLD, mmap)
+                libc.mallopt(_M_TRIM_THRESHOLD, trim)
+
+
 def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
     """One partition, on a worker: its rows (``task.spec.compute``) written to ``part.name``
-    (atomically), unless an earlier attempt wrote them. Returns what it did; a feeslab error
-    (a budget refused, a 402, a damaged file) as data, raised again on the driver with its
-    type and attributes."""
+    (atomically), unless an earlier attempt wrote them. Returns what it did, with the rows
+    it computed as ``frame`` (the driver need not read the file back); a feeslab error (a
+    budget refused, a 402, a damaged file) as data, raised again on the driver with its type
+    and attributes. ``seconds`` and ``cpu_seconds``: the whole task's, the file's writing
+    included."""
+    began, cpu = time.perf_counter(), time.thread_time()
+    with _process_heap(task.tune_malloc):
+        done = _run_partition(task, part, context)
+    if "frame" in done:  # computed here (not an error, nor a file found written)
+        done.update(seconds=round(time.perf_counter() - began, 4),
+                    cpu_seconds=round(time.thread_time() - cpu, 4))  # fmt: skip
+    return done
+
+
+def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
     path = Path(task.out) / part.name
     if path.exists():
         written = frame_from_bytes(path.read_bytes()).attrs
@@ -493,7 +593,6 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
         links = {} if part.file is None else _era1_links(part)
         return {"file": part.name, "rows": written.get(ROWS, 0), "credits": written.get(SPENT, 0),
                 **links, "earlier_attempt": True}  # fmt: skip
-    began, cpu = time.perf_counter(), time.thread_time()
     source: Any = None
     try:
         if part.file is not None:
@@ -511,9 +610,8 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
     links = {} if part.file is None else _era1_links(part)
     spent = 0 if part.file is not None else source.credits.spent
     _write_partition(frame, path, spent, task.run)
-    return {"file": part.name, "rows": len(frame), "credits": spent, **links,
-            "seconds": round(time.perf_counter() - began, 4),
-            "cpu_seconds": round(time.thread_time() - cpu, 4)}  # fmt: skip
+    frame.attrs.clear()  # as _read_partition gives it
+    return {"file": part.name, "rows": len(frame), "credits": spent, **links, "frame": frame}
 
 
 # -- on the driver -------------------------------------------------------------------------
@@ -588,6 +686,7 @@ def run_job(
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
     keys: Sequence[Any] = (),
     planned: JobPlan | None = None,
+    tune_malloc: bool = True,
 ) -> Any:
     """Run the job ``spec`` describes on a dask cluster: what ``spec.finish`` makes of it.
 
@@ -618,6 +717,11 @@ def run_job(
         (``lab.credits``); ``budget`` counts them all.
     planned : JobPlan, optional
         What :func:`plan_job` gave for the same arguments.
+    tune_malloc : bool
+        While a partition runs on a worker a dask nanny started (glibc), its allocator's
+        thresholds are those of a process dask did not start (``_process_heap``: dask's
+        ``MALLOC_TRIM_THRESHOLD_`` made a worker's era1 scan 0.6x as fast per core); False
+        leaves them as dask set them.
 
     Returns
     -------
@@ -625,7 +729,7 @@ def run_job(
         What ``spec.finish`` makes of the partitions' rows: the rows, the plan, the
         :class:`JobReport` and ``value``, what one process gives.
     """
-    as_completed = _distributed()
+    _distributed()  # or ConfigError naming the extra to install
     from feeslab.cluster import _governor
 
     began = time.perf_counter()
@@ -645,27 +749,32 @@ def run_job(
     if show and dashboard:
         print(f"dask dashboard: {dashboard}", file=sys.stderr, flush=True)
     run = f"{job.job}-{uuid.uuid4().hex[:8]}"
-    buckets = [f"{run}-key{i}" for i in range(max(1, len(specs)))]
+    # a bucket per API key; era1 files spend no credits: no bucket, no scheduler calls
+    buckets = [f"{run}-key{i}" for i in range(len(specs))]
     reports: list[dict[str, Any]] = []
+    frames: dict[str, pd.DataFrame] = {}  # the rows the tasks computed, by file name
     if todo:
-        # the workers' share: the budget less what the plan bought on the driver
-        remaining = None if budget is None else budget - job.bought
-        _governor.install(client)
-        for i, bucket in enumerate(buckets):
-            _governor.scheduler_call(
-                client, "open", name=bucket, budget=remaining,
-                credits_per_second=specs[i].credits_per_second if specs else None,
-                group=buckets[0] if i else None)  # fmt: skip
-        task = _Task(spec, str(job.out), buckets[0], max(1, sum(client.nthreads().values())),
-                     run=run)  # fmt: skip
-        futures = [
-            client.submit(run_partition,
-                          replace(task, bucket=buckets[i % len(buckets)],
-                                  node=specs[i % len(specs)] if specs else None),
-                          p, spec.part_context(job.context, p),
-                          key=f"feeslab-{run}-{p.name}", pure=False)
-            for i, p in enumerate(todo)
-        ]  # fmt: skip
+        if buckets:
+            # the workers' share: the budget less what the plan bought on the driver
+            remaining = None if budget is None else budget - job.bought
+            _governor.install(client)
+            for i, bucket in enumerate(buckets):
+                _governor.scheduler_call(
+                    client, "open", name=bucket, budget=remaining,
+                    credits_per_second=specs[i].credits_per_second,
+                    group=buckets[0] if i else None)  # fmt: skip
+        threads = max(1, sum(client.nthreads().values())) if specs else 1
+        task = _Task(spec, str(job.out), buckets[0] if buckets else "", threads, run=run,
+                     tune_malloc=tune_malloc)  # fmt: skip
+        tasks = [replace(task, bucket=buckets[i % len(buckets)], node=specs[i % len(specs)])
+                 if specs else task for i in range(len(todo))]  # fmt: skip
+        # one graph for all the partitions (one message to the scheduler, not one each)
+        futures = client.map(run_partition, tasks, todo,
+                             [spec.part_context(job.context, p) for p in todo],
+                             key=[f"feeslab-{run}-{p.name}" for p in todo], pure=False)  # fmt: skip
+        arrived: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for future in futures:  # told as each ends, not polled
+            future.add_done_callback(arrived.put)
         bar = None
         if show:
             from feeslab._progress import progress_bar
@@ -674,27 +783,34 @@ def run_job(
                                description="partitions", unit="part")  # fmt: skip
         noted = time.monotonic()
 
-        def finished() -> Any:
-            """The futures as they finish; meanwhile the bar shows the credits spent."""
-            pending = as_completed(futures)
-            asked = time.monotonic()
-            while not pending.is_empty():
-                if pending.has_ready():
-                    yield from pending.next_batch(block=False)
-                else:
-                    time.sleep(0.05)
-                if bar is not None and specs and time.monotonic() - asked > PROGRESS_SECONDS:
+        def finished() -> Iterator[dict[str, Any]]:
+            """The tasks' answers as they end, those ended together gathered in one round
+            trip; meanwhile the bar shows the credits spent (asked every PROGRESS_SECONDS)."""
+            left, asked = len(futures), time.monotonic()
+            wait = PROGRESS_SECONDS if bar is not None and specs else None
+            while left:
+                ready = []
+                with contextlib.suppress(queue.Empty):
+                    ready.append(arrived.get(timeout=wait))
+                    while len(ready) < left:
+                        ready.append(arrived.get_nowait())
+                left -= len(ready)
+                if ready:
+                    yield from client.gather(ready)
+                if wait is not None and time.monotonic() - asked >= PROGRESS_SECONDS:
                     spent = sum((_governor.scheduler_call(client, "report", name=b) or {})
                                 .get("spent", 0) for b in buckets)  # fmt: skip
-                    bar.set_postfix(credits=f"{spent:,}", refresh=True)
+                    bar.set_postfix(credits=f"{spent:,}", refresh=True)  # type: ignore[union-attr]
                     asked = time.monotonic()
 
         try:
-            for future in finished():
-                result = future.result()
+            for result in finished():
                 if "error" in result:
                     raise _error_from_data(result["error"])
-                written[result["file"]] = {k: v for k, v in result.items() if k != "file"}
+                name = result.pop("file")
+                if "frame" in result:
+                    frames[name] = result.pop("frame")
+                written[name] = result
                 if time.monotonic() - noted > MANIFEST_SECONDS:  # not once a partition: n^2
                     _write_manifest(job, written, done)
                     noted = time.monotonic()
@@ -711,9 +827,11 @@ def run_job(
             for own, report in zip(sources, reports, strict=False):
                 for method, n in report.get("calls", {}).items():  # each key's own ledger
                     own.credits.record_request([method] * n, 200)
-    _write_manifest(job, written, done)
+        del futures, arrived  # the workers let go of the rows they handed over
     _check_links(job, written)
-    frame = _concat([_read_partition(job.out / p.name) for p in job.partitions])
+    # the rows the tasks handed back; only files found written are read
+    frame = _concat([frames.pop(p.name) if p.name in frames else _read_partition(job.out / p.name)
+                     for p in job.partitions])  # fmt: skip
     calls: Counter[str] = Counter()
     for report in reports:
         calls.update(report.get("calls", {}))
