@@ -83,6 +83,11 @@ def machine_facts() -> dict[str, str]:
     }
 
 
+def _busy(facts: Mapping[str, str]) -> bool:
+    """Whether the 1-minute load average was above half the cores."""
+    return float(facts["load"].split(" / ")[0]) > int(facts["cores"]) / 2
+
+
 def _seconds(value: float) -> str:
     if value != value:  # NaN: a row without a time
         return ""
@@ -116,6 +121,11 @@ def render(rows: Iterable[Row], before: Mapping[str, str], after: Mapping[str, s
         f"{before['cores']} cores ({before['cpu']}), {before['memory']}, {before['system']};",
         f"{load}; Python {before['python']}, pandas {before['pandas']}.",
         "",
+    ]
+    if _busy(before) or (after is not None and _busy(after)):
+        lines += ["**Measured under load:** other processes used more than half of the cores, so",
+                  "these figures are slower than an idle machine's.", ""]
+    lines += [
         "| benchmark | seconds | rate |",
         "|---|---:|---|",
     ]

@@ -66,6 +66,16 @@ def test_the_table_replaces_what_lies_between_the_markers_and_keeps_the_prose(tm
     assert [p.name for p in tmp_path.iterdir()] == ["benchmarks.md"]  # no temporary file left
 
 
+def test_a_run_on_a_busy_machine_says_so(tmp_path):
+    path = _document(tmp_path, "")
+    table.write(ROWS, FACTS, AFTER, path=path)  # 1.50 at the end on 3 cores: not busy
+    assert "under load" not in path.read_text(encoding="utf-8")
+    table.write(ROWS, FACTS, {**AFTER, "load": "1.51 / 0.90 / 0.40"}, path=path)
+    assert "**Measured under load:**" in path.read_text(encoding="utf-8")
+    table.write(ROWS, {**FACTS, "load": "2.00 / 0.20 / 0.30"}, path=path)
+    assert "**Measured under load:**" in path.read_text(encoding="utf-8")
+
+
 def test_a_second_run_replaces_the_first_runs_table(tmp_path):
     path = _document(tmp_path, "")
     table.write(ROWS, FACTS, path=path)
