@@ -3,7 +3,9 @@
 ::
 
     FeeslabError
-     ├── ConfigError            bad or missing configuration: URL, key
+     ├── ConfigError            bad or missing configuration: URL, key; a 404 (wrong URL)
+     │    └── SourceMismatch     (feeslab.sources.base) a dataset asked a source for what it
+     │                          does not offer
      ├── CaipError              (also a ValueError) a CAIP chain ID, account ID or scope that
      │                          breaks its standard's rules: .field names it, .value
      ├── TransportError         the network failed after the retries (connect/read errors,
@@ -14,7 +16,8 @@
      │    └── MalformedWord      (also a ValueError) a storage word that is not 0x and at most
      │                          64 hex digits (eth_getStorageAt's answer, or one passed in)
      ├── AuthError              401/403: what the service said, never the key
-     ├── RateLimited            429 after the retries ran out; .retry_after [s] or None
+     ├── RateLimited            429s waited out for rate_limit_patience with nothing served;
+     │                          .retry_after [s] or None, .attempts
      ├── CreditsExhausted       402: .credits_spent (this client's ledger); cached answers are
      │                          kept and a rerun resumes
      ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
@@ -22,6 +25,8 @@
      │    ├── MissingChainSpec   the frame's attrs do not say, nor do the arguments: .argument
      │    │                      names what to pass (spec=, chain_id=)
      │    └── ChainSpecConflict  the arguments contradict each other or the frame's attrs
+     ├── Era1Error              (feeslab.sources.era1; also a ValueError) a damaged era1
+     │                          file, or a range no file covers: .path, .block
      ├── IpfsError              a storage (IPFS) API command failed: .status, .code (kubo's
      │    │                     Code: 1 the caller's mistake), .command, kubo's Message
      │    ├── IpfsStreamError    the failure came after the answer began (X-Stream-Error
@@ -35,8 +40,14 @@
           └── RevertError        code 3 or another node's revert form: .data (bytes), .reason,
                                  .panic_code, .error_name/.error_args (custom error + user ABI)
 
+Which answer raises which of them is decided in one place for every client (JSON-RPC over
+HTTP and WebSocket, the Gas API, the storage API): ``feeslab.fetch.retry.status_error``.
+
 Every message goes through ``redact`` when the exception is built, so neither ``str`` nor
-``repr`` of any of them can show an API key, a secret or Basic credentials.
+``repr`` of any of them can show an API key, a secret or Basic credentials (nor ``raw``, the
+error object kept). Every one pickles (``FeeslabError.__reduce__``) with its type, message and
+attributes, whatever its ``__init__`` takes: a cluster's worker raises them on the driver as
+they are; the chain (``__cause__``) stays behind unless dask's tblib sends it along.
 """
 
 from __future__ import annotations
@@ -399,8 +410,17 @@ class RpcError(FeeslabError):
         err = RpcError(
             error.get("code"), str(error.get("message", "")), error.get("data"), secrets=secrets
         )
-        err.raw = dict(error)
+        err.raw = _redacted_raw(error, err.message)
         return err
+
+
+def _redacted_raw(error: Mapping[str, Any], message: str) -> dict[str, Any]:
+    """The error object as sent, its message as redacted: ``raw`` travels with the error
+    (pickled to a cluster's driver, say) and must show no more than ``str`` does."""
+    raw = dict(error)
+    if "message" in raw:
+        raw["message"] = message
+    return raw
 
 
 # -- wallet errors ----------------------------------------------------------------------------
@@ -429,7 +449,7 @@ class WalletError(RpcError):
             return RpcError.from_object(error, secrets=secrets)
         kind = {4100: WalletUnauthorized, 4001: UserRejected}.get(error["code"], WalletError)
         err = kind(error["code"], str(error.get("message", "")), error.get("data"), secrets=secrets)
-        err.raw = dict(error)
+        err.raw = _redacted_raw(error, err.message)
         return err
 
 

@@ -492,9 +492,11 @@ class Budget:
     Notes
     -----
     `check` compares a plan with the ledger's spend before a fetch starts; `charge` is called
-    with each request's price just before it is sent, so a fetch whose estimate was low stops
-    before crossing the limit rather than after. `charge` reserves pessimistically (a 429 answer
-    turns out free); give such credits back with `refund`. Thread-safe.
+    with each request's price just before it is sent (by the transport, in one place:
+    ``feeslab.fetch.core.RpcCore.before_send``, for the budgets a fetch runs ``charging``), so
+    a fetch whose estimate was low stops before crossing the limit rather than after. `charge`
+    reserves pessimistically (a 429 answer turns out free); the transport gives such credits
+    back with `refund`. Thread-safe.
     """
 
     def __init__(self, limit: int) -> None:

@@ -29,11 +29,10 @@ import contextlib
 import inspect
 import json
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from feeslab._costs import method_cost
 from feeslab.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
@@ -132,7 +131,6 @@ class NodeClient:
         self._head: int | None = head
         self._known = dict(known or {})
         self._lock = threading.Lock()
-        self._budgets: tuple[Budget, ...] = ()  # charged before each request (nested fetches)
         self._workers: ThreadPoolExecutor | None = None
         try:
             self._per_batch = "on_batch" in inspect.signature(transport.handle_request).parameters
@@ -401,18 +399,12 @@ class NodeClient:
                 except BaseException as exc:  # raised where the steps wait: they keep count
                     error = exc
 
-    @contextlib.contextmanager
-    def charging(self, budget: Budget | None) -> Iterator[None]:
+    def charging(self, budget: Budget | None) -> contextlib.AbstractContextManager[None]:
         """Charge ``budget`` with each request's price before it is sent, while inside:
         ``BudgetExceeded`` instead of sending past it (cached answers cost nothing). Nested,
-        every enclosing budget is charged too."""
-        previous = self._budgets
-        if budget is not None:
-            self._budgets = (*previous, budget)
-        try:
-            yield
-        finally:
-            self._budgets = previous
+        every enclosing budget is charged too. The transport charges (``RpcCore.before_send``,
+        the one place): each request as it goes, a refused one refunded."""
+        return self.transport.charging(budget)
 
     def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
         if not self._known:
@@ -424,18 +416,6 @@ class NodeClient:
                 for c, k in zip(calls, keys, strict=True)]  # fmt: skip
 
     def _post(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
-        """Send ``calls`` (each budget charged first)."""
-        if self._budgets and calls:
-            cost = sum(method_cost(c.method) for c in calls)
-            charged: list[Budget] = []
-            try:
-                for budget in self._budgets:
-                    budget.charge(cost)
-                    charged.append(budget)
-            except BaseException:
-                for budget in charged:  # refused: nothing goes, nothing stays charged
-                    budget.refund(cost)
-                raise
         if on_batch is None:
             return self.transport.handle_request(calls)
         return self.transport.handle_request(calls, on_batch=on_batch)

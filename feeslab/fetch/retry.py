@@ -144,7 +144,7 @@ class Retryable(Exception):
         self.wait = wait
 
     def __reduce__(self) -> tuple[object, ...]:
-        return type(self), (self.error, self.wait)
+        return type(self), (self.error, self.wait), dict(vars(self))  # made again, not str()
 
 
 # -- the status-to-error map -------------------------------------------------------------------

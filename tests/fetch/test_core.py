@@ -12,7 +12,14 @@ import time
 import httpx
 import pytest
 
-from feeslab.errors import ConfigError, IpfsError, RateLimited, TransportError
+from feeslab.errors import (
+    AuthError,
+    ConfigError,
+    CreditsExhausted,
+    IpfsError,
+    RateLimited,
+    TransportError,
+)
 from feeslab.fetch.core import Limits, Retry, retry_after
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.gas import GasClient
@@ -127,3 +134,49 @@ def test_one_retry_policy_given_to_every_client() -> None:
         node.handle_request([RpcCall("eth_chainId", [])])
     # each sent once and retried once, as the one policy says
     assert seen == ["gas.example"] * 2 + ["ipfs.example"] * 2 + ["node.example"] * 2
+
+
+def _three_clients(handler, retry: Retry):
+    """The Gas API, the storage API and a node over HTTP, each answered by ``handler``."""
+    from feeslab.fetch.ipfs import IpfsClient
+    from feeslab.fetch.transport import HTTPTransport
+
+    mock = httpx.MockTransport(handler)
+    waits: list[float] = []
+    gas_client = gas(handler, waits, retry=retry)
+    ipfs = IpfsClient(base_url="https://ipfs.example", api_key="k", api_key_secret="s",
+                      retry=retry, transport=mock)  # fmt: skip
+    node = HTTPTransport(url="https://node.example/v3/key", retry=retry, transport=mock)
+    return {
+        "gas": (gas_client, lambda: gas_client.get(1, "baseFeeHistory")),
+        "ipfs": (ipfs, ipfs.version),
+        "node": (node, lambda: node.handle_request([RpcCall("eth_chainId", [])])),
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [(401, AuthError), (402, CreditsExhausted), (429, RateLimited), (503, TransportError)],
+)
+def test_one_map_every_client_raises_the_same_error_for_the_same_answer(status, expected):
+    seen: list[str] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        body = {"error": {"code": status, "message": "the service said so"}}
+        return httpx.Response(status, headers={"Retry-After": "0.01"}, json=body)
+
+    # 429s waited out 0.01 s at a time until 0.025 s of them: three tries; a 503 twice
+    policy = Retry(retries=1, backoff=0.0, backoff_cap=0.0, rate_limit_patience=0.025)
+    for name, (client, ask) in _three_clients(refuse, policy).items():
+        # the storage API's failures after the retries carry its command: IpfsError
+        wanted = IpfsError if (name, status) == ("ipfs", 503) else expected
+        with client, pytest.raises(wanted) as caught:
+            ask()
+        assert type(caught.value) is wanted, name
+        if status != 402:  # a 402's text is the ledger's and the cache's; the others say why
+            assert "said so" in str(caught.value), (name, str(caught.value))
+        if status == 429:
+            assert caught.value.attempts == 3 and "rate_limit_patience" in str(caught.value)
+    tries = {401: 1, 402: 1, 429: 3, 503: 2}[status]
+    assert seen == [f"{host}.example" for host in ("gas", "ipfs", "node") for _ in range(tries)]

@@ -958,3 +958,30 @@ def test_a_budget_is_charged_before_each_request_and_refunded_when_refused() -> 
             transport.handle_request([block(3)])  # 80 more would pass 200
     assert caught.value.planned == 80 and caught.value.spent == 160
     assert script.attempts == 2  # refused before it was sent
+
+
+def test_a_fetchs_budgets_are_charged_in_one_place_once_per_request() -> None:
+    # NodeClient.charging hands its budgets to the transport, which charges each request as
+    # it goes (not the node's whole chunk up front as well), nested budgets alike, refunds alike
+    from feeslab.errors import BudgetExceeded
+    from feeslab.fetch.credits import Budget, CreditLedger
+    from feeslab.fetch.node import NodeClient
+
+    script = Script(httpx.Response(429, headers={"Retry-After": "1"}, json=TOO_MANY), ok)
+    transport, waits = mock(script, max_batch=1, max_concurrency=1)  # a request per call
+    node = NodeClient(transport, ledger=CreditLedger(), cache=False, progress=False)
+    outer = Budget(1_000)
+    with transport:
+        with node.charging(outer):
+            with node.charging(Budget(200)), pytest.raises(BudgetExceeded):
+                node.run([block(1), block(2), block(3)])  # 240: the third would pass 200
+            # each request charged before it went (the 429's attempt refunded): the two that
+            # fit went, the third was refused unsent, and no budget kept its charge
+            assert outer.spent == 160 and waits[0] == 1.0  # the 429 waited out
+            assert script.attempts == 3
+            inner = Budget(100)
+            with node.charging(inner), pytest.raises(BudgetExceeded):
+                node.run([block(4), block(5)])
+            assert (outer.spent, inner.spent, script.attempts) == (240, 80, 4)
+        node.run([block(6)])  # outside: no budget charged
+    assert outer.spent == 240 and script.attempts == 5
