@@ -119,6 +119,36 @@ def test_connect_without_key_or_devnet_says_how_to_install(tmp_path):
     assert "starlette" in message and "uvicorn" in message
 
 
+def test_options_that_conflict_are_refused_before_any_devnet_loads(tmp_path):
+    # no key: connect() would start the embedded devnet, but the secret alone has no use there
+    code = """
+    import feeslab
+    try:
+        feeslab.connect(api_key_secret="s3cr3t-only", seed=3)
+    except feeslab.ConfigError as exc:
+        print("refused |", exc)
+    """
+    done = _python(code, REPORT, tmp_path=tmp_path)
+    seen = _report(done)
+    assert seen == {"heavy": [], "devnet": []}  # not started, not even imported
+    refused = done.stdout.strip().splitlines()[0]
+    assert refused.startswith("refused | api_key_secret= has no effect without api_key=")
+    assert "s3cr3t-only" not in refused
+
+
+def test_a_workers_node_builder_loads_none_of_it(served, tmp_path):
+    # what a cluster's worker runs for each partition (feeslab.cluster.jobs._node_source)
+    code = f"""
+    from feeslab.sources.rpc import NodeSpec, open_node
+    source = open_node(NodeSpec(url={served.url!r} + "/v3/" + {served.api_key!r}, chain_id=1,
+                                devnet=True))
+    assert source.head() > 0 and source.label == "devnet"
+    source.close()
+    """
+    seen = _report(_python(code, REPORT, tmp_path=tmp_path))
+    assert seen == {"heavy": [], "devnet": []}
+
+
 def test_serve_without_the_devnet_exits_2_with_one_line(tmp_path):
     code = """
     import sys, feeslab.cli
