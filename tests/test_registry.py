@@ -102,3 +102,21 @@ def test_an_era1_lab_has_no_node_and_says_so():
         assert lab.plan_blocks(0, 100).total == 0
         with pytest.raises(ConfigError, match="one process"):
             lab.storage("0x" + "11" * 20, 0, 1, client=object())
+
+
+def test_the_shipped_samples_are_a_source_giving_the_era1_files_frames():
+    from feeslab.sources.samples import SampleSource
+
+    samples, files = SampleSource(), Era1Source(REAL)
+    for name, args in (("blocks", (100, 300)), ("uncles", (0, 8_192))):
+        shipped = datasets.get(name, samples, *args)
+        read = datasets.get(name, files, *args, progress=False)
+        pairs = ([(shipped, read)] if name == "blocks"
+                 else [(shipped.uncles, read.uncles), (shipped.blocks, read.blocks)])
+        for mine, theirs in pairs:
+            assert mine.equals(theirs) and mine.dtypes.equals(theirs.dtypes)
+            assert mine.attrs["source"] == "samples" and mine.attrs["chain_id"] == 1
+    with pytest.raises(ConfigError, match="hold blocks 0 to 8,191, not 8,000 to 8,999"):
+        datasets.get("blocks", samples, 8_000, 9_000)
+    with pytest.raises(SourceMismatch, match="offers 'blocks', 'uncles'"):
+        datasets.get("fee_history", samples, 0, 10)
