@@ -230,7 +230,7 @@ class RpcSource:
             cap = None
         else:
             cap = Budget(budget)
-            cap.check(plan, self.credits)
+            cap.check(0 if plan is None else plan, self.credits)
         with self.node.charging(cap):
             yield
 
@@ -334,6 +334,8 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
     RpcSource
         Close it (``source.close()``) when done: it holds the transport's threads.
     """
+    if bucket is not None and spec.websocket:
+        raise ConfigError("a shared bucket paces requests over HTTP(S), not over a WebSocket")
     register_secrets(spec.api_key, spec.api_key_secret)  # masked in logs before any client
     ledger = CreditLedger(priced=spec.priced)
     told = None  # a devnet's own limit, asked while the first requests go
@@ -352,12 +354,17 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
             bucket.charge(credits, booked, status, dict(methods))
 
         options["on_response"] = charged
-    transport = WebSocketTransport(**options) if spec.websocket else HTTPTransport(**options)
-    try:
+    transport: HTTPTransport | WebSocketTransport
+    if spec.websocket:
+        transport = WebSocketTransport(**options)
+    else:
+        transport = HTTPTransport(**options)
         if bucket is not None:
             transport.governor = bucket  # every batch booked in the shared bucket
-        if told is not None and getattr(transport, "governor", None) is not None:
-            transport.governor.follow(told)
+    try:
+        governor = getattr(transport, "governor", None)
+        if told is not None and governor is not None:
+            governor.follow(told)
         known = {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)}
         node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
                           identity_suffix=spec.identity_suffix, known=known,
