@@ -250,3 +250,17 @@ def test_a_shared_bucket_paces_and_is_charged_each_answer(devnet):
     assert bucket.charged == [(80 + 80, 160, 200, {"eth_blockNumber": 1,
                                                     "eth_getBlockByNumber": 1})]  # fmt: skip
     assert source.credits.spent == 160
+
+
+def test_a_shared_bucket_is_refused_over_a_websocket(devnet):
+    spec = NodeSpec(url=f"{devnet.ws_url}/ws/v3/{devnet.api_key}", credits_per_second=10**6)
+    before = {t.name for t in threading.enumerate()}
+    with pytest.raises(feeslab.ConfigError, match="HTTP"):
+        open_node(spec, bucket=_Bucket(10**6))
+    assert "feeslab-ws" not in {t.name for t in threading.enumerate()} - before  # none built
+    source = open_node(spec)  # without a bucket: the WebSocket transport, paced by its own
+    try:
+        assert "WebSocketTransport" in repr(source.node.transport)
+        assert source.head() > 0
+    finally:
+        source.close()
