@@ -104,9 +104,11 @@ def test_every_feeslab_name_the_pages_mention_exists(page):
     assert not missing, missing
 
 
-def test_the_architecture_page_names_every_dataset_and_the_cli_page_every_kind():
+def test_the_pages_name_every_dataset_its_lab_method_and_its_cli_kind():
     architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert [n for n in REGISTRY if f"`{n}`" not in architecture] == []
+    assert [n for n in REGISTRY if f"`lab.{n}(" not in api] == []
     kinds = [d.cli for d in REGISTRY.values() if d.cli is not None]
     assert kinds and [k for k in kinds if f"| `{k}` |" not in cli] == []
