@@ -60,9 +60,9 @@ def uncles_with_a_worker_killed(client: Client, devnet, out: Path, start: int, s
     def run() -> None:
         with uncached_lab(devnet) as lab:
             try:
-                result["scan"] = cluster.uncles(lab.data_source, start, stop, client=client,
-                                                out=out, progress=False,
-                                                partition_blocks=partition_blocks)  # fmt: skip
+                result["scan"] = cluster.run(
+                    "uncles", lab.data_source, start, stop, client=client, out=out,
+                    progress=False, partition_blocks=partition_blocks).value
                 result["spent"] = lab.credits.spent
             except BaseException as exc:  # handed to the test's thread
                 result["error"] = exc

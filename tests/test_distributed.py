@@ -23,7 +23,7 @@ import pytest
 from cluster_support import uncached_lab, uncles_with_a_worker_killed
 
 import feeslab
-from feeslab import cluster
+from feeslab import cluster, datasets
 from feeslab.cli import main
 from feeslab.cluster import _governor
 from feeslab.datasets import uncles as uncles_dataset
@@ -69,10 +69,10 @@ def _same(scan, reference):
 def test_era1_scan_matches_one_process_and_writes_a_parquet_dataset(client, exported, tmp_path,
                                                                      capsys):  # fmt: skip
     source = Era1Source(exported[0].parent)
-    reference = uncles_dataset.get(source, 100, 16_000, progress=False)
+    reference = datasets.get("uncles", source, 100, 16_000, progress=False)
     assert len(reference.uncles) > 100  # a scan with something to compare
     out = tmp_path / "job"
-    scan = cluster.uncles(source, 100, 16_000, client=client, out=out)
+    scan = cluster.run("uncles", source, 100, 16_000, client=client, out=out).value
     _same(scan, reference)
     # one file per era1 file, each written by a worker process, not this one
     assert scan.report.computed == ("part-000000100-000008191.parquet",
@@ -95,14 +95,14 @@ def test_era1_scan_matches_one_process_and_writes_a_parquet_dataset(client, expo
 def test_a_rerun_skips_written_partitions_and_another_job_is_refused(client, exported, tmp_path):
     source = Era1Source(exported[0].parent)
     out = tmp_path / "job"
-    first = cluster.uncles(source, 0, 16_384, client=client, out=out, progress=False)
+    first = cluster.run("uncles", source, 0, 16_384, client=client, out=out, progress=False).value
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("part-*")}
-    again = cluster.uncles(source, 0, 16_384, client=client, out=out, progress=False)
+    again = cluster.run("uncles", source, 0, 16_384, client=client, out=out, progress=False).value
     assert again.report.computed == () and set(again.report.skipped) == set(stamps)
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("part-*")} == stamps
     _same(again, first)
     with pytest.raises(ConfigError, match="another job"):
-        cluster.uncles(source, 0, 8_000, client=client, out=out, progress=False)
+        cluster.run("uncles", source, 0, 8_000, client=client, out=out, progress=False)
 
 
 def test_era1_files_of_two_chains_are_refused_as_one_process_refuses_them(client, tmp_path):
@@ -110,16 +110,18 @@ def test_era1_files_of_two_chains_are_refused_as_one_process_refuses_them(client
     second = export_era1(tmp_path / "b", start_epoch=1, epochs=1, seed=8)  # another chain
     source = Era1Source([*first, *second])
     with pytest.raises(Era1Error, match="parentHash") as alone:
-        uncles_dataset.get(source, 0, 16_384, progress=False)
+        datasets.get("uncles", source, 0, 16_384, progress=False)
     with pytest.raises(Era1Error, match="parentHash") as spread:
-        cluster.uncles(source, 0, 16_384, client=client, out=tmp_path / "job", progress=False)
+        cluster.run("uncles", source, 0, 16_384, client=client, out=tmp_path / "job",
+                    progress=False)
     assert spread.value.block == alone.value.block == 8_192
 
 
 def test_one_plan_for_the_whole_job_before_anything_runs(limited, tmp_path):
     with _lab(limited) as lab, _lab(limited) as alone:
-        job, sampled = cluster.plan_uncles(lab.data_source, START, STOP, out=tmp_path / "j",
-                                           partition_blocks=PARTITION)  # fmt: skip
+        job = cluster.plan("uncles", lab.data_source, START, STOP, out=tmp_path / "j",
+                           partition_blocks=PARTITION)  # fmt: skip
+        sampled = job.context
         assert job.plan == uncles_dataset.plan(alone.data_source, START, STOP)  # one process's
     assert [(p.start, p.stop) for p in job.partitions] == [
         (n, n + PARTITION) for n in range(START, STOP, PARTITION)]  # fmt: skip
@@ -134,8 +136,8 @@ def test_node_scan_matches_one_process_within_the_devnets_rate(client, limited, 
     reference, spent = single
     with _lab(limited) as lab:
         began = time.monotonic()
-        scan = cluster.uncles(lab.data_source, START, STOP, client=client,
-                              out=None, progress=False, partition_blocks=PARTITION)
+        scan = cluster.run("uncles", lab.data_source, START, STOP, client=client,
+                              out=None, progress=False, partition_blocks=PARTITION).value
         seconds = time.monotonic() - began
         total = lab.credits.spent
     _same(scan, reference)
@@ -155,9 +157,9 @@ def test_two_api_keys_each_with_its_own_bucket_and_ledger(client, limited, singl
             _lab(other) as second:  # fmt: skip
         second.data_source.head(), second.data_source.chain_id(), second.source  # asked once
         before = second.credits.spent
-        scan = cluster.uncles(lab.data_source, START, STOP, client=client, keys=[second],
+        scan = cluster.run("uncles", lab.data_source, START, STOP, client=client, keys=[second],
                               out=tmp_path / "job", progress=False,
-                              partition_blocks=PARTITION)  # fmt: skip
+                              partition_blocks=PARTITION).value  # fmt: skip
         ledgers = lab.credits.spent, second.credits.spent - before
     _same(scan, reference)
     first_key, second_key = scan.report.keys
@@ -169,13 +171,13 @@ def test_two_api_keys_each_with_its_own_bucket_and_ledger(client, limited, singl
     with _lab(limited) as lab, lab.on_network("sepolia") as sepolia:
         for wrong, why in ((sepolia, "same chain"), (feeslab.connect(era1=REAL), "on a node")):
             with pytest.raises(ConfigError, match=why):
-                cluster.uncles(lab.data_source, START, STOP, client=client, progress=False,
+                cluster.run("uncles", lab.data_source, START, STOP, client=client, progress=False,
                                keys=[wrong])
 
 
 def test_budget_refused_before_anything_runs(client, limited, tmp_path):
     with _lab(limited) as lab, pytest.raises(BudgetExceeded):
-        cluster.uncles(lab.data_source, START, STOP, client=client, out=tmp_path / "j",
+        cluster.run("uncles", lab.data_source, START, STOP, client=client, out=tmp_path / "j",
                        budget=50_000, progress=False, partition_blocks=PARTITION)
     assert not list((tmp_path / "j").glob("part-*"))
 
@@ -210,7 +212,7 @@ def test_a_402_on_a_worker_is_raised_on_the_driver_as_one_process_raises_it(clie
     partitions written so far kept for a rerun."""
     with start(seed=7, credits_per_second=RATE, daily_credits=60_000) as poor, _lab(
             poor) as lab, pytest.raises(CreditsExhausted) as raised:  # fmt: skip
-        cluster.uncles(lab.data_source, START, STOP, client=client, out=tmp_path / "job",
+        cluster.run("uncles", lab.data_source, START, STOP, client=client, out=tmp_path / "job",
                        progress=False, partition_blocks=PARTITION)  # fmt: skip
     assert "daily credit balance is exhausted (HTTP 402)" in str(raised.value)
     assert isinstance(raised.value.credits_spent, int)  # its attributes came along
@@ -256,8 +258,8 @@ def test_a_killed_job_resumes_without_paying_again(client, limited, single, tmp_
     before = {p.name: p.stat().st_mtime_ns for p in parts.glob("part-*.parquet")}
     assert 2 <= len(before) < (STOP - START) // PARTITION
     with _lab(limited) as lab:
-        scan = cluster.uncles(lab.data_source, START, STOP, client=client, out=parts,
-                              progress=False, partition_blocks=PARTITION)  # fmt: skip
+        scan = cluster.run("uncles", lab.data_source, START, STOP, client=client, out=parts,
+                              progress=False, partition_blocks=PARTITION).value  # fmt: skip
     _same(scan, reference)
     assert set(scan.report.skipped) >= set(before)
     assert {n: (parts / n).stat().st_mtime_ns for n in before} == before  # not rewritten
@@ -277,7 +279,7 @@ def test_cli_runs_on_a_local_cluster(exported, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "dask dashboard: http://" in proc.stderr
-    reference = uncles_dataset.get(Era1Source(exported[0].parent), 0, 16_384, progress=False)
+    reference = datasets.get("uncles", Era1Source(exported[0].parent), 0, 16_384, progress=False)
     pd.testing.assert_frame_equal(frame_from_bytes(output.read_bytes()), reference.uncles)
     assert len(list((tmp_path / "u.parts").glob("part-*.parquet"))) == 2
 

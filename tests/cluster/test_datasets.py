@@ -16,7 +16,7 @@ import pytest
 from cluster_support import uncached_lab
 
 import feeslab
-from feeslab import cluster
+from feeslab import cluster, datasets
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets import fee_history as fee_history_dataset
 from feeslab.errors import BudgetExceeded, ConfigError
@@ -78,10 +78,10 @@ def _same_as_one_process(devnet, run, reference, spent, out, *, partitions, call
 
 def test_blocks_of_era1_files_match_one_process(client, exported, tmp_path):
     source = Era1Source(exported[0].parent)
-    reference = blocks_dataset.get(source, 100, 16_000, progress=False)
+    reference = datasets.get("blocks", source, 100, 16_000, progress=False)
     assert reference["uncle_hashes"].map(len).sum() > 100  # tuples in an object column
     out = tmp_path / "job"
-    result = cluster.blocks(source, 100, 16_000, client=client, out=out, progress=False)
+    result = cluster.run("blocks", source, 100, 16_000, client=client, out=out, progress=False)
     _same(result.frame, reference)
     assert result.report.computed == ("part-000000100-000008191.parquet",
                                       "part-000008192-000015999.parquet")  # a file each
@@ -102,9 +102,9 @@ def _no_attrs(frame):
 
 def test_fee_history_of_era1_files_matches_one_process(client, exported, tmp_path):
     source = Era1Source(exported[0].parent)
-    reference = fee_history_dataset.get(source, 8_000, 16_384, percentiles=(25, 75),
+    reference = datasets.get("fee_history", source, 8_000, 16_384, percentiles=(25, 75),
                                         progress=False)  # fmt: skip
-    result = cluster.fee_history(source, 8_000, 16_384, percentiles=(25, 75), client=client,
+    result = cluster.run("fee_history", source, 8_000, 16_384, percentiles=(25, 75), client=client,
                                  out=tmp_path / "job", progress=False)  # fmt: skip
     _same(result.frame, reference)
     assert len(result.report.computed) == 2
@@ -119,7 +119,7 @@ def test_blocks_on_a_node_match_one_process_and_a_rerun_sends_nothing(client, de
     out = tmp_path / "job"
 
     def run(source):
-        return cluster.blocks(source, 1_000, 1_400, client=client, out=out, progress=False,
+        return cluster.run("blocks", source, 1_000, 1_400, client=client, out=out, progress=False,
                               partition_blocks=100)  # fmt: skip
 
     first, total = _on_cluster(devnet, run)
@@ -133,7 +133,7 @@ def test_blocks_on_a_node_match_one_process_and_a_rerun_sends_nothing(client, de
     assert manifest["dataset"] == "blocks"
     assert [p["planned_credits"] for p in manifest["partitions"]] == [8_000] * 4
     with _lab(devnet) as lab, pytest.raises(BudgetExceeded):  # refused before anything runs
-        cluster.blocks(lab.data_source, 1_000, 1_400, client=client, out=tmp_path / "poor",
+        cluster.run("blocks", lab.data_source, 1_000, 1_400, client=client, out=tmp_path / "poor",
                        budget=31_999, progress=False)  # fmt: skip
     assert not list((tmp_path / "poor").glob("part-*"))
 
@@ -143,7 +143,7 @@ def test_fee_history_on_a_node_is_cut_in_whole_calls(client, devnet, tmp_path):
     out = tmp_path / "job"
 
     def run(source):
-        return cluster.fee_history(source, 0, 150_000, client=client, out=out,
+        return cluster.run("fee_history", source, 0, 150_000, client=client, out=out,
                                    progress=False, partition_blocks=40_000)  # fmt: skip
 
     first, total = _on_cluster(devnet, run)
@@ -171,13 +171,13 @@ def test_storage_of_a_series_matches_one_process(client, devnet, contracts, tmp_
     out = tmp_path / "job"
 
     def run(source):
-        return cluster.storage_series(source, token, slot, series, client=client, out=out,
+        return cluster.run("storage_series", source, token, slot, series, client=client, out=out,
                                       progress=False, partition_blocks=150)  # fmt: skip
 
     _same_as_one_process(devnet, run, reference, spent, out, partitions=4,
                          calls={"eth_getStorageAt": len(series)})  # fmt: skip
     with _lab(devnet) as lab, pytest.raises(ConfigError, match="another job"):
-        cluster.storage_series(lab.data_source, token, slot + 1, series, client=client,
+        cluster.run("storage_series", lab.data_source, token, slot + 1, series, client=client,
                                out=out, progress=False, partition_blocks=150)  # fmt: skip
 
 
@@ -196,7 +196,7 @@ def test_calls_of_a_series_match_one_process(client, devnet, contracts, tmp_path
     out = tmp_path / "job"
 
     def run(source):
-        return cluster.call_series(source, token["address"], "balanceOf", [holder], series,
+        return cluster.run("call_series", source, token["address"], "balanceOf", [holder], series,
                                    abi=token["abi"], client=client, out=out, progress=False,
                                    partition_blocks=100)  # fmt: skip
 
@@ -223,10 +223,10 @@ def test_reverts_are_rows_on_the_cluster_as_in_one_process(client, devnet, contr
 
 def test_storage_and_calls_need_a_node(client, exported):
     source = Era1Source(exported[0].parent)
-    with pytest.raises(ConfigError, match="needs a node"):
-        cluster.storage_series(source, "0x" + "11" * 20, 0, [1, 2], client=client)
+    with pytest.raises(ConfigError, match="storage_series dataset needs 'json-rpc'"):
+        cluster.run("storage_series", source, "0x" + "11" * 20, 0, [1, 2], client=client)
     with pytest.raises(ValueError, match="blocks is empty"):
-        cluster.call_series(source, "0x" + "11" * 20, "f()(uint256)", [], [], client=client)
+        cluster.run("call_series", source, "0x" + "11" * 20, "f()(uint256)", [], [], client=client)
 
 
 def test_cli_fetches_blocks_on_a_running_cluster(client, exported, tmp_path):
@@ -238,7 +238,7 @@ def test_cli_fetches_blocks_on_a_running_cluster(client, exported, tmp_path):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    reference = blocks_dataset.get(Era1Source(exported[0].parent), 8_000, 8_400,
+    reference = datasets.get("blocks", Era1Source(exported[0].parent), 8_000, 8_400,
                                    progress=False)  # fmt: skip
     pd.testing.assert_frame_equal(frame_from_bytes(output.read_bytes()), reference)
     assert len(list((tmp_path / "b.parts").glob("part-*.parquet"))) == 2
@@ -302,13 +302,14 @@ def test_a_partition_a_killed_attempt_wrote_keeps_its_rows_and_credits(tmp_path)
     report count it as computed in this run, not as a partition found from an earlier run."""
     from dataclasses import replace
 
-    from feeslab.cluster.jobs import Partition, UncleJob, _Task, _write_partition, run_partition
+    from feeslab.cluster import DatasetJob
+    from feeslab.cluster.jobs import Partition, _Task, _write_partition, run_partition
 
     part = Partition(8_192, 8_200)
     frame = pd.DataFrame({"block_number": [8_192, 8_193]})
     _write_partition(frame, tmp_path / part.name, 1_234, "job-run1")
-    task = _Task(spec=UncleJob(8_192, 8_200), out=str(tmp_path), bucket="unused", workers=1,
-                 run="job-run1")  # fmt: skip
+    spec, _ = DatasetJob.of("uncles", 8_192, 8_200)
+    task = _Task(spec=spec, out=str(tmp_path), bucket="unused", workers=1, run="job-run1")
     answer = run_partition(task, part, None)
     assert answer == {"file": part.name, "rows": 2, "credits": 1_234, "earlier_attempt": True}
     # another run's file (a killed job's task that finished after its driver died): skipped
