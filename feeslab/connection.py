@@ -225,7 +225,7 @@ def _route(settings: Settings) -> tuple[str, str]:
 
 def _check(settings: Settings) -> None:
     """The options' mistakes that need no network: one given (not its default) where the
-    connection chosen has no use for it; ``url`` without a key."""
+    connection chosen has no use for it; ``url`` without a key; a pace that is no rate."""
     route, chooser = _route(settings)
     for option in fields(settings):
         value = getattr(settings, option.name)
@@ -241,11 +241,13 @@ def _check(settings: Settings) -> None:
                           "no effect; pass one, not both")  # fmt: skip
     if route == ROOT and not (settings.api_key or os.environ.get("INFURA_API_KEY")):
         raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
+    pacing_rate(settings.credits_per_second)  # a value that is no rate, before a devnet starts
 
 
-def open_lab(settings: Settings, devnet: Any = None) -> Lab:
+def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> Lab:
     """A Lab for ``settings`` (checked by :func:`connect`): on ``devnet`` when given (a
-    running embedded devnet, which the Lab then does not own), else as :func:`connect` says."""
+    running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
+    :func:`connect` says."""
     if settings.era1 is not None:
         from feeslab.sources.era1 import Era1Source
 
@@ -255,9 +257,13 @@ def open_lab(settings: Settings, devnet: Any = None) -> Lab:
         api_key=settings.api_key or os.environ.get("INFURA_API_KEY") or None,
         api_key_secret=settings.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None,
     )
-    owns = devnet is None and not (settings.url or settings.rpc_url or settings.api_key)
-    if owns:
+    if devnet is None and not (settings.url or settings.rpc_url or settings.api_key):
         devnet = _start_devnet(settings)
+        try:
+            return open_lab(settings, devnet, owns=True)
+        except BaseException:
+            devnet.stop()  # a Lab that failed to open leaves no devnet running
+            raise
     if devnet is not None:  # the devnet's own key; every surface under its root
         settings = replace(settings, url=devnet.url, api_key=devnet.api_key,
                            api_key_secret=devnet.api_key_secret, block_time=None,

@@ -264,3 +264,10 @@ def test_a_shared_bucket_is_refused_over_a_websocket(devnet):
         assert source.head() > 0
     finally:
         source.close()
+
+
+def test_a_pace_that_is_no_rate_is_refused_before_a_devnet_starts():
+    before = {t.name for t in threading.enumerate()}
+    with pytest.raises(feeslab.ConfigError, match="credits_per_second must be a number"):
+        feeslab.connect(seed=7, credits_per_second="fast")
+    assert {t.name for t in threading.enumerate()} - before == set()  # no devnet's threads
