@@ -42,7 +42,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -52,7 +52,7 @@ from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
 DEFAULT_PORT = 8545  # the usual local node port
 
 
-def _serve_parser(sub: argparse._SubParsersAction) -> None:
+def _serve_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     serve = sub.add_parser(
         "serve",
         help="run the devnet (node JSON-RPC, WebSocket and Gas API) in the foreground",
@@ -158,7 +158,7 @@ def _accounts(text: str) -> int | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="feeslab", description="Study Ethereum fee markets and uncle rates."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -166,22 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(sub)
     _fetch_parser(sub)
     _export_era1_parser(sub)
-    # the words argparse could not place are reported here: masked, on one line
-    parser.error = _one_line_error(parser)  # type: ignore[method-assign]
     return parser
 
 
 # -- feeslab export-era1 --------------------------------------------------------------------------
 
 
-def _export_era1_parser(sub: argparse._SubParsersAction) -> None:
+def _export_era1_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     export = sub.add_parser(
         "export-era1",
         help="write the devnet chain 1's pre-merge blocks as era1 files",
         description="The devnet's chain 1, blocks 0 .. 164,999, as era1 files of 8,192 blocks "
         "(devnet-<epoch>-<root>.era1), readable by `feeslab fetch --era1` and other era1 tools.",
     )
-    export.error = _one_line_error(export)  # type: ignore[method-assign]
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
     export.add_argument("--start-epoch", type=_non_negative, default=0,
                         help="first epoch (default %(default)s)")  # fmt: skip
@@ -207,7 +204,7 @@ def _run_export_era1(args: argparse.Namespace) -> int:
     return 0
 
 
-def _banner(handle) -> str:
+def _banner(handle: Any) -> str:
     key, secret = handle.api_key, handle.api_key_secret
     call = '\'{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}\''
     return "\n".join(
@@ -320,13 +317,13 @@ class UsageError(Exception):
     """A user mistake found before anything is sent: reported on one line, exit status 2."""
 
 
-def _one_line_error(parser: argparse.ArgumentParser):
-    """``parser.error`` that prints one line (no usage block) and exits 2."""
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (no usage block), with the words it could
+    not place masked (a stray word may be a key or a secret), and exit status 2; its
+    subcommands' parsers are of the same class."""
 
-    def error(message: str) -> NoReturn:
-        parser.exit(USER_ERROR, f"{parser.prog}: error: {_masked_arguments(message)}\n")
-
-    return error
+    def error(self, message: str) -> NoReturn:
+        self.exit(USER_ERROR, f"{self.prog}: error: {_masked_arguments(message)}\n")
 
 
 def _non_negative(text: str) -> int:
@@ -365,15 +362,14 @@ def _masked_arguments(message: str) -> str:
     return f"{head}: " + " ".join(t if t.startswith("-") else "(a value)" for t in rest.split())
 
 
-def _fetch_parser(sub: argparse._SubParsersAction) -> None:
+def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     fetch = sub.add_parser(
         "fetch",
         help="fetch base fees, uncles or a storage slot into a Parquet or CSV file",
         description="Fetch one frame into FILE.parquet or FILE.csv; the credit plan is printed "
         "before anything is sent and the ledger after.",
     )
-    fetch.error = _one_line_error(fetch)  # type: ignore[method-assign]
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument(
         "-o",
         "--output",
@@ -434,12 +430,12 @@ def _fetch_parser(sub: argparse._SubParsersAction) -> None:
     from feeslab.datasets import REGISTRY  # the kinds: every dataset with a command-line name
 
     for dataset in REGISTRY.on_command_line():
+        assert dataset.cli is not None
         kind = kinds.add_parser(dataset.cli, parents=[common], help=dataset.summary,
                                 description=f"lab.{dataset.name}: {dataset.summary}.")  # fmt: skip
         kind.set_defaults(dataset=dataset.name)
         for option in dataset.options:
             option.add_to(kind)
-        kind.error = _one_line_error(kind)  # type: ignore[method-assign]
     fetch.set_defaults(func=_run_fetch)
 
 
@@ -551,10 +547,11 @@ def _client(args: argparse.Namespace) -> Any:
         from feeslab.cluster import local_client
 
         return local_client(args.workers)
-    return Client(args.scheduler)
+    return Client(args.scheduler)  # type: ignore[no-untyped-call]
 
 
-def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any], say) -> Any:
+def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any],
+           say: Callable[[str], None]) -> Any:
     """Plan, check the budget, print the plan, fetch: the frame."""
     from feeslab.fetch.credits import Budget
 
@@ -570,7 +567,8 @@ def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any], say) -> 
     say(repr(plan))
     labs = [lab, *checked.get("labs", ())]
     nodes = [one.node for one in labs] if lab.has_node else []  # era1 files: not paced
-    governors = [getattr(getattr(n, "transport", None), "governor", None) for n in nodes]
+    governors: list[Any] = [getattr(getattr(n, "transport", None), "governor", None)
+                            for n in nodes]  # fmt: skip
     if governors and None not in governors and plan.total:
         for governor in governors:
             governor.settle(timeout=5.0)
@@ -681,7 +679,8 @@ def _keys_quietly() -> list[tuple[str, str | None]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``feeslab`` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    status: int = args.func(args)
+    return status
 
 
 if __name__ == "__main__":

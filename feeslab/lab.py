@@ -63,7 +63,7 @@ class Lab:
         self.network = network
         self.rpc_url = rpc_url  # any node's URL (connect(rpc_url=)); None on the service
         self._reconnect = reconnect  # connect() again on another network (on_network)
-        self._wallet: Any = None
+        self._wallet: WalletClient | None = None
 
     @property
     def has_node(self) -> bool:
@@ -145,7 +145,8 @@ class Lab:
 
         if not isinstance(getattr(self.node, "transport", None), WebSocketTransport):
             raise ConfigError("subscriptions need a WebSocket: connect(..., websocket=True)")
-        return self.node.transport.subscribe(kind, *params)
+        subscription: Subscription = self.node.transport.subscribe(kind, *params)
+        return subscription
 
     # -- what the frames' attrs say ------------------------------------------------------------
 
@@ -155,13 +156,14 @@ class Lab:
         frame it returns carries in ``attrs``: the devnet's compressed heights on a feeslab
         devnet, the real chain's elsewhere; None for a chain ``data/chains.json`` does not
         describe (e.g. a local node's chain 1337)."""
-        return self.data_source.chain_spec
+        spec: ChainSpec | None = self.data_source.chain_spec
+        return spec
 
     @property
     def source(self) -> str:
         """Where this Lab's frames come from, in every frame's ``attrs``: ``"devnet"``,
         ``"node"`` (``connect(rpc_url=)``), ``"service"`` or ``"era1"``."""
-        return self.data_source.label
+        return str(self.data_source.label)
 
     # -- shared frames (IPFS) ------------------------------------------------------------------
 

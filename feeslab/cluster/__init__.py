@@ -17,6 +17,8 @@ written atomically, so a killed job resumes where it stopped. The result's ``val
 single-process one, row for row. Needs ``pip install 'feeslab[dask]'``.
 """
 
+from typing import Any
+
 from feeslab.cluster.datasets import DatasetJob, plan, run
 from feeslab.cluster.jobs import (
     DEFAULT_PARTITION_BLOCKS,
@@ -49,7 +51,7 @@ __all__ = [
 ]
 
 
-def local_client(workers: int, **options):
+def local_client(workers: int, **options: Any) -> Any:
     """A ``distributed.Client`` on a new ``LocalCluster`` of ``workers`` worker processes, one
     thread each; ``client.shutdown()`` stops both. ``options`` go to ``LocalCluster``."""
     from distributed import Client, LocalCluster
@@ -58,4 +60,4 @@ def local_client(workers: int, **options):
         raise ValueError(f"workers must be a positive int, not {workers!r}")
     options = {"n_workers": workers, "threads_per_worker": 1, "processes": True,
                "dashboard_address": ":0", **options}
-    return Client(LocalCluster(**options))
+    return Client(LocalCluster(**options))  # type: ignore[no-untyped-call]

@@ -70,9 +70,11 @@ def get(source: Any, chain_id: int | None = None, *, budget: int | None = None) 
         head = node.head(refresh=True)
         ends = blocks.headers(node, [head - len(values) + 1, head], progress=False)
         fees = frame["base_fee_wei"]
-        if all(b is not None and "baseFeePerGas" in b for b in ends) and (
-            int(ends[0]["baseFeePerGas"], 16) == fees.iloc[0]
-            and int(ends[1]["baseFeePerGas"], 16) == fees.iloc[-1]
+        first, last = ends
+        if first is not None and last is not None and "baseFeePerGas" in first and (
+            "baseFeePerGas" in last
+            and int(first["baseFeePerGas"], 16) == fees.iloc[0]
+            and int(last["baseFeePerGas"], 16) == fees.iloc[-1]
         ):
             return node.tag(parse_base_fee_history(values, newest_block=head))
         return frame

@@ -10,7 +10,7 @@ decoded JSON of a long range is never held together; the chunks' frames are join
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -34,12 +34,13 @@ def calls(numbers: Sequence[int]) -> list[RpcCall]:
     return [RpcCall(METHOD, [quantity(n), False]) for n in numbers]
 
 
-def headers(source: Any, numbers: Sequence[int], **options: Any) -> list[dict | None]:
+def headers(source: Any, numbers: Sequence[int], **options: Any) -> list[Any]:
     """The decoded headers of ``numbers`` from a node, in order (None where it has none).
 
     ``options`` go to ``NodeClient.run`` (``progress``, ``on_chunk``).
     """
-    return source.results(calls(numbers), description="blocks", **options)
+    found: list[Any] = source.results(calls(numbers), description="blocks", **options)
+    return found
 
 
 def _title(start: int, stop: int) -> str:
@@ -96,7 +97,8 @@ def _slim(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=slim_block(answer.result))
 
 
-def _frames(source: Any, start: int, stop: int, progress: bool | None):
+def _frames(source: Any, start: int, stop: int,
+            progress: bool | None) -> Iterator[pd.DataFrame]:  # fmt: skip
     """The frame of each chunk of ``start`` .. ``stop - 1`` in order (blocks the node does not
     have left out), each made as soon as its headers are there."""
     node = source.node
@@ -108,7 +110,8 @@ def _frames(source: Any, start: int, stop: int, progress: bool | None):
             try:
                 answers = node.run(calls(range(a, b)), progress=False, reduce=_slim)
             except CreditsExhausted as exc:  # the chunks before this one were answered too
-                exc.answers_kept = a - start + getattr(exc, "answers_kept", 0)
+                kept = a - start + getattr(exc, "answers_kept", 0)
+                exc.answers_kept = kept  # type: ignore[attr-defined]
                 raise
             found = [answer.unwrap() for answer in answers]
             del answers
@@ -128,7 +131,7 @@ def _bar(source: Any, start: int, stop: int, progress: bool | None) -> Any:
         return None
     cached = 0
     if node.caching:
-        cached = node.cache.count_cached((c.method, c.params)  # type: ignore[union-attr]
+        cached = node.cache.count_cached((c.method, c.params)
                                          for c in calls(range(start, stop))).get(METHOD, 0)
     if stop - start - cached < DEFAULT_CHUNK // 2:
         return None

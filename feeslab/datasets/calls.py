@@ -170,7 +170,7 @@ def get(
         elif isinstance(answer.error, RevertError):
             answers[n] = answer.error
         else:
-            raise answer.error
+            answer.unwrap()  # raises the node's error
     return node.tag(parse_call_series(spec, answers, abi=abi))
 
 

@@ -44,7 +44,7 @@ def _estimate_calls(objects: Sequence[dict[str, Any]], number: int) -> list[RpcC
 
 def _number(node: Any, block: int | str) -> int:
     if block == "latest":  # resolved first: estimates and base fee from the same block
-        return node.head(refresh=True)
+        return int(node.head(refresh=True))
     if isinstance(block, str):
         raise ValueError(f'block must be a block number or "latest", not {block!r}')
     return block_number(block)
@@ -60,7 +60,8 @@ def plan(source: Any, transactions: Sequence[Mapping[str, Any]], *, block: int |
 
 def _plan(node: Any, batch: Sequence[RpcCall]) -> Plan:
     title = f"gas estimates of {len(batch):,} transactions"
-    return node.plan(batch, title) + Plan([(blocks_dataset.METHOD, 1)])
+    estimates: Plan = node.plan(batch, title)
+    return estimates + Plan([(blocks_dataset.METHOD, 1)])
 
 
 def get(
@@ -113,7 +114,7 @@ def get(
             raise node.missing(number)
         results = node.run(batch, progress=progress, description="eth_estimateGas")
     base_fee = header.get("baseFeePerGas")
-    answers = [a.result if a.ok else a.error for a in results]
+    answers: list[Any] = [a.result if a.ok else a.error for a in results]
     frame = parse_cost_estimates(
         answers,
         block_number=number,
@@ -190,8 +191,8 @@ def needed(
             calls[i] += 1
             if i not in search:
                 continue
-            failed = not answer.ok
-            if failed and not (
+            failed = answer.error is not None
+            if answer.error is not None and not (
                 isinstance(answer.error, RevertError) or answer.error.code == -32000
             ):
                 raise answer.error
@@ -199,7 +200,7 @@ def needed(
             if gas == state[1] and not state[2]:
                 if failed:
                     errors[i] = (f"fails in eth_call with its estimate of {gas:,} gas: "
-                                 f"{error_text(answer.error, abi)}")
+                                 f"{error_text(answer.error or {}, abi)}")
                     del search[i]
                     continue
                 state[2] = True
@@ -216,7 +217,7 @@ def needed(
     )
 
 
-def _probes(search: dict[int, list]) -> list[tuple[int, int]]:
+def _probes(search: dict[int, list[Any]]) -> list[tuple[int, int]]:
     """The next gas limits to try: first the estimate itself and just under geth's 1.5 %
     stop, then the middle of what is left."""
     probes: list[tuple[int, int]] = []

@@ -70,8 +70,8 @@ class Option:
         if self.switch:
             parser.add_argument(*self.flags, dest=self.dest, action="store_true", help=self.help)
             return
-        parser.add_argument(*self.flags, dest=self.dest, type=self.type, metavar=self.metavar,
-                            required=self.required, default=self.default,
+        parser.add_argument(*self.flags, dest=self.dest, type=self.type or str,
+                            metavar=self.metavar, required=self.required, default=self.default,
                             help=self.help)  # fmt: skip
 
 
@@ -237,7 +237,7 @@ def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.Data
 
 def _read(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
     wanted = {k: v for k, v in params.items() if k not in FETCH_ONLY and k != dataset.context}
-    return source.read(dataset.name, **wanted)  # type: ignore[attr-defined, no-any-return]
+    return source.read(dataset.name, **wanted)  # type: ignore[attr-defined]
 
 
 def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:

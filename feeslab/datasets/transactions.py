@@ -125,7 +125,7 @@ def get(
         frames = _kept(source, groups)
         todo = [g for g, rows in enumerate(frames) if rows is None]
         bar = _bar(source, groups, todo, progress)
-        pending: deque[tuple[int, Future]] = deque()
+        pending: deque[tuple[int, Future[list[RpcResult]]]] = deque()
         try:
             for g in todo:
                 pending.append((g, source.node.submit(calls(*groups[g]), reduce=_slim)))
@@ -140,13 +140,13 @@ def get(
                 bar.close()
     parts = [rows for rows in frames if rows is not None and len(rows)]
     if not parts:
-        return source.tag(parse_transactions([], []))  # type: ignore[no-any-return]
+        return source.tag(parse_transactions([], []))
     frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-    return source.tag(frame)  # type: ignore[no-any-return]
+    return source.tag(frame)
 
 
 def _land(source: Any, groups: list[tuple[int, int]], frames: list[pd.DataFrame | None],
-          g: int, future: Future, bar: Any) -> None:  # fmt: skip
+          g: int, future: Future[list[RpcResult]], bar: Any) -> None:  # fmt: skip
     """Group ``g``'s rows from its answers, kept in the cache at once (what a stopped run
     has paid for stays paid for)."""
     rows = _rows(source, future.result())

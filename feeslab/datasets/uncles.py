@@ -199,7 +199,7 @@ def _sample(todo: list[tuple[int, int]], sample: int) -> list[int]:
     if not count:
         return []
     blocks_left = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in todo])
-    return blocks_left[:: max(1, count // sample)].tolist()
+    return [int(n) for n in blocks_left[:: max(1, count // sample)]]
 
 
 def _plan_of(start: int, stop: int, todo: list[tuple[int, int]], sampled: dict[int, int],
@@ -262,14 +262,14 @@ def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
     cached."""
     node = source.node
     pieces = iter(todo)
-    counting: deque = deque()  # (piece, numbers asked, future of their counts)
-    uncles: deque = deque()  # (piece, wanted, future or None)
+    counting: deque[tuple[Any, ...]] = deque()  # (piece, numbers asked, future of counts)
+    uncles: deque[tuple[Any, ...]] = deque()  # (piece, wanted, future or None)
     bar = _bar(source, sum(b - a for a, b in todo), progress)
     notes = _Notes(source, runs.writer, todo) if runs is not None else None
     note = notes if bar is None else _counting(notes, bar)
     swept = 0
 
-    def wait(future: Future) -> Any:
+    def wait(future: Future[Any]) -> Any:
         """``future.result()``; meanwhile the notes of pieces in flight long enough go, and
         the finished pieces held long enough."""
         while notes is not None and runs is not None:

@@ -37,6 +37,11 @@ class Source(Protocol):
 
     label: str
 
+    @property
+    def chain_spec(self) -> Any:
+        """The rules the source's chain follows (``feeslab.chainspec.ChainSpec``), or None."""
+        ...
+
     def offers(self) -> frozenset[str]:
         """The capabilities this source has (see the module's table)."""
         ...
