@@ -12,6 +12,7 @@ import pytest
 from feeslab.frames import (
     BASE_FEE_DTYPES,
     FEE_HISTORY_DTYPES,
+    fee_history_frame,
     parse_base_fee_history,
     parse_fee_history,
     reward_column,
@@ -159,6 +160,38 @@ def test_fee_history_empty_answer_gives_empty_frame():
 def test_fee_history_inconsistent_answers_are_refused(result, percentiles, match):
     with pytest.raises(ValueError, match=match):
         parse_fee_history(result, percentiles=percentiles)
+
+
+def test_fee_history_frame_from_columns_equals_parse_fee_history():
+    """The one builder: columns as era1 has them (rewards in every row) or as the JSON gives
+    them (none for the next block) make one frame."""
+    columns = {
+        "block_number": np.array([100, 101, 102], dtype=np.uint64),
+        "base_fee_wei": [10_000_000_000, 10_104_814_460, 10_240_000_000],
+        "gas_used_ratio": [0.5, 1.0, np.nan],
+        "base_fee_per_blob_gas_wei": [1, 1, 2],
+        "blob_gas_used_ratio": [0.0, 0.25, np.nan],
+        "reward_p10_wei": [1_000_000_000, 0, None],
+        "reward_p92_5_wei": np.array([2_000_000_000, 1, 0]),
+    }
+    frame = fee_history_frame(columns, [10, 92.5])
+    assert dtypes(frame) == {**FEE_HISTORY_DTYPES, "reward_p10_wei": "Int64",
+                             "reward_p92_5_wei": "Int64"}  # fmt: skip
+    assert frame.base_fee_gwei.tolist() == [10.0, 10.10481446, 10.24]  # computed
+    assert frame.reward_p92_5_wei.tolist() == [2_000_000_000, 1, 0]
+    parsed = parse_fee_history({
+        "oldestBlock": "0x64", "reward": [["0x3b9aca00", "0x77359400"], ["0x0", "0x1"]],
+        "baseFeePerGas": ["0x2540be400", "0x25a4b3b7c", "0x2625a0000"], "gasUsedRatio": [0.5, 1.0],
+        "baseFeePerBlobGas": ["0x1", "0x1", "0x2"], "blobGasUsedRatio": [0, 0.25],
+    }, percentiles=[10, 92.5])  # fmt: skip
+    columns["reward_p92_5_wei"] = [2_000_000_000, 1, None]
+    pd.testing.assert_frame_equal(fee_history_frame(columns, [10, 92.5]), parsed)
+    with pytest.raises(ValueError, match=r"missing \['reward_p50_wei'\]"):
+        fee_history_frame(columns, [10, 50, 92.5])
+    with pytest.raises(ValueError, match="percentiles must be distinct"):
+        fee_history_frame(columns, [10, 10.0])
+    with pytest.raises(ValueError, match=r"not its columns \['base_fee_gwei'\]"):
+        fee_history_frame({**columns, "base_fee_gwei": [10.0] * 3}, [10, 92.5])
 
 
 def test_reward_column_names():

@@ -6,10 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from feeslab.frames import BLOCK_DTYPES, parse_blocks
+from feeslab.frames import BLOCK_DTYPES, blocks_frame, gas_used_ratio, parse_blocks
 
 DATA = Path(__file__).resolve().parents[1] / "data"  # vendored, see tests/data/SOURCES.md
 BLOCK_TESTS = DATA / "execution-apis" / "tests" / "eth_getBlockByNumber"
@@ -194,3 +195,95 @@ def test_slim_headers_give_the_same_frame_and_the_same_refusals():
             parse_blocks([block])
         with pytest.raises(type(whole.value), match=re.escape(str(whole.value))):
             parse_blocks([slim_block(block)])
+
+
+# -- blocks_frame: the one builder every source's blocks go through ------------------------------
+
+
+def columns_of(n: int = 3) -> dict:
+    """blocks_frame's columns as a non-JSON source has them: ints, bytes turned to hex, None."""
+    return {
+        "block_number": np.arange(100, 100 + n, dtype=np.uint64),  # era1's walker gives uint64
+        "hash": ["0x" + f"{i:064x}" for i in range(100, 100 + n)],
+        "parent_hash": ["0x" + f"{i:064x}" for i in range(99, 99 + n)],
+        "timestamp": [1_438_269_988 + 13 * i for i in range(n)],
+        "miner": ["0x" + "ab" * 20] * n,
+        "difficulty": np.array([2**63 + 5, 1, 7][:n], dtype=np.uint64),
+        "total_difficulty": [2**100 + 1, None, 3][:n],
+        "gas_limit": [5000, 0, 5000][:n],
+        "gas_used": [2500, 0, 5000][:n],
+        "base_fee_wei": [None, 7, None][:n],
+        "size_bytes": [540] * n,
+        "transaction_count": [0, 3, 1][:n],
+        "uncle_hashes": [[], ["0x" + "11" * 32, "0x" + "22" * 32], ()][:n],
+        "blob_gas_used": [None] * n,
+        "excess_blob_gas": [None, None, 2**17][:n],
+    }
+
+
+def test_blocks_frame_types_every_column_and_computes_ratio_and_uncle_count():
+    frame = blocks_frame(columns_of())
+    check_dtypes(frame)
+    assert frame.attrs == {} and isinstance(frame.index, pd.RangeIndex)
+    assert frame.block_number.tolist() == [100, 101, 102]
+    assert frame.difficulty.tolist() == [2**63 + 5, 1, 7]  # exact beyond int64
+    assert {type(d) for d in frame.difficulty} == {int}  # Python ints, not numpy's
+    assert frame.total_difficulty.tolist() == [2**100 + 1, None, 3]
+    assert frame.gas_used_ratio.iloc[0] == 0.5 and np.isnan(frame.gas_used_ratio.iloc[1])
+    assert frame.uncle_count.tolist() == [0, 2, 0]
+    assert frame.uncle_hashes.tolist() == [(), ("0x" + "11" * 32, "0x" + "22" * 32), ()]
+    assert frame.base_fee_wei.isna().tolist() == [True, False, True]
+    assert frame.excess_blob_gas.tolist()[2] == 2**17
+    assert frame.timestamp.iloc[1] == pd.Timestamp(1_438_269_988 + 13, unit="s", tz="UTC")
+    # a stored frame's datetimes give the same timestamps as Unix seconds
+    again = blocks_frame({**columns_of(), "timestamp": frame.timestamp})
+    pd.testing.assert_frame_equal(again, frame)
+
+
+def test_blocks_frame_equals_parse_blocks_on_the_same_blocks():
+    """The builder is what parse_blocks returns: the JSON path only makes columns."""
+    c = columns_of()
+    as_json = [
+        header(int(c["block_number"][i]), hash=c["hash"][i], timestamp=hex(c["timestamp"][i]),
+               difficulty=hex(int(c["difficulty"][i])),
+               totalDifficulty=None if c["total_difficulty"][i] is None
+               else hex(c["total_difficulty"][i]),
+               gasLimit=hex(c["gas_limit"][i]), gasUsed=hex(c["gas_used"][i]),
+               baseFeePerGas=... if c["base_fee_wei"][i] is None else hex(c["base_fee_wei"][i]),
+               size=hex(540), transactions=["0x1"] * c["transaction_count"][i],
+               uncles=list(c["uncle_hashes"][i]),
+               excessBlobGas=... if c["excess_blob_gas"][i] is None
+               else hex(c["excess_blob_gas"][i]))
+        for i in range(3)
+    ]  # fmt: skip
+    pd.testing.assert_frame_equal(parse_blocks(as_json), blocks_frame(c))
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda c: c.pop("miner"), r"missing \['miner'\]"),
+        (lambda c: c.update(uncle_count=[0, 2, 0]), r"not its columns \['uncle_count'\] "
+                                                    r"\(\['gas_used_ratio', 'uncle_count'\] it "
+                                                    "computes"),
+        (lambda c: c.update(gasUsed=[1, 2, 3]), r"not its columns \['gasUsed'\]"),
+        (lambda c: c.update(size_bytes=[540]), r"differ in length: .*'size_bytes': 1"),
+    ],
+)
+def test_blocks_frame_names_a_wrong_column(change, match):
+    columns = columns_of()
+    change(columns)
+    with pytest.raises(ValueError, match=match):
+        blocks_frame(columns)
+
+
+def test_blocks_frame_of_no_rows_is_parse_blocks_empty_frame():
+    frame = blocks_frame({name: [] for name in columns_of()})
+    check_dtypes(frame)
+    pd.testing.assert_frame_equal(frame, parse_blocks([]))
+
+
+def test_gas_used_ratio_is_nan_at_a_zero_limit():
+    ratio = gas_used_ratio(np.array([0, 15, 3], dtype=np.uint64), [0, 30, 0])
+    assert ratio.dtype == np.float64
+    assert np.isnan(ratio[0]) and ratio[1] == 0.5 and np.isnan(ratio[2])

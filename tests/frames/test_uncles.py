@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feeslab.frames import UNCLE_DTYPES, UNCLE_SCAN_DTYPES, parse_uncles, uncle_scan_frame
+from feeslab.frames import (
+    UNCLE_DTYPES,
+    UNCLE_SCAN_DTYPES,
+    parse_uncles,
+    uncle_scan_frame,
+    uncles_frame,
+)
 
 UNCLES = Path(__file__).resolve().parents[1] / "data" / "uncles"  # see tests/data/SOURCES.md
 
@@ -124,6 +130,37 @@ def test_empty_rows_give_empty_frame():
     frame = parse_uncles([])
     assert len(frame) == 0
     check_dtypes(frame, UNCLE_DTYPES)
+    pd.testing.assert_frame_equal(frame, uncles_frame({name: [] for name in UNCLE_DTYPES
+                                                       if name != "depth"}))  # fmt: skip
+
+
+def test_uncles_frame_from_columns_equals_parse_uncles():
+    """The one builder: decoded header fields (as era1 has them) give parse_uncles' frame."""
+    huge = 3 * 2**63
+    columns = {
+        "block_number": [13_000_001, 13_000_001],
+        "uncle_index": np.array([0, 1], dtype=np.int64),
+        "uncle_number": np.array([13_000_000, 12_999_995], dtype=np.uint64),
+        "hash": [f"0x{13_000_000:064x}", f"0x{12_999_995:064x}"],
+        "miner": ["0x" + "cd" * 20] * 2,
+        "difficulty": [16, huge],
+        "gas_limit": [30_000_000, 30_000_000],
+        "gas_used": [21_000, 21_000],
+        "timestamp": [0x61CDF8A0, 0x61CDF8A0],
+        "base_fee_wei": pd.arrays.IntegerArray(np.array([10**10, 0]), np.array([False, True])),
+    }
+    frame = uncles_frame(columns)
+    check_dtypes(frame, UNCLE_DTYPES)
+    assert frame.depth.tolist() == [1, 6]  # computed
+    pd.testing.assert_frame_equal(frame, parse_uncles([
+        (13_000_001, 0, synthetic_uncle(13_000_000, baseFeePerGas="0x2540be400")),
+        (13_000_001, 1, synthetic_uncle(12_999_995, difficulty=hex(huge))),
+    ]))  # fmt: skip
+    with pytest.raises(ValueError, match=r"not its columns \['depth'\] \(\['depth'\] it computes"):
+        uncles_frame({**columns, "depth": [1, 6]})
+    del columns["hash"]
+    with pytest.raises(ValueError, match=r"uncles_frame takes the columns .*missing \['hash'\]"):
+        uncles_frame(columns)
 
 
 @pytest.mark.parametrize(

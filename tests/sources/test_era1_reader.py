@@ -353,3 +353,21 @@ def test_transactions_root_and_fee_history_tips_from_receipts(tmp_path):
     assert len(Era1Source(path).blocks(0, 2, progress=False)) == 2  # receipts not read
     with pytest.raises(Era1Error, match="block 1: its receipts do not hash to its receiptsRoot"):
         Era1Source(path).fee_history(0, 2)
+
+
+def test_the_reader_builds_its_frames_with_the_public_frame_builders():
+    """era1's frames are made by feeslab.frames' builders, as the node's are: the reader
+    takes nothing private from the frames package (a private helper would let it build a
+    frame of its own)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(era1_module))
+    taken = [(node.module, alias.name) for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                 "feeslab.frames") for alias in node.names]  # fmt: skip
+    assert {name for _, name in taken} >= {"blocks_frame", "uncles_frame", "fee_history_frame"}
+    assert [(m, n) for m, n in taken if n.startswith("_")] == []
+    modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names]  # fmt: skip
+    assert not [m for m in modules if m.startswith("feeslab.frames")]
