@@ -9,6 +9,8 @@ first job (the workers have imported feeslab). Measured, with the goals of issue
 - the worker's per-core rate: the files' MiB per CPU second inside its tasks (reading the file,
   writing the partition, everything ``run_partition`` does), and its ratio to the in-process
   per-core rate (goal >= 0.9);
+- the same tasks (``run_partition``) one by one in this process, without dask: what the job's
+  shape costs (a file a task, the links at its ends, the Parquet file), beside the worker;
 - the job's fixed cost: the one-worker job's wall time beyond its tasks' [s] (planning,
   scheduling, handing the rows back, assembling; goal < 0.1);
 - two workers where the machine has the cores (their scaling, for the record);
@@ -56,6 +58,22 @@ def _in_process(source: Era1Source, stop: int) -> tuple[float, float]:
     return min(runs)
 
 
+def _tasks_here(source: Era1Source, stop: int, directory: Path) -> float:
+    """The fastest CPU seconds of the job's own tasks (``run_partition``) run one by one in
+    this process, without dask: what the job's shape costs beside the worker's process."""
+    from feeslab.cluster.datasets import DatasetJob
+    from feeslab.cluster.jobs import _Task, run_partition
+
+    spec, _ = DatasetJob.of("uncles", 0, stop)
+    runs = []
+    for i in range(REPEAT):
+        job = cluster.plan("uncles", source, 0, stop, out=directory / f"here-{i}")
+        job.out.mkdir(parents=True)
+        task = _Task(spec, str(job.out), "", 1, run=f"here-{i}")
+        runs.append(sum(run_partition(task, p, None)["cpu_seconds"] for p in job.partitions))
+    return min(runs)
+
+
 def _cluster_runs(client, source: Era1Source, stop: int, directory: Path,
                   name: str) -> list[dict[str, float]]:  # fmt: skip
     """Each run's wall seconds, and its tasks' wall and CPU seconds (from the manifest)."""
@@ -91,6 +109,7 @@ def bench() -> list[Row]:
         source = Era1Source(paths)
         datasets.get("uncles", source, 0, stop, progress=False)  # the page cache warm for every run
         before = _in_process(source, stop)
+        here = _tasks_here(source, stop, Path(directory))
         one = _on_cluster(source, stop, 1, Path(directory))
         two = _on_cluster(source, stop, 2, Path(directory)) if (os.cpu_count() or 1) > 1 else []
         after = _in_process(source, stop)
@@ -111,6 +130,10 @@ def bench() -> list[Row]:
     rows.append(("cluster: the worker's per-core rate (CPU in its tasks)", worker_cpu,
                  f"{worker_core:,.1f} MiB/s per core, x{ratio:.2f} of one process's; "
                  f"GOAL >= {CORE_GOAL:g}x: {_verdict(ratio >= CORE_GOAL)}"))  # fmt: skip
+    rows.append(("cluster: the same tasks in this process, no dask (run_partition)", here,
+                 f"{size / here:,.1f} MiB/s per core, x{size / here / here_core:.2f} of the scan's "
+                 "(the job's shape: a file a task, links, Parquet); the worker's "
+                 f"x{worker_core / (size / here):.2f} of these"))  # fmt: skip
     fixed = fastest["wall"] - fastest["tasks"]
     rows.append(("cluster: a job's fixed cost beyond its partitions (1 worker)", fixed,
                  f"{fixed:.3f} s of {fastest['wall']:.3f} s ({EPOCHS} partitions: "

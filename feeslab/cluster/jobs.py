@@ -775,6 +775,8 @@ def run_job(
         arrived: queue.SimpleQueue[Any] = queue.SimpleQueue()
         for future in futures:  # told as each ends, not polled
             future.add_done_callback(arrived.put)
+        pending = set(futures)  # a future let go of once gathered: its worker drops the rows
+        del futures
         bar = None
         if show:
             from feeslab._progress import progress_bar
@@ -786,17 +788,19 @@ def run_job(
         def finished() -> Iterator[dict[str, Any]]:
             """The tasks' answers as they end, those ended together gathered in one round
             trip; meanwhile the bar shows the credits spent (asked every PROGRESS_SECONDS)."""
-            left, asked = len(futures), time.monotonic()
+            asked = time.monotonic()
             wait = PROGRESS_SECONDS if bar is not None and specs else None
-            while left:
+            while pending:
                 ready = []
                 with contextlib.suppress(queue.Empty):
                     ready.append(arrived.get(timeout=wait))
-                    while len(ready) < left:
+                    while len(ready) < len(pending):
                         ready.append(arrived.get_nowait())
-                left -= len(ready)
+                pending.difference_update(ready)
                 if ready:
-                    yield from client.gather(ready)
+                    answers = client.gather(ready)
+                    del ready
+                    yield from answers
                 if wait is not None and time.monotonic() - asked >= PROGRESS_SECONDS:
                     spent = sum((_governor.scheduler_call(client, "report", name=b) or {})
                                 .get("spent", 0) for b in buckets)  # fmt: skip
@@ -817,7 +821,7 @@ def run_job(
                 if bar is not None:
                     bar.update(1)
         except BaseException:
-            client.cancel(futures)
+            client.cancel(list(pending))
             raise
         finally:
             _write_manifest(job, written, done)
@@ -827,7 +831,6 @@ def run_job(
             for own, report in zip(sources, reports, strict=False):
                 for method, n in report.get("calls", {}).items():  # each key's own ledger
                     own.credits.record_request([method] * n, 200)
-        del futures, arrived  # the workers let go of the rows they handed over
     _check_links(job, written)
     # the rows the tasks handed back; only files found written are read
     frame = _concat([frames.pop(p.name) if p.name in frames else _read_partition(job.out / p.name)
