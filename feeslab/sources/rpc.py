@@ -31,7 +31,13 @@ from feeslab.fetch.cache import MISSING
 from feeslab.fetch.credits import Budget, CreditLedger, Plan, ask_devnet_credits_per_second
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.node import NodeClient
-from feeslab.fetch.transport import HTTPTransport, RpcCall, RpcResult
+from feeslab.fetch.transport import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_CONCURRENCY,
+    HTTPTransport,
+    RpcCall,
+    RpcResult,
+)
 from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
@@ -258,7 +264,7 @@ class NodeSpec:
     url : str
         The node's endpoint (``http(s)://``, or ``ws(s)://`` for one WebSocket).
     max_batch, max_concurrency : int
-        Calls per request, and requests in flight.
+        Calls per request, and requests in flight (default the transport's).
     credits_per_second : float, optional
         The pace [credits/s], already resolved (``feeslab.fetch.credits.pacing_rate``); None:
         unpaced.
@@ -286,8 +292,8 @@ class NodeSpec:
     """
 
     url: str
-    max_batch: int = 1_000
-    max_concurrency: int = 8
+    max_batch: int = DEFAULT_MAX_BATCH
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     credits_per_second: float | None = None
     devnet_root: str | None = None
     api_key: str | None = None
