@@ -213,8 +213,12 @@ def status_error(
 
 
 def http_error(
-    response: httpx.Response, body: Any, *, secrets: Iterable[str] = (),
-    credits_spent: int | None = None, where: str = "",
+    response: httpx.Response,
+    body: Any,
+    *,
+    secrets: Iterable[str] = (),
+    credits_spent: int | None = None,
+    where: str = "",
 ) -> FeeslabError | Retryable:
     """:func:`status_error` for an HTTP answer other than 200 (``body``: its JSON or None):
     the service's words, its ``Retry-After`` (else the body's ``backoff_seconds``) and a 402's
@@ -251,7 +255,10 @@ class Attempts:
                  "starved")  # fmt: skip
 
     def __init__(
-        self, retry: Retry, *, served: Callable[[], int] | None = None,
+        self,
+        retry: Retry,
+        *,
+        served: Callable[[], int] | None = None,
         secrets: Iterable[str] = (),
     ) -> None:
         self.retry = retry
