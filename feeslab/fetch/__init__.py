@@ -9,9 +9,10 @@ one ``RpcResult`` per call out, in call order::
         (head,) = t.handle_request([RpcCall("eth_blockNumber", [])])
         print(int(head.unwrap(), 16))
 
-One core under every client: JSON-RPC is built and read in ``jsonrpc`` (no I/O); ``core``
-holds the one retry policy (``Retry``), the limits (``Limits``), the credit governor and one
-batch's attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
+One core under every client: JSON-RPC is built and read in ``jsonrpc`` (no I/O); ``retry``
+holds the one retry policy (``Retry``), its driver (``drive``) and the one status-to-error map
+(``status_error``) that HTTP, WebSocket, the Gas API and IPFS share; ``core`` holds the limits
+(``Limits``), the credit governor (the one place a budget is charged) and one batch's attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
 ``AsyncIpfsClient``, ``AsyncGasClient``, ``AsyncWalletClient``) and each blocking client runs
 its async twin on a private loop thread (``loop``), so it works inside a running Jupyter
 kernel.
