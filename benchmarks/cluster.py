@@ -16,9 +16,9 @@ first job (the workers have imported feeslab). Measured, with the goals of issue
 - two workers where the machine has the cores (their scaling, for the record);
 - a projection to 16 cores from the measured per-core rate only.
 
-Each figure is the best of ``REPEAT`` runs (the in-process scan measured before and after the
-cluster's, on a shared machine). Run on its own with ``python benchmarks/cluster.py`` (``make
-bench`` runs it after the main table).
+Each figure is the best of ``REPEAT`` runs, the in-process scan, the cluster's run and the same
+tasks in this process taken in turn (a shared machine's load falls on each alike). Run on its
+own with ``python benchmarks/cluster.py`` (``make bench`` runs it after the main table).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from feeslab.devnet.era1 import export_era1
 from feeslab.sources.era1 import Era1Source
 
 EPOCHS = 8  # files of 8,192 blocks: four partitions per worker at two workers
-REPEAT = 3  # runs of each; the fastest counts
+REPEAT = 5  # runs of each, in turn; the fastest counts
 PROJECTED_CORES = 16
 ARCHIVE_MIB = 430 * 1024  # mainnet's 1,896 pre-merge era1 files, ~430 GB [MiB]
 WALL_GOAL = 0.8  # a one-worker cluster's wall rate / one process's
@@ -48,56 +48,52 @@ def _verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
 
-def _in_process(source: Era1Source, stop: int) -> tuple[float, float]:
-    """The fastest (wall, CPU) seconds of the scan in this process."""
-    runs = []
-    for _ in range(REPEAT):
-        wall, cpu = time.perf_counter(), time.process_time()
-        datasets.get("uncles", source, 0, stop, progress=False)
-        runs.append((time.perf_counter() - wall, time.process_time() - cpu))
-    return min(runs)
+def _scan_here(source: Era1Source, stop: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of the scan in this process."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    datasets.get("uncles", source, 0, stop, progress=False)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _tasks_here(source: Era1Source, stop: int, directory: Path) -> float:
-    """The fastest CPU seconds of the job's own tasks (``run_partition``) run one by one in
-    this process, without dask: what the job's shape costs beside the worker's process."""
+def _tasks_here(source: Era1Source, stop: int, out: Path) -> float:
+    """CPU seconds of the job's own tasks (``run_partition``) run one by one in this process,
+    without dask: what the job's shape costs, beside the worker's process."""
     from feeslab.cluster.datasets import DatasetJob
     from feeslab.cluster.jobs import _Task, run_partition
 
     spec, _ = DatasetJob.of("uncles", 0, stop)
-    runs = []
-    for i in range(REPEAT):
-        job = cluster.plan("uncles", source, 0, stop, out=directory / f"here-{i}")
-        job.out.mkdir(parents=True)
-        task = _Task(spec, str(job.out), "", 1, run=f"here-{i}")
-        runs.append(sum(run_partition(task, p, None)["cpu_seconds"] for p in job.partitions))
-    return min(runs)
+    job = cluster.plan("uncles", source, 0, stop, out=out)
+    job.out.mkdir(parents=True)
+    task = _Task(spec, str(job.out), "", 1, run=out.name)
+    return sum(run_partition(task, p, None)["cpu_seconds"] for p in job.partitions)
 
 
-def _cluster_runs(client, source: Era1Source, stop: int, directory: Path,
-                  name: str) -> list[dict[str, float]]:  # fmt: skip
-    """Each run's wall seconds, and its tasks' wall and CPU seconds (from the manifest)."""
-    runs = []
-    for i in range(REPEAT):
-        out = directory / f"{name}-{i}"
-        began = time.perf_counter()
-        cluster.run("uncles", source, 0, stop, client=client, out=out, progress=False)
-        wall = time.perf_counter() - began
-        parts = json.loads((out / cluster.MANIFEST).read_text())["partitions"]
-        runs.append({"wall": wall, "tasks": sum(p["seconds"] for p in parts),
-                     "cpu": sum(p["cpu_seconds"] for p in parts)})  # fmt: skip
-    return runs
+def _cluster_run(client, source: Era1Source, stop: int, out: Path) -> dict[str, float]:
+    """The run's wall seconds, and its tasks' wall and CPU seconds (from the manifest)."""
+    began = time.perf_counter()
+    cluster.run("uncles", source, 0, stop, client=client, out=out, progress=False)
+    wall = time.perf_counter() - began
+    parts = json.loads((out / cluster.MANIFEST).read_text())["partitions"]
+    return {"wall": wall, "tasks": sum(p["seconds"] for p in parts),
+            "cpu": sum(p["cpu_seconds"] for p in parts)}  # fmt: skip
 
 
-def _on_cluster(source: Era1Source, stop: int, workers: int,
-                directory: Path) -> list[dict[str, float]]:  # fmt: skip
+def _runs(source: Era1Source, stop: int, workers: int, directory: Path) -> tuple[
+        list[dict[str, float]], list[tuple[float, float]], list[float]]:  # fmt: skip
+    """Cluster runs of ``workers`` workers, each beside a scan and the same tasks in this
+    process (taken in turn, so a machine's changing load falls on each alike)."""
+    scans, tasks, runs = [], [], []
     with cluster.local_client(workers) as client:
         # the workers import feeslab and read a file first: what a job's tasks pay once
         cluster.run("uncles", source, 0, 8_192, client=client, out=directory / f"warm-{workers}",
                     progress=False)  # fmt: skip
-        runs = _cluster_runs(client, source, stop, directory, f"run-{workers}")
+        for i in range(REPEAT):
+            scans.append(_scan_here(source, stop))
+            runs.append(_cluster_run(client, source, stop, directory / f"run-{workers}-{i}"))
+            if workers == 1:
+                tasks.append(_tasks_here(source, stop, directory / f"here-{i}"))
         client.shutdown()
-    return runs
+    return runs, scans, tasks
 
 
 def bench() -> list[Row]:
@@ -108,13 +104,12 @@ def bench() -> list[Row]:
         size = sum(p.stat().st_size for p in paths) / 2**20
         source = Era1Source(paths)
         datasets.get("uncles", source, 0, stop, progress=False)  # the page cache warm for every run
-        before = _in_process(source, stop)
-        here = _tasks_here(source, stop, Path(directory))
-        one = _on_cluster(source, stop, 1, Path(directory))
-        two = _on_cluster(source, stop, 2, Path(directory)) if (os.cpu_count() or 1) > 1 else []
-        after = _in_process(source, stop)
-    wall = min(before[0], after[0])
-    cpu = min(before[1], after[1])
+        one, scans, tasks = _runs(source, stop, 1, Path(directory))
+        two = (_runs(source, stop, 2, Path(directory))[0] if (os.cpu_count() or 1) > 1
+               else [])  # fmt: skip
+    here = min(tasks)
+    wall = min(w for w, _ in scans)
+    cpu = min(c for _, c in scans)
     here_wall, here_core = size / wall, size / cpu
     rows.append((f"cluster: era1 uncle scan, one process ({EPOCHS} files, {size:,.1f} MiB)",
                  wall, f"{here_wall:,.1f} MiB/s wall, {here_core:,.1f} MiB/s per core "
