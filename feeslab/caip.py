@@ -69,19 +69,19 @@ _REFERENCE_RULE = "must be 1-32 characters of [-_a-zA-Z0-9]"
 _ADDRESS_RULE = "must be 1-128 characters of [-.%a-zA-Z0-9]"
 
 
-def _check_namespace(value: Any, where: str) -> str:
+def _check_namespace(value: object, where: str) -> str:
     if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
         raise CaipError(where, _NAMESPACE_RULE, value)
     return value
 
 
-def _check_reference(value: Any, where: str) -> str:
+def _check_reference(value: object, where: str) -> str:
     if not isinstance(value, str) or not _REFERENCE.fullmatch(value):
         raise CaipError(where, _REFERENCE_RULE, value)
     return value
 
 
-def _check_address(value: Any, where: str, shown: Any = None) -> str:
+def _check_address(value: object, where: str, shown: object = None) -> str:
     if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
         raise CaipError(where, _ADDRESS_RULE, value if shown is None else shown)
     return value
@@ -206,7 +206,7 @@ def _key_text(key: ScopeKey) -> str:
     return str(key)
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
+def _strings(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise CaipError(where, "must be an array of strings", value)
     items = tuple(value)
@@ -257,7 +257,7 @@ class Scope:
             set_(self, "references", refs)
 
     @classmethod
-    def from_json(cls, key: ScopeKey | str, value: Any, *, field: str = "scope") -> Scope:
+    def from_json(cls, key: ScopeKey | str, value: object, *, field: str = "scope") -> Scope:
         """Read a scope object of a request or a session, under its key.
 
         Parameters
@@ -316,9 +316,9 @@ class Scope:
             accounts.append(account)
         return cls(methods, notifications, tuple(accounts), references)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, list[str]]:
         """The scope object as JSON (``references`` only when set)."""
-        body: dict[str, Any] = {}
+        body: dict[str, list[str]] = {}
         if self.references is not None:
             body["references"] = list(self.references)
         body["methods"] = list(self.methods)
@@ -343,7 +343,7 @@ def _account_fits(account: AccountId, key: ScopeKey, references: Iterable[str] |
     return references is None or account.chain_id.reference in references
 
 
-def parse_scopes(value: Any, *, field: str = "optionalScopes") -> dict[ScopeKey, Scope]:
+def parse_scopes(value: object, *, field: str = "optionalScopes") -> dict[ScopeKey, Scope]:
     """Read a scopes object (scope key -> scope object), strictly.
 
     Raises
@@ -407,7 +407,7 @@ class Session:
     properties: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, body: Any, *, field: str = "result") -> Session:
+    def from_json(cls, body: object, *, field: str = "result") -> Session:
         """Read ``{"sessionScopes": {...}, "sessionProperties": {...}}`` strictly."""
         if not isinstance(body, Mapping):
             raise CaipError(field, "a session must be a JSON object", body)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, SupportsIndex, TypeAlias
 
 from eth_abi.exceptions import ABITypeError, ParseError
 from eth_abi.grammar import BasicType, normalize, parse
@@ -44,6 +44,7 @@ __all__ = [
     "ADMIN_SLOT",
     "BEACON_SLOT",
     "IMPLEMENTATION_SLOT",
+    "WordLike",
     "array_element_slot",
     "decode_short_string",
     "decode_word",
@@ -57,6 +58,9 @@ __all__ = [
     "type_size",
 ]
 
+#: A slot, key or storage word as the functions here take it: an int (or anything with
+#: ``__index__``), a 0x hex string, or big-endian bytes.
+WordLike: TypeAlias = SupportsIndex | str | bytes | bytearray | memoryview
 WORD_BITS = 256
 WORD_MOD = 1 << WORD_BITS
 
@@ -69,7 +73,7 @@ _FIXED_SIZES = {"address": 20, "bool": 1, "string": 0}
 # -- input normalisation ------------------------------------------------------------------------
 
 
-def _as_uint256(value: Any, name: str) -> int:
+def _as_uint256(value: WordLike, name: str) -> int:
     """``value`` (int, 0x hex string or big-endian bytes) as an int in [0, 2**256)."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, a 0x hex string or bytes, not bool")
@@ -95,7 +99,7 @@ def _as_uint256(value: Any, name: str) -> int:
     return number
 
 
-def storage_word(answer: Any, name: str = "word") -> int:
+def storage_word(answer: object, name: str = "word") -> int:
     """An ``eth_getStorageAt`` answer as an int in [0, 2**256).
 
     Every shape real nodes answer is a word: 66-character words (geth, the devnet), short
@@ -127,7 +131,7 @@ def _keccak_int(data: bytes) -> int:
     return int.from_bytes(keccak(data), "big")
 
 
-def _parse_type(type_: Any, name: str = "type") -> tuple[str, int]:
+def _parse_type(type_: object, name: str = "type") -> tuple[str, int]:
     """Normalise a Solidity value type to ``(kind, bits-or-bytes)``.
 
     Accepts ``"uint80"``, ``"int128"``, ``"uint"`` (= uint256), ``"address"``, ``"bool"``,
@@ -191,7 +195,7 @@ def type_size(type_: str) -> int:
     return size
 
 
-def slot_hex(slot: Any) -> str:
+def slot_hex(slot: WordLike) -> str:
     """A slot as the 0x-prefixed 64-digit hex string that ``eth_getStorageAt`` takes.
 
     Parameters
@@ -210,7 +214,7 @@ def slot_hex(slot: Any) -> str:
 # -- slots -------------------------------------------------------------------------------------
 
 
-def _encode_key(key: Any, key_type: Any) -> bytes:
+def _encode_key(key: Any, key_type: str) -> bytes:
     """``h(k)`` of the Solidity docs: value types padded to 32 bytes, string/bytes as they are."""
     kind, size = _parse_type(key_type, "key_type")
     if kind == "string":
@@ -275,7 +279,7 @@ def _encode_key(key: Any, key_type: Any) -> bytes:
     return _word_bytes(number)
 
 
-def mapping_slot(key: Any, slot: Any, *, key_type: str = "address") -> int:
+def mapping_slot(key: WordLike, slot: WordLike, *, key_type: str = "address") -> int:
     """Slot of ``mapping[key]`` for a mapping declared at ``slot``.
 
     ``keccak256(h(key) . pad32(slot))``, where ``h`` left-pads integers and addresses to 32
@@ -310,7 +314,7 @@ def mapping_slot(key: Any, slot: Any, *, key_type: str = "address") -> int:
 
 
 def nested_mapping_slot(
-    keys: Sequence[Any], slot: Any, key_types: str | Sequence[str] = "address"
+    keys: Sequence[WordLike], slot: WordLike, key_types: str | Sequence[str] = "address"
 ) -> int:
     """Slot of ``mapping[k0][k1]...`` for nested mappings declared at ``slot``.
 
@@ -350,7 +354,7 @@ def nested_mapping_slot(
 
 
 def array_element_slot(
-    slot: Any,
+    slot: WordLike,
     index: int,
     *,
     element_slots: int = 1,
@@ -410,7 +414,7 @@ def array_element_slot(
     return (start + index * element_slots) % WORD_MOD
 
 
-def struct_member_slot(base: Any, member_slot_offset: int) -> int:
+def struct_member_slot(base: WordLike, member_slot_offset: int) -> int:
     """Slot of a struct member: the struct's first slot plus the member's ``slot`` offset.
 
     Parameters
@@ -447,7 +451,9 @@ def struct_member_slot(base: Any, member_slot_offset: int) -> int:
 # -- words -------------------------------------------------------------------------------------
 
 
-def packed_field(word: Any, offset_bytes: int, size_bytes: int, *, signed: bool = False) -> int:
+def packed_field(
+    word: WordLike, offset_bytes: int, size_bytes: int, *, signed: bool = False
+) -> int:
     """Extract a packed value from a storage word.
 
     Parameters
@@ -490,7 +496,7 @@ def packed_field(word: Any, offset_bytes: int, size_bytes: int, *, signed: bool 
     return field
 
 
-def decode_word(word: Any, type: str, *, offset: int = 0) -> int | bool | str | bytes:
+def decode_word(word: WordLike, type: str, *, offset: int = 0) -> int | bool | str | bytes:
     """Decode a value type from a storage word, as solc reads it.
 
     The value occupies ``type_size(type)`` bytes starting ``offset`` bytes from the word's
@@ -541,7 +547,7 @@ def decode_word(word: Any, type: str, *, offset: int = 0) -> int | bool | str | 
     return field.to_bytes(width, "big")
 
 
-def decode_short_string(word: Any, *, raw: bool = False) -> str | bytes:
+def decode_short_string(word: WordLike, *, raw: bool = False) -> str | bytes:
     """Decode a ``string`` (or ``bytes``) of at most 31 bytes from its slot's word.
 
     A short value keeps its data in the word's high-order bytes and ``2 * length`` in the

@@ -8,17 +8,21 @@ functions, so neither module imports the other for them (fees re-exports blobs, 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["INT64_MAX", "exact_ints", "exact_series"]
+__all__ = ["INT64_MAX", "Ints", "exact_ints", "exact_series", "scalar_ints"]
 
 INT64_MAX = 2**63 - 1
+#: Exact integers as the fee analyses take them: one int, or a sequence (None where missing),
+#: an array or a Series (int64, ``Int64`` or Python ints) of them; floats and bools are refused.
+Ints: TypeAlias = int | np.integer | Sequence[int | None] | np.ndarray | pd.Series
 
 
-def exact_ints(values: Any, name: str, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def exact_ints(values: Ints, name: str, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact integers as (int64 or object array, missing mask); floats and bools refused."""
     if isinstance(values, bool | np.bool_):
         raise TypeError(f"{name} must be an integer, not a bool")
@@ -67,6 +71,12 @@ def exact_ints(values: Any, name: str, length: int | None = None) -> tuple[np.nd
             out.append(int(item))
     fits = all(-INT64_MAX <= v <= INT64_MAX for v in out)
     return np.array(out, dtype=np.int64 if fits else object), mask
+
+
+def scalar_ints(*values: Ints) -> tuple[int, ...] | None:
+    """``values`` as ints when every one is an int or a numpy integer (a scalar call), else None."""
+    ints = tuple(int(v) for v in values if isinstance(v, int | np.integer))
+    return ints if len(ints) == len(values) else None
 
 
 def exact_series(values: np.ndarray, mask: np.ndarray, index: pd.Index, name: str) -> pd.Series:

@@ -30,14 +30,15 @@ References
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 import pandas as pd
 
 from feeslab import _eip4844
 from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
-from feeslab.analysis._exact import INT64_MAX, exact_ints, exact_series
+from feeslab.analysis._exact import INT64_MAX, Ints, exact_ints, exact_series, scalar_ints
 from feeslab.analysis._spec import takes_spec
 from feeslab.chainspec import ChainSpec
 
@@ -73,7 +74,7 @@ _MAX_EXPONENT = 1000  # e**1000 wei per blob gas: the Taylor loop would run for 
 # -- input handling ------------------------------------------------------------------------------
 
 
-def _ints(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _ints(values: Ints, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Exact non-negative integers as (int64 or object array, missing mask)."""
     array, missing = exact_ints(values, name)
     if array.dtype == object:
@@ -139,13 +140,13 @@ def _fake_exponential(numerator: np.ndarray, denominator: np.ndarray) -> np.ndar
     den = denominator.astype(np.int64, copy=False)
     out = np.zeros(n, dtype=np.int64)
     big = np.zeros(n, dtype=bool)
-    single = den.min() == den.max()  # one fork's fraction: no grouping needed
+    single = np.min(den) == np.max(den)  # one fork's fraction: no grouping needed
     for fraction in [den[0]] if single else pd.unique(den):
         rows = slice(None) if single else np.flatnonzero(den == fraction)
         values = num[rows]
         if not (values & (GAS_PER_BLOB - 1)).any():  # whole blobs: a table of k * 2**17
             k = values >> 17
-            top = int(k.max())
+            top = int(np.max(k))
             if top <= 4 * len(values) + 1024:
                 table, table_big = _exact_block(
                     np.arange(top + 1, dtype=np.int64) * GAS_PER_BLOB, int(fraction)
@@ -169,7 +170,7 @@ def _fake_exponential(numerator: np.ndarray, denominator: np.ndarray) -> np.ndar
 def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Fees of distinct ``excess`` values for one fraction: (int64, None) or (_, object)."""
     x = excess.astype(np.float64) / fraction
-    if len(x) and x.max() > _MAX_EXPONENT:
+    if len(x) and np.max(x) > _MAX_EXPONENT:
         i = int(np.argmax(x))
         raise ValueError(
             f"excess_blob_gas {int(excess[i])} with update fraction {fraction} means a blob base "
@@ -199,7 +200,15 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
 # -- the rules, scalar or vectorised ---------------------------------------------------------------
 
 
-def blob_base_fee(excess_blob_gas: Any, update_fraction: Any) -> Any:
+@overload
+def blob_base_fee(excess_blob_gas: int, update_fraction: int) -> int: ...
+
+
+@overload
+def blob_base_fee(excess_blob_gas: Ints, update_fraction: Ints) -> pd.Series: ...
+
+
+def blob_base_fee(excess_blob_gas: Ints, update_fraction: Ints) -> int | pd.Series:
     """The blob base fee of a block with ``excess_blob_gas`` [wei per blob gas].
 
     Parameters
@@ -227,15 +236,13 @@ def blob_base_fee(excess_blob_gas: Any, update_fraction: Any) -> Any:
     >>> blob_base_fee(50_462_720, 5_007_716)  # mainnet block 22,431,084, Prague's first
     23789
     """
-    scalar = isinstance(excess_blob_gas, int | np.integer) and isinstance(
-        update_fraction, int | np.integer
-    )
-    if scalar:
-        if isinstance(excess_blob_gas, bool) or excess_blob_gas < 0:
+    scalars = scalar_ints(excess_blob_gas, update_fraction)
+    if scalars is not None:
+        if isinstance(excess_blob_gas, bool) or scalars[0] < 0:
             raise ValueError(f"excess_blob_gas must be a non-negative int, got {excess_blob_gas!r}")
-        if update_fraction < 1:
+        if scalars[1] < 1:
             raise ValueError(f"update_fraction must be positive, got {update_fraction!r}")
-        return _eip4844.blob_base_fee(int(excess_blob_gas), int(update_fraction))
+        return _eip4844.blob_base_fee(*scalars)
     length = None
     for value in (excess_blob_gas, update_fraction):
         if not isinstance(value, int | np.integer):
@@ -256,22 +263,48 @@ def blob_base_fee(excess_blob_gas: Any, update_fraction: Any) -> Any:
     return _series_result(values, missing, index, "blob_base_fee_wei")
 
 
-def _broadcast(value: Any, length: int | None) -> Any:
+def _broadcast(value: Ints, length: int | None) -> Ints:
     if isinstance(value, int | np.integer) and length is not None:
         return np.full(length, int(value), dtype=np.int64)
     return value
 
 
+@overload
 def next_excess_blob_gas(
-    parent_excess_blob_gas: Any,
-    parent_blob_gas_used: Any,
+    parent_excess_blob_gas: int,
+    parent_blob_gas_used: int,
     *,
-    target_blobs: Any,
-    max_blobs: Any,
-    update_fraction: Any = None,
-    reserve_price: Any = False,
-    parent_base_fee: Any = None,
-) -> Any:
+    target_blobs: int,
+    max_blobs: int,
+    update_fraction: int | None = None,
+    reserve_price: bool = False,
+    parent_base_fee: int | None = None,
+) -> int: ...
+
+
+@overload
+def next_excess_blob_gas(
+    parent_excess_blob_gas: Ints,
+    parent_blob_gas_used: Ints,
+    *,
+    target_blobs: Ints,
+    max_blobs: Ints,
+    update_fraction: Ints | None = None,
+    reserve_price: bool | Sequence[bool] | np.ndarray | pd.Series = False,
+    parent_base_fee: Ints | None = None,
+) -> pd.Series: ...
+
+
+def next_excess_blob_gas(
+    parent_excess_blob_gas: Ints,
+    parent_blob_gas_used: Ints,
+    *,
+    target_blobs: Ints,
+    max_blobs: Ints,
+    update_fraction: Ints | None = None,
+    reserve_price: bool | Sequence[bool] | np.ndarray | pd.Series = False,
+    parent_base_fee: Ints | None = None,
+) -> int | pd.Series:
     """The excess blob gas a child block must have [gas].
 
     Parameters
@@ -303,17 +336,20 @@ def next_excess_blob_gas(
     """
     args = (parent_excess_blob_gas, parent_blob_gas_used, target_blobs, max_blobs)
     extra = (update_fraction, parent_base_fee)
-    if all(isinstance(a, int | np.integer) for a in args) and isinstance(reserve_price, bool):
+    # a scalar call: every argument an int (update_fraction and parent_base_fee may be None)
+    scalars = scalar_ints(*args, *(0 if v is None else v for v in extra))
+    if scalars is not None and isinstance(reserve_price, bool):
         if reserve_price and (update_fraction is None or parent_base_fee is None):
             raise ValueError("reserve_price needs update_fraction and parent_base_fee")
-        if min(int(a) for a in args) < 0:
+        if min(scalars[:4]) < 0:
             raise ValueError("next_excess_blob_gas takes non-negative integers")
         return _eip4844.next_excess_blob_gas(
-            int(parent_excess_blob_gas), int(parent_blob_gas_used), int(target_blobs),
-            int(max_blobs), int(update_fraction or 1), reserve_price=reserve_price,
-            parent_base_fee=None if parent_base_fee is None else int(parent_base_fee),
+            scalars[0], scalars[1], scalars[2], scalars[3], scalars[4] or 1,
+            reserve_price=reserve_price,
+            parent_base_fee=None if parent_base_fee is None else scalars[5],
         )  # fmt: skip
-    vectors = [a for a in (*args, *extra, reserve_price) if not isinstance(a, int | bool | None)]
+    given = (*args, *extra, reserve_price)
+    vectors = [a for a in given if not isinstance(a, int | np.integer | None)]
     length = len(vectors[0])
     index = next((v.index for v in vectors if isinstance(v, pd.Series)), pd.RangeIndex(length))
     excess, m1 = _ints(_broadcast(parent_excess_blob_gas, length), "parent_excess_blob_gas")

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ import pandas as pd
 from feeslab import _eip1559
 from feeslab._eip1559 import nearest_rank_index
 from feeslab.analysis import blobs as _blobs
-from feeslab.analysis._exact import INT64_MAX, exact_ints, exact_series
+from feeslab.analysis._exact import INT64_MAX, Ints, exact_ints, exact_series, scalar_ints
 from feeslab.analysis._spec import takes_spec
 from feeslab.analysis.blobs import *  # noqa: F403 - the blob market (EIP-4844), re-exported
 from feeslab.chainspec import ChainSpec
@@ -67,6 +67,7 @@ __all__ = sorted([
 ])  # fmt: skip
 
 GWEI = 10**9
+_Frame = TypeVar("_Frame", pd.DataFrame, pd.Series)  # what _carry gives attrs to, and returns
 _FLOAT_EXACT = 2**53  # integers below this convert to float64 without rounding
 #: Categories of :func:`block_states`, in order.
 BLOCK_STATES: tuple[str, ...] = ("empty", "partial", "full", "unclear")
@@ -84,7 +85,7 @@ _BOUNDS_TARGET = 10**7  # any gas target gives the same full/empty steps when li
 # -- input handling ----------------------------------------------------------------------------
 
 
-def _base_fee_frame(data: Any, what: str) -> pd.DataFrame:
+def _base_fee_frame(data: pd.DataFrame | pd.Series, what: str) -> pd.DataFrame:
     """``data`` as a frame with ``base_fee_wei`` (and ``block_number`` if it had one)."""
     if isinstance(data, pd.DataFrame):
         if "base_fee_wei" not in data.columns:
@@ -100,7 +101,7 @@ def _base_fee_frame(data: Any, what: str) -> pd.DataFrame:
     )
 
 
-def _carry(out: Any, source: Any, spec: ChainSpec | None = None) -> Any:
+def _carry(out: _Frame, source: object, spec: ChainSpec | None = None) -> _Frame:
     """``out`` with ``source``'s attrs (the chain it is of), and ``spec`` if one was used."""
     out.attrs = dict(getattr(source, "attrs", None) or {})
     if spec is not None:
@@ -134,7 +135,7 @@ def _consecutive(numbers: np.ndarray | None, n: int) -> np.ndarray:
 # -- parameters --------------------------------------------------------------------------------
 
 
-def eip1559_parameters(chain: ChainSpec | str | int, block_number: Any) -> pd.DataFrame:
+def eip1559_parameters(chain: ChainSpec | str | int, block_number: Ints) -> pd.DataFrame:
     """EIP-1559 parameters that compute each block's base fee, from a chain spec.
 
     Parameters
@@ -212,8 +213,8 @@ def _parameters(
     *,
     offset: int,
     spec: ChainSpec | None,
-    elasticity_multiplier: Any,
-    max_change_denominator: Any,
+    elasticity_multiplier: Ints | None,
+    max_change_denominator: Ints | None,
 ) -> pd.DataFrame:
     """Per-row parameters: from the spec for ``block_number + offset``, or as given."""
     n = len(frame)
@@ -244,7 +245,7 @@ def _parameters(
     )
 
 
-def _distinct(spec: ChainSpec) -> set[tuple[Any, ...]]:
+def _distinct(spec: ChainSpec) -> set[tuple[int | None, int, int | None]]:
     """The spec's distinct EIP-1559 parameter sets."""
     return {(r.elasticity_multiplier, r.max_change_denominator, r.gas_target_percent)
             for r in spec.eip1559}  # fmt: skip
@@ -328,15 +329,39 @@ def _rule_vectorised(
     return result
 
 
+@overload
 def next_base_fee(
-    parent_base_fee: Any,
-    parent_gas_used: Any,
-    parent_gas_limit: Any,
+    parent_base_fee: int,
+    parent_gas_used: int,
+    parent_gas_limit: int,
     *,
-    elasticity_multiplier: Any = 2,
-    max_change_denominator: Any = 8,
-    gas_target_percent: Any = None,
-) -> Any:
+    elasticity_multiplier: int = 2,
+    max_change_denominator: int = 8,
+    gas_target_percent: int | None = None,
+) -> int: ...
+
+
+@overload
+def next_base_fee(
+    parent_base_fee: Ints,
+    parent_gas_used: Ints,
+    parent_gas_limit: Ints,
+    *,
+    elasticity_multiplier: Ints = 2,
+    max_change_denominator: Ints = 8,
+    gas_target_percent: Ints | None = None,
+) -> pd.Series: ...
+
+
+def next_base_fee(
+    parent_base_fee: Ints,
+    parent_gas_used: Ints,
+    parent_gas_limit: Ints,
+    *,
+    elasticity_multiplier: Ints = 2,
+    max_change_denominator: Ints = 8,
+    gas_target_percent: Ints | None = None,
+) -> int | pd.Series:
     """The base fee a child block must have, by EIP-1559's rule, in exact integers [wei].
 
     Parameters
@@ -397,18 +422,15 @@ def next_base_fee(
         "gas_target_percent": 0 if gas_target_percent is None else gas_target_percent,
     }
     vectors = {k: v for k, v in arguments.items() if not isinstance(v, int | np.integer)}
-    if not vectors:
+    scalars = scalar_ints(*arguments.values())
+    if scalars is not None:
         checked = {k: exact_ints(v, k)[0] for k, v in arguments.items()}
         _check_rule_inputs(checked, np.zeros(1, dtype=bool))
-        percent = int(arguments["gas_target_percent"])
+        fee, used, limit, elasticity, denominator, percent = scalars
         return _eip1559.next_base_fee(
-            int(parent_base_fee),
-            int(parent_gas_used),
-            int(parent_gas_limit),
-            int(elasticity_multiplier),
-            int(max_change_denominator),
+            fee, used, limit, elasticity, denominator,
             gas_target_percent=percent if percent > 0 else None,
-        )
+        )  # fmt: skip
     first = next(iter(vectors.values()))
     length = len(first)
     index = next(
@@ -482,8 +504,8 @@ def next_base_fees(
     blocks: pd.DataFrame,
     *,
     spec: ChainSpec | None = None,
-    elasticity_multiplier: Any = None,
-    max_change_denominator: Any = None,
+    elasticity_multiplier: Ints | None = None,
+    max_change_denominator: Ints | None = None,
 ) -> pd.Series:
     """The base fee each block's child must have, with the parameters in force for the child.
 
@@ -564,7 +586,7 @@ def gas_used_target_ratio(
     blocks: pd.DataFrame,
     *,
     spec: ChainSpec | None = None,
-    elasticity_multiplier: Any = None,
+    elasticity_multiplier: Ints | None = None,
 ) -> pd.Series:
     """Gas used over gas target of each block, from its header: the truth to compare with.
 
@@ -622,8 +644,8 @@ def infer_utilisation(
     base_fees: pd.DataFrame | pd.Series,
     *,
     spec: ChainSpec | None = None,
-    elasticity_multiplier: Any = None,
-    max_change_denominator: Any = None,
+    elasticity_multiplier: Ints | None = None,
+    max_change_denominator: Ints | None = None,
 ) -> pd.DataFrame:
     """Each block's gas used / gas target, inferred from consecutive base fees alone.
 
@@ -723,7 +745,7 @@ def infer_utilisation(
     keep = valid & consistent
     low, high = np.where(keep, low, np.nan), np.where(keep, high, np.nan)
 
-    def pad(values: np.ndarray, fill: Any) -> np.ndarray:
+    def pad(values: np.ndarray, fill: float) -> np.ndarray:
         return np.append(values, np.array([fill] * (n - len(values)), dtype=values.dtype))
 
     next_fee = pd.arrays.IntegerArray(pad(np.where(valid, child, 0), 0), pad(~valid, True))
@@ -746,7 +768,7 @@ def block_states(
     utilisation: pd.DataFrame,
     *,
     spec: ChainSpec | None = None,
-    elasticity_multiplier: Any = None,
+    elasticity_multiplier: Ints | None = None,
     tolerance: float = 1e-3,
 ) -> pd.Series:
     """Full, empty and partly filled blocks, from :func:`infer_utilisation`'s intervals.
@@ -898,7 +920,7 @@ def fee_regimes(
     window: int = 64,
     center: bool = True,
     spec: ChainSpec | None = None,
-    max_change_denominator: Any = None,
+    max_change_denominator: Ints | None = None,
     drift_threshold: float = 0.25,
     spread_threshold: float = 0.4,
 ) -> pd.DataFrame:
@@ -1371,7 +1393,7 @@ def max_fee_per_gas(
 
 
 def includable_blocks(
-    max_fee_per_gas: Any,
+    max_fee_per_gas: Ints,
     base_fee: int,
     *,
     elasticity_multiplier: int = 2,
@@ -1379,7 +1401,7 @@ def includable_blocks(
     gas_limit: int | None = None,
     gas_target_percent: int | None = None,
     cap: int = 100_000,
-) -> Any:
+) -> int | pd.Series:
     """For how many blocks a maxFeePerGas is sure to stay includable (the inverse).
 
     Parameters
@@ -1416,7 +1438,7 @@ def includable_blocks(
     level = int(start[0])  # the base fee if every block from here on is full
     counts = np.zeros(len(caps), dtype=np.int64)
     open_ = np.array([level <= c for c in caps], dtype=bool)
-    while open_.any() and counts.max() < cap:
+    while open_.any() and np.max(counts) < cap:
         counts[open_] += 1
         level = _eip1559.next_base_fee(
             level,

@@ -63,7 +63,7 @@ COST_HISTORY_DTYPES: dict[str, str] = {
 }
 
 
-def _calldata(data: Any) -> bytes:
+def _calldata(data: object) -> bytes:
     if isinstance(data, bytes | bytearray | memoryview):
         return bytes(data)
     if isinstance(data, str):
@@ -81,7 +81,7 @@ def intrinsic_gas(
     data: bytes | str = b"",
     *,
     create: bool = False,
-    access_list: Sequence[tuple[str, Sequence[Any]]] = (),
+    access_list: Sequence[tuple[str, Sequence[object]]] = (),
 ) -> int:
     """Gas a transaction is charged before any code runs [gas].
 

@@ -64,7 +64,7 @@ PRICE_ORACLE_ROUND: dict[str, tuple[str, int]] = {
 _ROUND_FIELDS = ("roundId", "answer", "updatedAt")
 
 
-def _storage_frame(frame: Any, name: str = "frame") -> pd.DataFrame:
+def _storage_frame(frame: object, name: str = "frame") -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame) or not {"block_number", "word"} <= set(frame.columns):
         raise TypeError(
             f"{name} must be a storage series (Lab.storage_series or "
@@ -83,7 +83,7 @@ def _frame_slot(frame: pd.DataFrame) -> int | None:
     return found.pop()
 
 
-def _scale(decimals: Any) -> int:
+def _scale(decimals: object) -> int:
     """``10**decimals``: base units per whole unit of a token or a feed's answer."""
     if isinstance(decimals, bool) or not isinstance(decimals, int | np.integer) or decimals < 0:
         raise ValueError(f"decimals must be a non-negative int, not {decimals!r}")
@@ -152,7 +152,7 @@ def layout_table(storage_layout: Mapping[str, Any]) -> pd.DataFrame:
     ):
         raise TypeError("storage_layout must be solc's storageLayout: a dict with a 'storage' list")
     types: Mapping[str, Any] = storage_layout.get("types") or {}
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
 
     def visit(entries: list[Mapping[str, Any]], base: int, prefix: str) -> None:
         for entry in entries:

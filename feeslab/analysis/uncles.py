@@ -54,9 +54,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import scipy.stats
 
@@ -105,7 +106,7 @@ def _check_confidence(confidence: float) -> float:
 
 
 def _binomial_interval(
-    successes: Any, trials: Any, confidence: float, method: str
+    successes: npt.ArrayLike, trials: npt.ArrayLike, confidence: float, method: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided interval of a binomial proportion; NaN where ``trials`` is 0."""
     x = np.asarray(successes, dtype=float)
@@ -135,7 +136,7 @@ def _binomial_interval(
     return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
 
 
-def _poisson_interval(counts: Any, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def _poisson_interval(counts: npt.ArrayLike, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Garwood's exact interval of a Poisson mean from an observed count."""
     k = np.asarray(counts, dtype=float)
     alpha = 1.0 - confidence
@@ -150,7 +151,7 @@ def _poisson_interval(counts: Any, confidence: float) -> tuple[np.ndarray, np.nd
 # -- input checks ----------------------------------------------------------------------------
 
 
-def _require(frame: Any, columns: Sequence[str], name: str) -> pd.DataFrame:
+def _require(frame: object, columns: Sequence[str], name: str) -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, not {type(frame).__name__}")
     missing = [c for c in columns if c not in frame.columns]
@@ -181,7 +182,9 @@ def _check_binomial(method: str) -> str:
     return method
 
 
-def _labels(blocks: pd.DataFrame, by: Any) -> tuple[np.ndarray, str]:
+def _labels(
+    blocks: pd.DataFrame, by: str | Sequence[object] | pd.Series | None
+) -> tuple[np.ndarray, str]:
     """Group labels aligned with ``blocks``' rows, and the groups' name."""
     if by is None:
         return np.full(len(blocks), "all", dtype=object), "group"
@@ -198,7 +201,7 @@ def _labels(blocks: pd.DataFrame, by: Any) -> tuple[np.ndarray, str]:
 
 
 def _rate_table(
-    blocks: Any, uncles: Any, index: pd.Index, confidence: float, method: str
+    blocks: npt.ArrayLike, uncles: npt.ArrayLike, index: pd.Index, confidence: float, method: str
 ) -> pd.DataFrame:
     blocks = np.asarray(blocks, dtype=np.int64)
     uncles = np.asarray(uncles, dtype=np.int64)
@@ -227,7 +230,7 @@ def _rate_table(
 def uncle_rate(
     blocks: pd.DataFrame,
     *,
-    by: str | Sequence[Any] | pd.Series | None = None,
+    by: str | Sequence[object] | pd.Series | None = None,
     confidence: float = 0.95,
     method: Method = "wilson",
 ) -> pd.DataFrame:
@@ -541,7 +544,7 @@ def _era_positions(numbers: np.ndarray, schedule: pd.DataFrame) -> np.ndarray:
     return np.searchsorted(schedule["from_block"].to_numpy(), numbers, side="right") - 1
 
 
-def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
+def _numbers(block_numbers: npt.ArrayLike) -> tuple[np.ndarray, pd.Index | None]:
     if isinstance(block_numbers, pd.Series):
         return block_numbers.to_numpy(dtype=np.int64), block_numbers.index
     values = np.asarray(block_numbers)
@@ -552,7 +555,7 @@ def _numbers(block_numbers: Any) -> tuple[np.ndarray, pd.Index | None]:
 
 @takes_spec()
 def reward_era(
-    block_numbers: Any,
+    block_numbers: npt.ArrayLike,
     *,
     spec: ChainSpec,
 ) -> pd.Series:
@@ -580,7 +583,7 @@ def reward_era(
 
 @takes_spec()
 def block_reward(
-    block_numbers: Any,
+    block_numbers: npt.ArrayLike,
     *,
     spec: ChainSpec,
 ) -> pd.Series:
@@ -833,7 +836,7 @@ def miner_shares(
     return counts
 
 
-def herfindahl_index(shares: Any, *, unbiased: bool = False) -> float:
+def herfindahl_index(shares: npt.ArrayLike, *, unbiased: bool = False) -> float:
     """Herfindahl-Hirschman index of concentration: the sum of squared shares [1].
 
     Parameters
@@ -872,7 +875,7 @@ def herfindahl_index(shares: Any, *, unbiased: bool = False) -> float:
 def miner_concentration(
     blocks: pd.DataFrame,
     *,
-    by: str | Sequence[Any] | pd.Series | None = None,
+    by: str | Sequence[object] | pd.Series | None = None,
     column: str = "miner",
 ) -> pd.DataFrame:
     """Concentration of block production: HHI, top share and the Nakamoto coefficient.
@@ -993,7 +996,9 @@ def miner_uncles(
 # -- the propagation-delay model -------------------------------------------------------------
 
 
-def stale_probability(delay_s: Any, block_time_s: Any) -> Any:
+def stale_probability(
+    delay_s: npt.ArrayLike, block_time_s: npt.ArrayLike
+) -> float | np.ndarray | pd.Series:
     """Chance that a rival block is found while a block propagates: ``1 - exp(-tau / T)``.
 
     Block discovery is a Poisson process with mean interval ``T``; a block that needs ``tau``
@@ -1024,14 +1029,16 @@ def stale_probability(delay_s: Any, block_time_s: Any) -> Any:
     return _like(delay_s, -np.expm1(-tau / interval), "stale_probability")
 
 
-def _like(given: Any, values: np.ndarray, name: str) -> Any:
+def _like(given: object, values: np.ndarray, name: str) -> float | np.ndarray | pd.Series:
     """``values`` shaped as ``given`` was: a float, an array, or a Series on its index."""
     if isinstance(given, pd.Series):
         return pd.Series(values, index=given.index, name=name)
     return float(values) if values.ndim == 0 else values
 
 
-def implied_delay(rate: Any, block_time_s: Any) -> Any:
+def implied_delay(
+    rate: npt.ArrayLike, block_time_s: npt.ArrayLike
+) -> float | np.ndarray | pd.Series:
     """The propagation delay that explains a fork rate: ``tau = -T log(1 - rate)`` [s].
 
     The inverse of :func:`stale_probability`; applied to an interval's bounds it gives an

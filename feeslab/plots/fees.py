@@ -83,13 +83,13 @@ def _gwei(frame: pd.DataFrame, stem: str) -> np.ndarray:
     return np.asarray(frame[f"{stem}_wei"].astype("float64").to_numpy(na_value=np.nan) / _GWEI)
 
 
-def _has(frame: Any, stem: str) -> bool:
+def _has(frame: object, stem: str) -> bool:
     return isinstance(frame, pd.DataFrame) and (
         f"{stem}_gwei" in frame.columns or f"{stem}_wei" in frame.columns
     )
 
 
-def _base_fee_frame(frame: Any, what: str) -> pd.DataFrame:
+def _base_fee_frame(frame: object, what: str) -> pd.DataFrame:
     if not _has(frame, "base_fee"):
         raise TypeError(f"frame must be {what} (a 'base_fee_gwei' or 'base_fee_wei' column)")
     return frame
