@@ -33,9 +33,12 @@ GAS_API = "gas-api"
 
 @runtime_checkable
 class Source(Protocol):
-    """Where frames come from; ``label`` is what their ``attrs["source"]`` says."""
+    """Where frames come from."""
 
-    label: str
+    @property
+    def label(self) -> str:
+        """What the frames' ``attrs["source"]`` say (``"devnet"``, ``"era1"``, ...)."""
+        ...
 
     @property
     def chain_spec(self) -> Any:
