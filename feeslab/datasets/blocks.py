@@ -110,8 +110,7 @@ def _frames(source: Any, start: int, stop: int,
             try:
                 answers = node.run(calls(range(a, b)), progress=False, reduce=_slim)
             except CreditsExhausted as exc:  # the chunks before this one were answered too
-                kept = a - start + getattr(exc, "answers_kept", 0)
-                exc.answers_kept = kept  # type: ignore[attr-defined]
+                exc.answers_kept = a - start + getattr(exc, "answers_kept", 0)
                 raise
             found = [answer.unwrap() for answer in answers]
             del answers
