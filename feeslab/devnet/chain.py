@@ -45,9 +45,15 @@ What is simulated, and how:
   is unchanged by it).
 
 Headers carry every field real clients return; ``hash`` is keccak256 of the
-header's RLP.  Fields the simulator has no model for (state and receipt roots,
-blooms, mix hashes, nonces) are seeded pseudo-random bytes.  The synthetic
-history serves headers, not transaction bodies.
+header's RLP.  Fields the simulator has no model for (state roots, blooms, mix
+hashes, nonces) are seeded pseudo-random bytes.  Each block's transactions and
+receipts are drawn on demand from the seed and the block number by
+:mod:`feeslab.devnet.transactions`, agreeing with the header's ``gasUsed`` and
+``blobGasUsed`` and with the tip model.  ``transactionsRoot`` and ``receiptsRoot``
+do NOT commit to them: they are seeded stand-ins (the empty trie's root for an
+empty block), because computing the two tries while the chain is generated costs
+~0.75 ms a block, several times a block's whole generation, where the devnet's
+header rate was to stay within 10 % (measured: see that module's docstring).
 
 References
 ----------
@@ -821,6 +827,19 @@ class History:
         spread = np.exp(_TIP_SIGMA * np.array([_NORMAL.inv_cdf(x) for x in q]))
         table = np.floor(self._tip_median[start:stop, None] * spread[None, :])
         return table.astype(np.int64).tolist()
+
+    def block_columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Blocks ``start..stop-1``' generated columns, as read-only views: ``gas_used``,
+        ``gas_limit`` [gas], ``tip_median`` (the tip model's median) [wei] and
+        ``blob_gas_used`` [gas] (-1 before Cancun); what :mod:`feeslab.devnet.transactions`
+        draws a range's transactions from."""
+        self._ensure(stop - 1)
+        out = {"gas_used": self._gas_used[start:stop], "gas_limit": self._gas_limit[start:stop],
+               "tip_median": self._tip_median[start:stop],
+               "blob_gas_used": self._blob_gas_used[start:stop]}  # fmt: skip
+        for column in out.values():
+            column.flags.writeable = False
+        return out
 
     def demand_level(self, start: int, stop: int) -> np.ndarray:
         """The latent log-demand level of blocks ``start..stop-1`` (ground truth)."""

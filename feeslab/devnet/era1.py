@@ -1,9 +1,13 @@
 """The devnet's chain 1 written as era1 files, the format of mainnet's pre-merge archive.
 
-Blocks come from ``feeslab.devnet.chain``'s public ``history``/``devnet_params``; the devnet's
-blocks have no transactions, so each body is ``rlp([[], uncles])`` and each receipts record
-``rlp([])``, written by ``feeslab.sources.era1.era1_bytes``; files are named like the public
-archive's: ``devnet-00000-<first 4 bytes of the accumulator root>.era1``.
+Blocks come from ``feeslab.devnet.chain``'s public ``history``/``devnet_params``, their
+transactions and receipts from ``feeslab.devnet.transactions``: each body is
+``rlp([transactions, uncles])`` and each receipts record the receipts in geth's stored form
+(``rlp([status or root, cumulativeGasUsed, logs])``), written by
+``feeslab.sources.era1.era1_bytes``; files are named like the public archive's:
+``devnet-00000-<first 4 bytes of the accumulator root>.era1``.  The devnet's
+``transactionsRoot`` and ``receiptsRoot`` are stand-ins that do not commit to them (see
+``feeslab.devnet.transactions``), which the era1 reader allows for files named ``devnet-``.
 
 References
 ----------
@@ -17,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
+from feeslab.devnet.transactions import block_body
 from feeslab.sources.era1 import EPOCH_SIZE, era1_bytes
 
 __all__ = ["epoch_bytes", "export_era1", "premerge_blocks"]
@@ -43,9 +48,12 @@ def epoch_bytes(epoch: int, *, seed: int = 0) -> tuple[bytes, bytes]:
     blocks = []
     for number in range(start, stop):
         block = chain.block(number)
+        txs = block_body(chain, number)
         uncles = rlp_list_of_encoded([u.encode() for u in block.uncles])
-        body = rlp_list_of_encoded([b"\xc0", uncles])  # no transactions
-        blocks.append((block.header.encode(), body, b"\xc0", block.total_difficulty))
+        body = rlp_list_of_encoded([rlp_list_of_encoded(txs.block_items()), uncles])
+        stored = [r.encode_storage() for r in txs.receipts(block.header.logs_bloom)]
+        receipts = rlp_list_of_encoded(stored)
+        blocks.append((block.header.encode(), body, receipts, block.total_difficulty))
     return era1_bytes(start, blocks)
 
 

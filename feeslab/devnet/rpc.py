@@ -19,8 +19,9 @@ A JSON ``null`` in a required position is decoded, not treated as missing, as in
 ``false`` for a bool and is rejected for numbers and hashes.
 
 Blocks are printed with geth's field set for a header of their era (``baseFeePerGas`` from
-London on), keys sorted as Go prints a map. The synthetic history has no transaction bodies, so
-``transactions`` is always ``[]``.
+London on), keys sorted as Go prints a map; ``transactions`` lists the block's transaction
+hashes, or with ``fullTx`` the transactions as geth's ``RPCTransaction`` prints them, and
+``eth_getBlockReceipts`` their receipts (:mod:`feeslab.devnet.transactions` draws them).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from feeslab.devnet._encoded import CHUNK, ChunkedCache, Encoded, EncodedCache, 
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
 from feeslab.devnet.evm import ZERO_ADDRESS, CallRequest, Executor, estimate_gas
 from feeslab.devnet.evm import call as evm_call
+from feeslab.devnet.transactions import BlockBody, block_body, fee_history_rewards
 
 CLIENT_VERSION = "feeslab-devnet/0.1.0"
 MAX_FEE_HISTORY = 1024  # geth's default --rpc.feehistory limits (header and block history)
@@ -125,8 +127,14 @@ def format_new_head(block: Any) -> dict[str, Any]:
     return format_header(getattr(block, "header", block))
 
 
-def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
+def format_block(
+    block: Any, *, pending: bool = False, body: BlockBody | None = None, full_tx: bool = False
+) -> dict[str, Any]:
     """A canonical (or pending) block as ``eth_getBlockBy*`` returns it.
+
+    ``body`` holds its transactions: ``transactions`` lists their hashes, or with ``full_tx``
+    the transactions themselves (:func:`format_transaction`), and ``size`` counts them, as
+    geth's ``RPCMarshalBlock`` does; without a body the block is printed with none.
 
     The pending block answers as geth does today (internal/ethapi ``GetBlockByNumber``): its
     number is the head's + 1 and its bloom is filled; ``hash``, ``nonce`` and ``miner`` are
@@ -136,9 +144,15 @@ def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
     """
     fields = format_header(block.header)
     fields["hash"] = data(block.hash)
-    fields["size"] = quantity(block.size)
+    fields["size"] = quantity(block.size if body is None else body.size(block))
     fields["totalDifficulty"] = quantity(block.total_difficulty)
-    fields["transactions"] = []
+    if body is None:
+        fields["transactions"] = []
+    elif full_tx:
+        fields["transactions"] = [format_transaction(tx, block, i)
+                                  for i, tx in enumerate(body.transactions)]  # fmt: skip
+    else:
+        fields["transactions"] = [data(tx.hash) for tx in body.transactions]
     fields["uncles"] = [data(u.hash) for u in block.uncles]
     if getattr(block.header, "withdrawals_root", None) is not None:
         fields["withdrawals"] = [  # as geth's RPCMarshalBlock: EIP-4895's four fields
@@ -150,6 +164,75 @@ def format_block(block: Any, *, pending: bool = False) -> dict[str, Any]:
         for key in ("hash", "nonce", "miner", "totalDifficulty"):
             fields[key] = None
     return dict(sorted(fields.items()))
+
+
+def format_transaction(tx: Any, block: Any, index: int) -> dict[str, Any]:
+    """An included transaction as geth prints it (``RPCTransaction``, ``newRPCTransaction``):
+    its struct's fields in their order, ``gasPrice`` the effective price for typed ones,
+    ``chainId`` for EIP-155 legacy ones, ``accessList`` and ``yParity`` for typed ones, the
+    blob fields for type 3.
+
+    References
+    ----------
+    .. [1] go-ethereum ``internal/ethapi/api.go`` at 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+    """
+    typed = tx.type != 0
+    out: dict[str, Any] = {
+        "blockHash": data(block.hash),
+        "blockNumber": quantity(block.header.number),
+        "blockTimestamp": quantity(block.header.timestamp),
+        "from": data(tx.sender),
+        "gas": quantity(tx.gas),
+        "gasPrice": quantity(tx.gas_price),
+    }
+    if typed:
+        out["maxFeePerGas"] = quantity(tx.max_fee_per_gas)
+        out["maxPriorityFeePerGas"] = quantity(tx.max_priority_fee_per_gas)
+    if tx.type == 3:
+        out["maxFeePerBlobGas"] = quantity(tx.max_fee_per_blob_gas)
+    out.update({
+        "hash": data(tx.hash), "input": data(tx.input), "nonce": quantity(tx.nonce),
+        "to": data(tx.to), "transactionIndex": quantity(index), "value": quantity(tx.value),
+        "type": quantity(tx.type),
+    })  # fmt: skip
+    if typed:
+        out["accessList"] = []
+    if tx.chain_id is not None:
+        out["chainId"] = quantity(tx.chain_id)
+    if tx.type == 3:
+        out["blobVersionedHashes"] = [data(h) for h in tx.blob_versioned_hashes]
+    out.update({"v": quantity(tx.v), "r": quantity(tx.r), "s": quantity(tx.s)})
+    if typed:
+        out["yParity"] = quantity(tx.v)
+    return out
+
+
+def format_receipts(block: Any, body: BlockBody) -> list[dict[str, Any]]:
+    """The block's receipts as geth's ``eth_getBlockReceipts`` prints them (``MarshalReceipt``:
+    a map, so keys sorted; ``root`` instead of ``status`` before Byzantium; ``blobGasUsed`` and
+    ``blobGasPrice`` for blob transactions; ``contractAddress`` null, ``logs`` empty)."""
+    out = []
+    block_hash, number = data(block.hash), quantity(block.header.number)
+    receipts = body.receipts(block.header.logs_bloom)
+    for i, (tx, receipt) in enumerate(zip(body.transactions, receipts, strict=True)):
+        fields: dict[str, Any] = {
+            "blockHash": block_hash, "blockNumber": number, "contractAddress": None,
+            "cumulativeGasUsed": quantity(receipt.cumulative_gas_used),
+            "effectiveGasPrice": quantity(receipt.effective_gas_price),
+            "from": data(tx.sender), "gasUsed": quantity(receipt.gas_used), "logs": [],
+            "logsBloom": data(receipt.logs_bloom), "to": data(tx.to),
+            "transactionHash": data(tx.hash), "transactionIndex": quantity(i),
+            "type": quantity(tx.type),
+        }  # fmt: skip
+        if receipt.post_state is not None:
+            fields["root"] = data(receipt.post_state)
+        else:
+            fields["status"] = quantity(receipt.status)
+        if tx.type == 3:
+            fields["blobGasUsed"] = quantity(receipt.blob_gas_used)
+            fields["blobGasPrice"] = quantity(receipt.blob_gas_price)
+        out.append(dict(sorted(fields.items())))
+    return out
 
 
 def _rlp_list_length(payload_length: int) -> int:
@@ -661,12 +744,32 @@ def web3_client_version(ctx: Any) -> str:
 
 def eth_get_block_by_number(ctx: Any, tag: int | str, full_tx: bool) -> dict[str, Any] | None:
     block, pending = _block_at(ctx.chain, tag)
-    return None if block is None else format_block(block, pending=pending)
+    if block is None:
+        return None
+    body = block_body(ctx.chain.history, block.number)
+    return format_block(block, pending=pending, body=body, full_tx=full_tx)
 
 
 def eth_get_block_by_hash(ctx: Any, block_hash: bytes, full_tx: bool) -> dict[str, Any] | None:
     block = _block_by_hash(ctx.chain, block_hash)
-    return None if block is None else format_block(block)
+    if block is None:
+        return None
+    return format_block(block, body=block_body(ctx.chain.history, block.number), full_tx=full_tx)
+
+
+def eth_get_block_receipts(ctx: Any, tag: int | str | bytes | _NoBlock) -> list | None:
+    """geth's eth_getBlockReceipts: the receipts of a block by number, tag or hash (null for
+    an unknown one; the pending block's from its transactions, as geth's miner has them)."""
+    chain = ctx.chain
+    if isinstance(tag, _NoBlock):
+        raise RpcError(SERVER_ERROR, "invalid arguments; neither block nor hash specified")
+    if isinstance(tag, bytes):
+        block = _block_by_hash(chain, tag)
+    else:
+        block, _ = _block_at(chain, tag)
+    if block is None:
+        return None
+    return format_receipts(block, block_body(chain.history, block.number))
 
 
 def eth_get_uncle_by_block_number_and_index(
@@ -766,9 +869,11 @@ def eth_fee_history(
 
     ``blockCount`` above 1024 is cut to 1024 and a range reaching before genesis is cut at
     genesis, silently, as geth does; ``blockCount`` 0 gets geth's empty answer. Reward rows
-    come from the chain's tip model. ``baseFeePerBlobGas`` holds each block's blob base fee
-    and the next block's (0 before Cancun, as geth), ``blobGasUsedRatio`` blob gas used over
-    the block's fork's max blob gas (0 before Cancun).
+    are geth's gas-weighted percentiles of the effective tips of the blocks' transactions
+    (:func:`feeslab.devnet.transactions.fee_history_rewards`). ``baseFeePerBlobGas`` holds
+    each block's blob base fee and the next block's (0 before Cancun, as geth),
+    ``blobGasUsedRatio`` blob gas used over the block's fork's max blob gas (0 before
+    Cancun).
     """
     chain = ctx.chain
     percentiles = percentiles or []
@@ -779,7 +884,7 @@ def eth_fee_history(
     fees, used, limits, next_fee = _fee_columns(chain, span)
     result: dict[str, Any] = {"oldestBlock": quantity(span.oldest)}
     if percentiles:
-        table = chain.priority_fee_table(span.oldest, span.newest + 1, percentiles)
+        table = fee_history_rewards(chain.history, span.oldest, span.newest + 1, percentiles)
         result["reward"] = [[quantity(tip) for tip in row] for row in table]
     result["baseFeePerGas"] = [quantity(fee) for fee in [*fees, next_fee]]
     result["gasUsedRatio"] = [_go_ratio(u, lim) for u, lim in zip(used, limits, strict=True)]
@@ -966,6 +1071,7 @@ METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], i
     "eth_getUncleByBlockHashAndIndex": (eth_get_uncle_by_block_hash_and_index, (_H, _U), 2),
     "eth_getUncleCountByBlockNumber": (eth_get_uncle_count_by_block_number, (_B,), 1),
     "eth_getUncleCountByBlockHash": (eth_get_uncle_count_by_block_hash, (_H,), 1),
+    "eth_getBlockReceipts": (eth_get_block_receipts, (_BH,), 1),
     # rewardPercentiles is optional here (geth requires it; Infura and most clients do not)
     "eth_feeHistory": (eth_fee_history, (hex_or_decimal64_param, _B, percentiles_param), 2),
     "eth_gasPrice": (eth_gas_price, (), 0),
@@ -1018,7 +1124,7 @@ HEADERS = ChunkedCache()
 
 
 def _encoded_block(ctx: Any, tag: int | str, full_tx: bool) -> Any:
-    if tag == "pending":
+    if tag == "pending" or full_tx:  # full blocks are big and rarely asked twice: not kept
         return eth_get_block_by_number(ctx, tag, full_tx)
     chain = ctx.chain
     number = tag if type(tag) is int else resolve_tag(chain, tag)  # a scan's numbers: no call

@@ -54,17 +54,21 @@ def test_round_trip_uncles_equal_json_rpc_row_for_row(exported, over_rpc):
     pd.testing.assert_frame_equal(per_block, scan.blocks)
 
 
-def test_fee_history_base_fees_and_ratios_equal_json_rpc(tmp_path, over_rpc):
-    """Around the devnet's London (120,000). Its blocks have no transactions, so era1's
-    rewards (from bodies and receipts) are 0, where eth_feeHistory serves the devnet's
-    modelled tips."""
+def test_fee_history_equals_json_rpc_rewards_included(tmp_path, over_rpc):
+    """Around the devnet's London (120,000): era1's rewards, computed by the reader from the
+    exported bodies and receipts, are eth_feeHistory's, which the devnet computes from the
+    same transactions (geth's gas-weighted percentiles of the effective tips)."""
     _, _, fees = over_rpc
     paths = export_era1(tmp_path, start_epoch=14, epochs=2, seed=SEED)
     frame = Era1Source(paths).fee_history(115_000, 125_000, progress=False)
-    columns = ["block_number", "base_fee_wei", "base_fee_gwei", "gas_used_ratio"]
+    rewards = [c for c in fees.columns if c.startswith("reward_")]
+    columns = ["block_number", "base_fee_wei", "base_fee_gwei", "gas_used_ratio", *rewards]
+    assert "reward_p50_wei" in rewards
     pd.testing.assert_frame_equal(frame[columns], fees[columns].reset_index(drop=True))
     assert (frame.loc[frame["block_number"] >= 120_000, "base_fee_wei"] > 0).all()
-    assert (frame["reward_p50_wei"] == 0).all()
+    busy = frame["gas_used_ratio"] > 0
+    assert (frame.loc[busy, "reward_p50_wei"] > 0).all()
+    assert (frame.loc[~busy, "reward_p50_wei"] == 0).all() and (~busy).any()
 
 
 def test_the_last_file_is_partial_at_the_merge(tmp_path):
@@ -156,8 +160,13 @@ def test_exported_records_decode_with_plain_struct_cramjam_and_rlp(exported):
     header = rlp.decode(bytes(cramjam.snappy.decompress(items[1])))
     assert int.from_bytes(header[8], "big") == 8192
     body = rlp.decode(bytes(cramjam.snappy.decompress(items[2])))
-    assert body[0] == [] and keccak(rlp.encode(body[1])) == header[1]
-    assert rlp.decode(bytes(cramjam.snappy.decompress(items[3]))) == []
+    assert keccak(rlp.encode(body[1])) == header[1]
+    # block 8,192's transactions (legacy before London: 9-item lists) and their receipts in
+    # geth's stored form, [status or root, cumulativeGasUsed, logs], ending at its gasUsed
+    assert body[0] and all(isinstance(tx, list) and len(tx) == 9 for tx in body[0])
+    receipts = rlp.decode(bytes(cramjam.snappy.decompress(items[3])))
+    assert len(receipts) == len(body[0]) and all(len(r) == 3 for r in receipts)
+    assert int.from_bytes(receipts[-1][1], "big") == int.from_bytes(header[10], "big")
     index = items[-1]
     assert struct.unpack_from("<Q", index, 0)[0] == 8192
     assert struct.unpack_from("<Q", index, len(index) - 8)[0] == 8192

@@ -1,0 +1,639 @@
+"""The devnet's transactions and receipts: a pure function of the chain's seed and block number.
+
+Each block of a :class:`~feeslab.devnet.chain.History` holds transactions that agree with its
+header and with the chain's tip model, as :meth:`History.withdrawals` agrees with the
+consensus layer's sweep; nothing is stored, everything is drawn again on demand from a
+counter-based random stream keyed by ``(seed, chain, block, transaction, field)``, so any
+range of blocks is generated at once with numpy, in any order, with the same result.
+
+What a block holds:
+
+* **Count and gas.**  An empty header (``gasUsed`` 0) has none.  Otherwise about one
+  transaction per ``GAS_PER_TX`` (500,000) gas of the header's ``gasUsed``, +-40 %; three in
+  ten are plain transfers (exactly 21,000 gas), the others contract calls sharing the rest of
+  the block's gas with log-normal weights, so the receipts' ``gasUsed`` add up to the header's
+  ``gasUsed`` exactly (the rounding remainder goes to the block's last transaction, always a
+  call).  Mainnet averages ~100,000 gas a transaction; the devnet's fewer, larger ones keep a
+  header with its transaction hashes ~1.5-2x a bare header's size, not 6x.
+* **Types per fork.**  Legacy before London (EIP-155-protected from Byzantium on chain 1,
+  ``v`` 27/28 before); from London eight in ten EIP-1559 (type 2), the rest legacy; from
+  Cancun the header's blobs are carried by type-3 transactions of at most 6 blobs each, whose
+  blob gas adds up to the header's ``blobGasUsed`` and whose ``maxFeePerBlobGas`` is 1-3x the
+  block's blob base fee.  No type-1 (access list) or type-4 transactions; access lists are
+  empty; no contract creations (``to`` is always set).
+* **Fees.**  Each transaction's effective tip is drawn from the chain's tip model
+  (:meth:`History.priority_fee_table`: log-normal, sigma 0.8, around the block's median tip),
+  so fee dynamics stay what they were.  Before London the tip is the whole gas price (geth's
+  ``EffectiveGasTip`` with no base fee).  After it a legacy transaction pays base fee + tip; a
+  type-2/3 one sets ``maxPriorityFeePerGas`` = tip and ``maxFeePerGas`` = base fee x 1.25-3 +
+  tip, or, one in seven, a ``maxFeePerGas`` of exactly base fee + tip below a larger priority
+  fee (the fee cap binds).  Every max fee covers the block's base fee, and
+  ``effectiveGasPrice = min(maxFeePerGas, baseFee + maxPriorityFeePerGas)``.
+* **Hashes and signatures.**  ``hash`` is keccak256 of the transaction's real encoding
+  (``rlp([nonce, gasPrice, gas, to, value, data, v, r, s])`` for legacy ones, ``type ||
+  rlp([...])`` for typed ones, as go-ethereum's ``core/types`` encodes them).  The signature
+  is a deterministic stand-in: ``r`` and ``s`` (low-s, EIP-2) are seeded bytes and ``from`` is
+  drawn from a pool of 65,536 senders, so ``ecrecover`` does not give ``from``.  Real secp256k1
+  signing costs ~60 us a transaction in Python (eth-keys), more than the rest of a block's
+  generation, and a recovered sender would still need a key per sender; nonces are seeded
+  numbers, not an account's running count.
+* **Receipts.**  Status 1 (a post-state root before Byzantium on chain 1), no logs; each
+  receipt's ``logsBloom`` holds a share of the header's bloom bits, so the receipts' blooms OR
+  to the header's ``logsBloom``.
+
+The header's ``transactionsRoot`` and ``receiptsRoot`` do NOT commit to these transactions and
+receipts: they stay the seeded stand-ins the chain was generated with (see
+:mod:`feeslab.devnet.chain`).  Committing would put every block's transactions, receipts and
+two tries into chain generation: measured here, 0.75 ms a block on top of ~0.1 ms (about 8x
+the generation time of a chain), and a devnet restarted without its stored history would
+regenerate for minutes; the devnet's header rate (the uncle-count and
+``eth_getBlockByNumber(n, false)`` paths) must stay within 10 % of what it was.
+:func:`transactions_root` and :func:`receipts_root` compute what the roots would be.
+
+References
+----------
+.. [1] go-ethereum ``internal/ethapi/api.go`` (``RPCMarshalBlock``, ``RPCTransaction``,
+   ``newRPCTransaction``, ``effectiveGasPrice``, ``MarshalReceipt``, ``GetBlockReceipts``),
+   github.com/ethereum/go-ethereum at commit 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+.. [2] go-ethereum ``eth/gasprice/feehistory.go`` (``processBlock``), same commit.
+.. [3] go-ethereum ``core/types/transaction.go`` (``EffectiveGasTip``), ``tx_legacy.go``,
+   ``tx_dynamic_fee.go``, ``tx_blob.go`` (the encodings), same commit.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from feeslab._eip4844 import GAS_PER_BLOB
+from feeslab.devnet.chain import (
+    _keccak,
+    _rlp_int,
+    _rlp_item,
+    ordered_trie_root,
+    rlp_list_of_encoded,
+)
+
+if TYPE_CHECKING:
+    from feeslab.devnet.chain import Block, History
+
+__all__ = [
+    "GAS_PER_TX",
+    "REWARDS",
+    "REWARD_CACHE_BYTES",
+    "BlockBody",
+    "Receipt",
+    "Transaction",
+    "block_body",
+    "fee_history_rewards",
+    "receipts_root",
+    "transactions_root",
+]
+
+GAS_PER_TX = 500_000  # about one transaction per this much of a block's gas used [gas]
+TX_GAS = 21_000  # intrinsic gas of a transaction: a plain transfer's whole gas [gas]
+MAX_BLOBS_PER_TX = 6  # EIP-7594 (Osaka); the devnet keeps it from Cancun on
+_TRANSFER_SHARE = 0.3
+_DYNAMIC_SHARE = 0.8  # type-2 among a post-London block's non-blob transactions
+_CAPPED_SHARE = 0.15  # typed transactions whose fee cap binds
+_TIP_SIGMA = 0.8  # the tip model's (chain._TIP_SIGMA)
+_WEIGHT_SIGMA = 1.1  # spread of contract calls' gas
+_SENDERS = 1 << 16
+_RECIPIENTS = 4096
+_SECP256K1_HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
+_BLOCK_STREAM = 0xFFFF  # the transaction index a block's own draws are keyed with
+_CHUNK = 64  # blocks whose columns are drawn together for single-block reads
+
+# streams of the counter-based generator (the low byte of a key)
+_S_COUNT, _S_TRANSFER, _S_W1, _S_W2, _S_TYPE, _S_CAP, _S_HEAD, _S_PRIO = range(8)
+_S_LIMIT, _S_BLOBFEE, _S_WHO, _S_TO, _S_NONCE, _S_VALUE, _S_INPUT, _S_BLOOM = range(8, 16)
+
+
+# -- the counter-based generator ---------------------------------------------------------------
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection of uint64 that scrambles every bit (wrapping)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@functools.lru_cache(maxsize=256)
+def _stream_salt(salt: int, stream: int) -> np.uint64:
+    with np.errstate(over="ignore"):
+        return _mix64(np.array([salt ^ (stream * 0x9E3779B97F4A7C15 & (2**64 - 1))],
+                               dtype=np.uint64))[0]  # fmt: skip
+
+
+def _bits(salt: int, keys: np.ndarray, stream: int) -> np.ndarray:
+    """64 random bits for each key (block << 24 | index << 8) and stream: one splitmix64 of
+    the key xor the stream's salt (a bijection, so distinct keys never collide)."""
+    with np.errstate(over="ignore"):
+        return _mix64(keys ^ _stream_salt(salt, stream))
+
+
+def _uniform(salt: int, keys: np.ndarray, stream: int) -> np.ndarray:
+    """Uniforms in (0, 1), one per key."""
+    return ((_bits(salt, keys, stream) >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+
+
+def _normals(
+    salt: int, keys: np.ndarray, first: int, second: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent standard normals per key (Box-Muller over two streams)."""
+    u1, u2 = _uniform(salt, keys, first), _uniform(salt, keys, second)
+    radius, angle = np.sqrt(-2.0 * np.log(u1)), 2.0 * np.pi * u2
+    return radius * np.cos(angle), radius * np.sin(angle)
+
+
+def _salt(history: History) -> int:
+    return int.from_bytes(history._salt[:8], "big")
+
+
+# -- gas and tips: all the fee history needs ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Blocks ``start..start+len(counts)-1``'s transactions as columns: per block its count and
+    the offset of its first transaction, per transaction its key, block (relative), index in
+    the block, gas used and effective tip [wei]."""
+
+    start: int
+    counts: np.ndarray
+    offsets: np.ndarray  # len(counts) + 1
+    used: np.ndarray  # the headers' gasUsed
+    keys: np.ndarray
+    block_of: np.ndarray
+    index: np.ndarray
+    gas: np.ndarray
+    tip: np.ndarray
+    transfer: np.ndarray
+
+
+def _layout(history: History, start: int, stop: int) -> _Layout:
+    """Counts, gas used and effective tips of blocks ``start..stop-1``' transactions."""
+    columns = history.block_columns(start, stop)
+    used = columns["gas_used"]
+    salt = _salt(history)
+    numbers = np.arange(start, stop, dtype=np.uint64)
+    block_keys = (numbers << np.uint64(24)) | np.uint64(_BLOCK_STREAM << 8)
+    jitter = 0.6 + 0.8 * _uniform(salt, block_keys, _S_COUNT)
+    counts = np.rint(used / GAS_PER_TX * jitter).astype(np.int64)
+    counts = np.clip(counts, 1, np.maximum(used // TX_GAS, 1))
+    counts[used == 0] = 0
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    block_of = np.repeat(np.arange(len(counts)), counts)
+    index = np.arange(offsets[-1], dtype=np.int64) - offsets[:-1][block_of]
+    keys = (numbers[block_of] << np.uint64(24)) | (index.astype(np.uint64) << np.uint64(8))
+    # gas: transfers take exactly TX_GAS, calls share the rest of the block's gas by weight
+    extra = (used - TX_GAS * counts)[block_of]
+    last = index == counts[block_of] - 1
+    transfer = (_uniform(salt, keys, _S_TRANSFER) < _TRANSFER_SHARE) & ~(last & (extra > 0))
+    z_weight, z_tip = _normals(salt, keys, _S_W1, _S_W2)
+    weight = np.where(transfer, 0.0, np.exp(_WEIGHT_SIGMA * z_weight))
+    nonempty = counts > 0
+    total = np.zeros(len(counts))
+    if offsets[-1]:
+        total[nonempty] = np.add.reduceat(weight, offsets[:-1][nonempty])
+    share_of = np.divide(weight, total[block_of], out=np.zeros_like(weight),
+                         where=total[block_of] > 0)  # fmt: skip
+    gas = TX_GAS + np.floor(np.maximum(extra, 0) * share_of).astype(np.int64)
+    if offsets[-1]:
+        shared = np.add.reduceat(gas, offsets[:-1][nonempty])
+        gas[offsets[1:][nonempty] - 1] += used[nonempty] - shared  # the rounding remainder
+    # a block below one transfer's gas (none on the devnet's chains): one transaction, all of it
+    small = extra < 0
+    gas[small] = used[block_of][small]
+    median = columns["tip_median"][block_of]
+    tip = np.floor(median * np.exp(_TIP_SIGMA * z_tip))
+    return _Layout(start, counts, offsets, used, keys, block_of, index, gas,
+                   tip.astype(np.int64), transfer)  # fmt: skip
+
+
+def _block_tip_order(lay: _Layout) -> np.ndarray:
+    """The transactions' order by (block, tip): one argsort of a packed key where it fits in
+    63 bits (ten times faster than ``np.lexsort``), else lexsort."""
+    if len(lay.counts) < 1 << 15 and (not len(lay.tip) or int(lay.tip.max()) < 1 << 47):
+        return np.argsort((lay.block_of.astype(np.int64) << 47) | lay.tip)
+    return np.lexsort((lay.tip, lay.block_of))
+
+
+_REWARD_CHUNK = 1024  # blocks whose sorted tips are kept together (geth's fee history limit)
+REWARD_CACHE_BYTES = 128 * 1024**2  # ~all of chain 1's 210,000 blocks (16 bytes a transaction)
+
+
+class _RewardCache:
+    """Per aligned chunk of blocks: counts, gas used and the transactions' tips sorted within
+    each block with their running gas; an LRU bounded by its bytes.  A fee-history call reads
+    its 1,024 blocks from at most two chunks instead of drawing ~25,000 transactions again."""
+
+    def __init__(self, max_bytes: int = REWARD_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[int, int], tuple[np.ndarray, ...]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, history: History, chunk: int) -> tuple[np.ndarray, ...]:
+        key = (id(history), chunk)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+        lay = _layout(history, chunk * _REWARD_CHUNK, (chunk + 1) * _REWARD_CHUNK)
+        order = _block_tip_order(lay)
+        entry = (lay.counts, lay.offsets, lay.used, lay.tip[order], np.cumsum(lay.gas[order]))
+        size = sum(a.nbytes for a in entry)
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = entry
+                self._size += size
+                while self._size > self.max_bytes and self._items:
+                    _, dropped = self._items.popitem(last=False)
+                    self._size -= sum(a.nbytes for a in dropped)
+        return entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._size = 0
+
+
+REWARDS = _RewardCache()
+
+
+def fee_history_rewards(
+    history: History, start: int, stop: int, percentiles: Sequence[float]
+) -> list[list[int]]:
+    """``eth_feeHistory``'s reward rows of blocks ``start..stop-1`` [wei], as geth computes them.
+
+    geth's ``processBlock`` (``eth/gasprice/feehistory.go``): the block's transactions sorted by
+    effective tip, ascending; for each percentile ``p`` the tip of the first transaction whose
+    running gas used reaches ``uint64(float64(gasUsed) * p / 100)`` (the last one if none
+    does); a block without transactions gives zeros.  Vectorised: the transactions of an
+    aligned chunk sorted by (block, tip) once (kept in :data:`REWARDS`), then one
+    ``searchsorted`` per percentile.
+    """
+    if not percentiles:
+        return [[] for _ in range(stop - start)]
+    history.ensure(stop - 1)
+    pieces = []
+    for chunk in range(start // _REWARD_CHUNK, (stop - 1) // _REWARD_CHUNK + 1):
+        counts, offsets, used, tips, running = REWARDS.get(history, chunk)
+        base = chunk * _REWARD_CHUNK
+        lo, hi = max(start, base) - base, min(stop, base + _REWARD_CHUNK) - base
+        rows = np.zeros((hi - lo, len(percentiles)), dtype=np.int64)
+        nonempty = lo + np.flatnonzero(counts[lo:hi])
+        if len(nonempty):
+            first, last = offsets[nonempty], offsets[nonempty + 1] - 1
+            before = np.where(first > 0, running[first - 1], 0)
+            gas_used = used[nonempty].astype(np.float64)
+            for k, p in enumerate(percentiles):
+                # Go: uint64(float64(gasUsed) * p / 100), truncated
+                threshold = (gas_used * float(p) / 100).astype(np.int64)
+                at = np.searchsorted(running, before + threshold, side="left")
+                rows[nonempty - lo, k] = tips[np.clip(at, first, last)]
+        pieces.append(rows)
+    return np.concatenate(pieces).tolist()
+
+
+# -- whole transactions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One transaction as included, in go-ethereum's terms.
+
+    ``gas_price`` is what it pays per gas (``effectiveGasPrice``); for legacy transactions it
+    is also their signed ``gasPrice``, and ``max_fee_per_gas`` / ``max_priority_fee_per_gas``
+    equal it (geth's ``GasFeeCap``/``GasTipCap`` of a legacy transaction).  ``v`` is the
+    signature's: ``yParity`` for typed transactions, ``27/28`` or ``chainId * 2 + 35/36``
+    (EIP-155) for legacy ones.  ``encoded`` is the canonical encoding (legacy: the RLP list;
+    typed: ``type || rlp(payload)``) and ``hash`` its keccak256.
+    """
+
+    type: int
+    chain_id: int | None
+    nonce: int
+    gas_price: int
+    max_fee_per_gas: int
+    max_priority_fee_per_gas: int
+    gas: int
+    to: bytes
+    value: int
+    input: bytes
+    v: int
+    r: int
+    s: int
+    sender: bytes
+    max_fee_per_blob_gas: int | None
+    blob_versioned_hashes: tuple[bytes, ...]
+    encoded: bytes
+    hash: bytes
+
+    @property
+    def y_parity(self) -> int:
+        if self.type:
+            return self.v
+        return (self.v - 35) % 2 if self.v >= 35 else self.v - 27
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A transaction's receipt: ``post_state`` (32 bytes) before Byzantium, else ``status``."""
+
+    type: int
+    status: int
+    post_state: bytes | None
+    gas_used: int
+    cumulative_gas_used: int
+    effective_gas_price: int
+    logs_bloom: bytes
+    blob_gas_used: int | None
+    blob_gas_price: int | None
+
+    def _first(self) -> bytes:
+        return b"\xa0" + self.post_state if self.post_state is not None else _rlp_int(self.status)
+
+    def encode(self) -> bytes:
+        """The consensus encoding: ``rlp([status or root, cumulativeGasUsed, bloom, logs])``,
+        prefixed by the type for typed receipts (as the receipts trie holds them)."""
+        payload = rlp_list_of_encoded([self._first(), _rlp_int(self.cumulative_gas_used),
+                                       b"\xb9\x01\x00" + self.logs_bloom, b"\xc0"])  # fmt: skip
+        return payload if self.type == 0 else bytes((self.type,)) + payload
+
+    def encode_storage(self) -> bytes:
+        """geth's stored form, as era1 files hold receipts: ``rlp([status or root,
+        cumulativeGasUsed, logs])`` (no type, no bloom)."""
+        return rlp_list_of_encoded([self._first(), _rlp_int(self.cumulative_gas_used), b"\xc0"])
+
+
+@dataclass(frozen=True, slots=True)
+class BlockBody:
+    """A block's transactions, in block order, with what their receipts need.
+
+    ``gas_used`` is each transaction's gas used [gas], ``post_states`` the receipts' state
+    roots before Byzantium (empty from it on), ``blob_gas_price`` the block's blob base fee
+    (None before Cancun) [wei].
+    """
+
+    number: int
+    base_fee: int | None
+    transactions: tuple[Transaction, ...]
+    gas_used: tuple[int, ...]
+    post_states: tuple[bytes, ...]
+    blob_gas_price: int | None
+
+    def block_items(self) -> list[bytes]:
+        """The transactions as a block body's list holds them: legacy ones as their RLP list,
+        typed ones as an RLP string of their encoding."""
+        return [tx.encoded if tx.type == 0 else _rlp_item(tx.encoded) for tx in self.transactions]
+
+    def size(self, block: Block) -> int:
+        """``len(rlp([header, transactions, uncles(, withdrawals)]))`` [bytes]: geth's size."""
+        parts = [block.header.encode(), rlp_list_of_encoded(self.block_items()),
+                 rlp_list_of_encoded([u.encode() for u in block.uncles])]  # fmt: skip
+        if block.header.withdrawals_root is not None:
+            parts.append(rlp_list_of_encoded([w.encode() for w in block.withdrawals]))
+        return len(rlp_list_of_encoded(parts))
+
+    def receipts(self, logs_bloom: bytes) -> tuple[Receipt, ...]:
+        """The receipts, each with a share of the header's ``logs_bloom`` bits (their blooms
+        OR to it): status 1 (or a root before Byzantium), no logs."""
+        n = len(self.transactions)
+        shares = _split_bloom(logs_bloom, self.number, n)
+        out, cumulative = [], 0
+        for i, (tx, used) in enumerate(zip(self.transactions, self.gas_used, strict=True)):
+            cumulative += used
+            blob = tx.type == 3
+            out.append(Receipt(
+                type=tx.type, status=1, post_state=self.post_states[i] if self.post_states
+                else None, gas_used=used, cumulative_gas_used=cumulative,
+                effective_gas_price=tx.gas_price, logs_bloom=shares[i],
+                blob_gas_used=len(tx.blob_versioned_hashes) * GAS_PER_BLOB if blob else None,
+                blob_gas_price=self.blob_gas_price if blob else None,
+            ))  # fmt: skip
+        return tuple(out)
+
+
+def transactions_root(body: BlockBody) -> bytes:
+    """What ``transactionsRoot`` would be if it committed to ``body`` (geth's ``DeriveSha``)."""
+    return ordered_trie_root([tx.encoded for tx in body.transactions])
+
+
+def receipts_root(receipts: Sequence[Receipt]) -> bytes:
+    """What ``receiptsRoot`` would be if it committed to ``receipts``."""
+    return ordered_trie_root([r.encode() for r in receipts])
+
+
+class _Bodies:
+    """Recently built bodies of one history, a small LRU (a block's JSON is cached above it)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self.items: OrderedDict[int, BlockBody] = OrderedDict()
+        self.lock = threading.Lock()
+
+
+_BODIES: dict[int, _Bodies] = {}
+_BODIES_LOCK = threading.Lock()
+
+
+def block_body(history: History, number: int) -> BlockBody:
+    """Block ``number``'s transactions (generated on demand, the last 256 kept)."""
+    with _BODIES_LOCK:
+        bodies = _BODIES.setdefault(id(history), _Bodies())
+    with bodies.lock:
+        body = bodies.items.get(number)
+        if body is not None:
+            bodies.items.move_to_end(number)
+            return body
+    body = _build_body(history, number)
+    with bodies.lock:
+        bodies.items[number] = body
+        while len(bodies.items) > bodies.size:
+            bodies.items.popitem(last=False)
+    return body
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A chunk of blocks' transactions as Python lists (one ``tolist`` a column a chunk), with
+    each block's offset into them."""
+
+    offsets: list[int]
+    kind: list[int]
+    gas_used: list[int]
+    tip: list[int]
+    transfer: list[bool]
+    blobs: list[int]
+    capped: list[bool]
+    headroom: list[int]  # maxFeePerGas above base fee + tip, in thousandths of the base fee
+    extra_prio: list[float]
+    limit: list[float]
+    blob_mult: list[int]
+    sender: list[int]
+    to: list[int]
+    nonce: list[int]
+    value: list[int]
+    words: list[int]
+
+
+@functools.lru_cache(maxsize=8)
+def _chunk_columns(history: History, chunk: int) -> _Columns:
+    """Every field of ``_CHUNK`` blocks' transactions but their bytes, drawn at once: blocks
+    read in a row (a scan, a cached chunk of headers) draw their columns once."""
+    start, stop = chunk * _CHUNK, (chunk + 1) * _CHUNK
+    lay = _layout(history, start, stop)
+    salt, keys, block_of = _salt(history), lay.keys, lay.block_of
+    counts = lay.counts[block_of]
+    london = np.array([fee is not None for fee in history.base_fees(start, stop)])[block_of]
+    blobs = np.maximum(history.block_columns(start, stop)["blob_gas_used"], 0) // GAS_PER_BLOB
+    carriers = np.minimum(lay.counts, -(-blobs // MAX_BLOBS_PER_TX))
+    carriers_tx = carriers[block_of]
+    # the blob carriers spread evenly through their block: i * c mod n < c for c of n indexes
+    is_blob = london & (carriers_tx > 0) & ((lay.index * carriers_tx) % np.maximum(counts, 1)
+                                            < carriers_tx)  # fmt: skip
+    dynamic = _uniform(salt, keys, _S_TYPE) < _DYNAMIC_SHARE
+    kind = np.where(london, np.where(is_blob, 3, np.where(dynamic, 2, 0)), 0)
+    # a carrier's blobs: the block's shared as evenly as can be, the first ones one more
+    ranks = np.cumsum(is_blob) - 1
+    first_rank = np.zeros(len(lay.counts), dtype=np.int64)
+    if len(ranks):
+        before = np.concatenate(([0], np.cumsum(is_blob)))[lay.offsets[:-1]]
+        first_rank = before
+    rank = ranks - first_rank[block_of]
+    each, spare = np.divmod(blobs, np.maximum(carriers, 1))
+    tx_blobs = np.where(is_blob, each[block_of] + (rank < spare[block_of]), 0)
+    words = _bits(salt, keys, _S_INPUT) % np.uint64(5)
+    return _Columns(
+        offsets=lay.offsets.tolist(), kind=kind.tolist(), gas_used=lay.gas.tolist(),
+        tip=lay.tip.tolist(), transfer=lay.transfer.tolist(), blobs=tx_blobs.tolist(),
+        capped=(_uniform(salt, keys, _S_CAP) < _CAPPED_SHARE).tolist(),
+        headroom=(250 + np.floor(1750 * _uniform(salt, keys, _S_HEAD))).astype(
+            np.int64).tolist(),
+        extra_prio=_uniform(salt, keys, _S_PRIO).tolist(),
+        limit=_uniform(salt, keys, _S_LIMIT).tolist(),
+        blob_mult=(1 + np.floor(3 * _uniform(salt, keys, _S_BLOBFEE))).astype(
+            np.int64).tolist(),
+        sender=(_bits(salt, keys, _S_WHO) % np.uint64(_SENDERS)).tolist(),
+        to=(_bits(salt, keys, _S_TO) % np.uint64(_RECIPIENTS)).tolist(),
+        nonce=(_bits(salt, keys, _S_NONCE) % np.uint64(5000)).tolist(),
+        value=(_bits(salt, keys, _S_VALUE) >> np.uint64(2)).tolist(),  # < 2**62 wei (4.6 ETH)
+        words=words.tolist(),
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _address(salt: bytes, kind: bytes, index: int) -> bytes:
+    return _keccak(salt + kind + index.to_bytes(4, "big"))[12:]
+
+
+_ERC20_TRANSFER = bytes.fromhex("a9059cbb")
+_RANDOM_PER_TX = 240  # seeded bytes a transaction takes: signature, hashes, root, input
+
+
+def _build_body(history: History, number: int) -> BlockBody:
+    chunk = number // _CHUNK
+    col = _chunk_columns(history, chunk)
+    b = number - chunk * _CHUNK
+    lo, hi = col.offsets[b], col.offsets[b + 1]
+    base_fee = history.base_fee(number)
+    blob_fee = history.blob_base_fee(number)
+    params = history.params
+    byzantium = "byzantium" not in params.forks or number >= params.forks["byzantium"]
+    if lo == hi:
+        return BlockBody(number, base_fee, (), (), (), blob_fee)
+    salt = history._salt
+    london = base_fee is not None
+    base = base_fee or 0
+    random = history._random(number, b"transactions", _RANDOM_PER_TX * (hi - lo))
+    gas_limit = history.gas_limit(number)
+    chain_id = params.chain_id
+    rlp_chain_id = _rlp_int(chain_id)
+    txs, roots = [], []
+    cumulative = 0
+    for i in range(lo, hi):
+        at = _RANDOM_PER_TX * (i - lo)
+        rnd = random[at : at + _RANDOM_PER_TX]
+        kind, tip, used = col.kind[i], col.tip[i], col.gas_used[i]
+        if not london:  # the tip is the whole price (geth's EffectiveGasTip without base fee)
+            price = max_fee = prio = tip
+        elif kind == 0:
+            price = max_fee = prio = base + tip
+        elif col.capped[i]:  # the fee cap binds: base fee + tip, below base fee + priority fee
+            max_fee, prio, price = base + tip, tip + 1 + int(tip * col.extra_prio[i]), base + tip
+        else:
+            max_fee, prio, price = base + base * col.headroom[i] // 1000 + tip, tip, base + tip
+        words = col.words[i]
+        if col.transfer[i]:
+            gas, data, value = used, b"", col.value[i]
+        else:
+            # at most the block's gas pool when it ran
+            gas = min(gas_limit - cumulative, used + int(used * 0.5 * col.limit[i]))
+            if words < 4:  # a selector and 0-3 words
+                data = rnd[129 : 133 + 32 * words]
+            else:  # an ERC-20 transfer(address, uint256)
+                data = _ERC20_TRANSFER + bytes(12) + rnd[133:153] + bytes(16) + rnd[153:169]
+            value = 0 if col.value[i] % 5 else col.value[i] >> 8
+        cumulative += used
+        r = int.from_bytes(rnd[:32], "big") | 1
+        s = int.from_bytes(rnd[32:64], "big") % _SECP256K1_HALF_N + 1  # low s (EIP-2)
+        parity = rnd[64] & 1
+        to = _address(salt, b"to", col.to[i])
+        blob_hashes: tuple[bytes, ...] = ()
+        blob_cap = None
+        if kind == 3:  # versioned hashes: 0x01 || 31 bytes (EIP-4844's KZG version)
+            blob_hashes = tuple(b"\x01" + _keccak(rnd[65:97] + bytes((j,)))[1:]
+                                for j in range(col.blobs[i]))  # fmt: skip
+            blob_cap = (blob_fee or 1) * col.blob_mult[i]
+        head = [_rlp_int(col.nonce[i])]
+        if kind == 0:
+            v = chain_id * 2 + 35 + parity if byzantium else 27 + parity
+            encoded = rlp_list_of_encoded([
+                _rlp_int(col.nonce[i]), _rlp_int(price), _rlp_int(gas), b"\x94" + to,
+                _rlp_int(value), _rlp_item(data), _rlp_int(v), _rlp_int(r), _rlp_int(s),
+            ])  # fmt: skip
+        else:
+            v = parity
+            items = [
+                rlp_chain_id, head[0], _rlp_int(prio), _rlp_int(max_fee), _rlp_int(gas),
+                b"\x94" + to, _rlp_int(value), _rlp_item(data), b"\xc0",
+            ]  # fmt: skip
+            if blob_cap is not None:
+                items.append(_rlp_int(blob_cap))
+                items.append(rlp_list_of_encoded([b"\xa0" + h for h in blob_hashes]))
+            items += [_rlp_int(v), _rlp_int(r), _rlp_int(s)]
+            encoded = bytes((kind,)) + rlp_list_of_encoded(items)
+        txs.append(Transaction(
+            type=kind, chain_id=chain_id if kind or byzantium else None, nonce=col.nonce[i],
+            gas_price=price, max_fee_per_gas=max_fee, max_priority_fee_per_gas=prio, gas=gas,
+            to=to, value=value, input=data, v=v, r=r, s=s,
+            sender=_address(salt, b"sender", col.sender[i]), max_fee_per_blob_gas=blob_cap,
+            blob_versioned_hashes=blob_hashes, encoded=encoded, hash=_keccak(encoded),
+        ))  # fmt: skip
+        if not byzantium:
+            roots.append(rnd[97:129])
+    return BlockBody(number, base_fee, tuple(txs), tuple(col.gas_used[lo:hi]), tuple(roots),
+                     blob_fee)  # fmt: skip
+
+
+def _split_bloom(bloom: bytes, number: int, n: int) -> list[bytes]:
+    """A logsBloom's bits dealt among ``n`` receipts (each set bit to one of them)."""
+    if n <= 1:
+        return [bloom] * n
+    bits = np.unpackbits(np.frombuffer(bloom, dtype=np.uint8))
+    keys = (np.uint64(number) << np.uint64(24)) | (np.arange(2048, dtype=np.uint64)
+                                                   << np.uint64(8))  # fmt: skip
+    owner = (_bits(number, keys, _S_BLOOM) % np.uint64(n)).astype(np.int64)
+    return [np.packbits(bits & (owner == i)).tobytes() for i in range(n)]
