@@ -137,6 +137,24 @@ def test_vectorised_rule_is_exact_past_int64():
         )
 
 
+def test_int_parents_with_a_fraction_and_base_fee_per_row_give_a_series():
+    # the parent's fields are ints, the child's fraction and base fee are per row: the
+    # vectorised rule, on the Series' index (a scalar call would have no row to pick)
+    index = [7, 8, 9]
+    fractions = pd.Series([CANCUN_FRACTION, PRAGUE_FRACTION, 11_684_671], index=index)
+    base = pd.Series([1, 10**9, 10**11], index=index)
+    excess, used = 50_593_792, 655_360
+    got = fees.next_excess_blob_gas(
+        excess, used, target_blobs=14, max_blobs=21, update_fraction=fractions,
+        reserve_price=True, parent_base_fee=base,
+    )  # fmt: skip
+    assert got.index.tolist() == index
+    assert got.tolist() == [
+        calc_excess_blob_gas(excess, used, 14, 21, int(f), int(b))
+        for f, b in zip(fractions, base, strict=True)
+    ]
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="excess_blob_gas"):
         fees.blob_base_fee(-1, CANCUN_FRACTION)
