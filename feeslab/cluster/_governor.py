@@ -286,7 +286,7 @@ class ClusterGovernor:
                                  spent=answer["spent"])  # fmt: skip
         if answer["rate"] is not None:
             self.rate = answer["rate"]
-        return answer["wait"]
+        return float(answer["wait"])
 
     def batch_credits(self, concurrency: int) -> float:
         """A batch's share of one second: every worker's ``concurrency`` batches in flight."""

@@ -808,13 +808,13 @@ def run_job(
                     asked = time.monotonic()
 
         try:
-            for result in finished():
-                if "error" in result:
-                    raise _error_from_data(result["error"])
-                name = result.pop("file")
-                if "frame" in result:
-                    frames[name] = result.pop("frame")
-                written[name] = result
+            for answer in finished():
+                if "error" in answer:
+                    raise _error_from_data(answer["error"])
+                name = answer.pop("file")
+                if "frame" in answer:
+                    frames[name] = answer.pop("frame")
+                written[name] = answer
                 if time.monotonic() - noted > MANIFEST_SECONDS:  # not once a partition: n^2
                     _write_manifest(job, written, done)
                     noted = time.monotonic()
