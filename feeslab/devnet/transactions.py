@@ -9,12 +9,13 @@ range of blocks is generated at once with numpy, in any order, with the same res
 What a block holds:
 
 * **Count and gas.**  An empty header (``gasUsed`` 0) has none.  Otherwise about one
-  transaction per ``GAS_PER_TX`` (500,000) gas of the header's ``gasUsed``, +-40 %; three in
+  transaction per ``GAS_PER_TX`` (1,000,000) gas of the header's ``gasUsed``, +-40 %; three in
   ten are plain transfers (exactly 21,000 gas), the others contract calls sharing the rest of
   the block's gas with log-normal weights, so the receipts' ``gasUsed`` add up to the header's
   ``gasUsed`` exactly (the rounding remainder goes to the block's last transaction, always a
-  call).  Mainnet averages ~100,000 gas a transaction; the devnet's fewer, larger ones keep a
-  header with its transaction hashes ~1.5-2x a bare header's size, not 6x.
+  call).  Mainnet averages ~100,000 gas a transaction; the devnet's ten times fewer, larger
+  ones keep a header with its transaction hashes ~1.5x a bare header's size, not 6x, and the
+  cost of drawing and hashing them (~20 us each) near a header's.
 * **Types per fork.**  Legacy before London (EIP-155-protected from Byzantium on chain 1,
   ``v`` 27/28 before); from London eight in ten EIP-1559 (type 2), the rest legacy; from
   Cancun the header's blobs are carried by type-3 transactions of at most 6 blobs each, whose
@@ -44,10 +45,12 @@ What a block holds:
 The header's ``transactionsRoot`` and ``receiptsRoot`` do NOT commit to these transactions and
 receipts: they stay the seeded stand-ins the chain was generated with (see
 :mod:`feeslab.devnet.chain`).  Committing would put every block's transactions, receipts and
-two tries into chain generation: measured here, 0.75 ms a block on top of ~0.1 ms (about 8x
-the generation time of a chain), and a devnet restarted without its stored history would
-regenerate for minutes; the devnet's header rate (the uncle-count and
-``eth_getBlockByNumber(n, false)`` paths) must stay within 10 % of what it was.
+their two tries into chain generation, which hashes the headers in order.  Measured (CPU time,
+chain 1 of seed 7, this module's first version): generating a chain costs ~33 us a block; a
+block's transactions ~140 us at block 10,000 (7 of them), ~390 us at 100,000 (19), ~620 us at
+150,000 (30), ~1.6 ms at 205,000 (62); their receipts and both roots ~0.33, 0.72, 1.1 and 2.4
+ms more.  The roots would make generation 10-70x slower where the devnet's header rate was to
+stay within 10 %, so they do not commit.
 :func:`transactions_root` and :func:`receipts_root` compute what the roots would be.
 
 References
@@ -96,7 +99,7 @@ __all__ = [
     "transactions_root",
 ]
 
-GAS_PER_TX = 500_000  # about one transaction per this much of a block's gas used [gas]
+GAS_PER_TX = 1_000_000  # about one transaction per this much of a block's gas used [gas]
 TX_GAS = 21_000  # intrinsic gas of a transaction: a plain transfer's whole gas [gas]
 MAX_BLOBS_PER_TX = 6  # EIP-7594 (Osaka); the devnet keeps it from Cancun on
 _TRANSFER_SHARE = 0.3
@@ -106,7 +109,6 @@ _TIP_SIGMA = 0.8  # the tip model's (chain._TIP_SIGMA)
 _WEIGHT_SIGMA = 1.1  # spread of contract calls' gas
 _SENDERS = 1 << 16
 _RECIPIENTS = 4096
-_SECP256K1_HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
 _BLOCK_STREAM = 0xFFFF  # the transaction index a block's own draws are keyed with
 _CHUNK = 64  # blocks whose columns are drawn together for single-block reads
 
@@ -528,7 +530,7 @@ def _chunk_columns(history: History, chunk: int) -> _Columns:
             np.int64).tolist(),
         sender=(_bits(salt, keys, _S_WHO) % np.uint64(_SENDERS)).tolist(),
         to=(_bits(salt, keys, _S_TO) % np.uint64(_RECIPIENTS)).tolist(),
-        nonce=(_bits(salt, keys, _S_NONCE) % np.uint64(5000)).tolist(),
+        nonce=(_bits(salt, keys, _S_NONCE) % np.uint64(_MAX_NONCE)).tolist(),
         value=(_bits(salt, keys, _S_VALUE) >> np.uint64(2)).tolist(),  # < 2**62 wei (4.6 ETH)
         words=words.tolist(),
     )  # fmt: skip
@@ -540,6 +542,11 @@ def _address(salt: bytes, kind: bytes, index: int) -> bytes:
 
 
 _ERC20_TRANSFER = bytes.fromhex("a9059cbb")
+_MAX_NONCE = 5000
+_NONCES = tuple(_rlp_int(n) for n in range(_MAX_NONCE))  # encoded once: every transaction has one
+_PARITY = (_rlp_int(0), _rlp_int(1))
+_ODD = tuple(bytes((b | 1,)) for b in range(256))
+_LOW = tuple(bytes((b & 0x3F,)) for b in range(256))
 _RANDOM_PER_TX = 240  # seeded bytes a transaction takes: signature, hashes, root, input
 
 
@@ -587,8 +594,12 @@ def _build_body(history: History, number: int) -> BlockBody:
                 data = _ERC20_TRANSFER + bytes(12) + rnd[133:153] + bytes(16) + rnd[153:169]
             value = 0 if col.value[i] % 5 else col.value[i] >> 8
         cumulative += used
-        r = int.from_bytes(rnd[:32], "big") | 1
-        s = int.from_bytes(rnd[32:64], "big") % _SECP256K1_HALF_N + 1  # low s (EIP-2)
+        # r odd (never 0); s below 2**254 < n/2: a low s (EIP-2)
+        r_bytes = rnd[:31] + _ODD[rnd[31]]
+        s_bytes = _LOW[rnd[32]] + rnd[33:64]
+        r, s = int.from_bytes(r_bytes, "big"), int.from_bytes(s_bytes, "big")
+        rlp_r = b"\xa0" + r_bytes if r_bytes[0] else _rlp_int(r)
+        rlp_s = b"\xa0" + s_bytes if s_bytes[0] else _rlp_int(s)
         parity = rnd[64] & 1
         to = _address(salt, b"to", col.to[i])
         blob_hashes: tuple[bytes, ...] = ()
@@ -597,26 +608,26 @@ def _build_body(history: History, number: int) -> BlockBody:
             blob_hashes = tuple(b"\x01" + _keccak(rnd[65:97] + bytes((j,)))[1:]
                                 for j in range(col.blobs[i]))  # fmt: skip
             blob_cap = (blob_fee or 1) * col.blob_mult[i]
-        head = [_rlp_int(col.nonce[i])]
+        nonce = col.nonce[i]
         if kind == 0:
             v = chain_id * 2 + 35 + parity if byzantium else 27 + parity
             encoded = rlp_list_of_encoded([
-                _rlp_int(col.nonce[i]), _rlp_int(price), _rlp_int(gas), b"\x94" + to,
-                _rlp_int(value), _rlp_item(data), _rlp_int(v), _rlp_int(r), _rlp_int(s),
+                _NONCES[nonce], _rlp_int(price), _rlp_int(gas), b"\x94" + to, _rlp_int(value),
+                _rlp_item(data), _rlp_int(v), rlp_r, rlp_s,
             ])  # fmt: skip
         else:
             v = parity
             items = [
-                rlp_chain_id, head[0], _rlp_int(prio), _rlp_int(max_fee), _rlp_int(gas),
+                rlp_chain_id, _NONCES[nonce], _rlp_int(prio), _rlp_int(max_fee), _rlp_int(gas),
                 b"\x94" + to, _rlp_int(value), _rlp_item(data), b"\xc0",
             ]  # fmt: skip
             if blob_cap is not None:
                 items.append(_rlp_int(blob_cap))
                 items.append(rlp_list_of_encoded([b"\xa0" + h for h in blob_hashes]))
-            items += [_rlp_int(v), _rlp_int(r), _rlp_int(s)]
+            items += [_PARITY[v], rlp_r, rlp_s]
             encoded = bytes((kind,)) + rlp_list_of_encoded(items)
         txs.append(Transaction(
-            type=kind, chain_id=chain_id if kind or byzantium else None, nonce=col.nonce[i],
+            type=kind, chain_id=chain_id if kind or byzantium else None, nonce=nonce,
             gas_price=price, max_fee_per_gas=max_fee, max_priority_fee_per_gas=prio, gas=gas,
             to=to, value=value, input=data, v=v, r=r, s=s,
             sender=_address(salt, b"sender", col.sender[i]), max_fee_per_blob_gas=blob_cap,
