@@ -53,8 +53,8 @@ they are; the chain (``__cause__``) stays behind unless dask's tblib sends it al
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from feeslab._redact import redact
 from feeslab._solidity import (
@@ -63,6 +63,9 @@ from feeslab._solidity import (
     PANIC_SELECTOR,
     panic_reason,
 )
+
+if TYPE_CHECKING:
+    from eth_typing import ABIError
 
 __all__ = [
     "PANIC_REASONS",
@@ -105,14 +108,20 @@ class FeeslabError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[Callable[..., FeeslabError], _Reduced]:
         # pickle rebuilds an exception as cls(*args), which the keyword-only arguments of most
         # of these refuse: rebuild from the (already redacted) args and attributes instead, so
         # every subclass crosses processes (dask workers) with its type, text and attributes
         return _rebuild, (type(self), self.args, dict(vars(self)))
 
 
-def _rebuild(cls: type[FeeslabError], args: tuple[Any, ...], state: dict[str, Any]) -> FeeslabError:
+_Reduced = tuple[type[FeeslabError], tuple[object, ...], dict[str, object]]
+"""What ``FeeslabError.__reduce__`` hands ``_rebuild``: the class, ``args`` and ``vars``."""
+
+
+def _rebuild(
+    cls: type[FeeslabError], args: tuple[object, ...], state: dict[str, object]
+) -> FeeslabError:
     """A pickled ``FeeslabError`` again, without calling its ``__init__`` (see ``__reduce__``)."""
     error = cls.__new__(cls)
     error.args = args
@@ -138,11 +147,11 @@ class CaipError(FeeslabError, ValueError):
     ----------
     field : str
         Where the bad value is, e.g. ``optionalScopes["eip155:1"].methods[2]``.
-    value : Any
+    value : object
         The value refused.
     """
 
-    def __init__(self, field: str, problem: str, value: Any = None) -> None:
+    def __init__(self, field: str, problem: str, value: object = None) -> None:
         shown = "" if value is None else f" (got {_short_repr(value)})"
         super().__init__(f"{field}: {problem}{shown}")
         self.field = field
@@ -168,7 +177,7 @@ class NotificationTimeout(TransportError, TimeoutError):
         self.received = received
 
 
-def _short_repr(value: Any, limit: int = 80) -> str:
+def _short_repr(value: object, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -204,7 +213,9 @@ class ProtocolError(FeeslabError):
         The HTTP status of the answer, when there was one.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, secrets=()) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, secrets: Iterable[str] = ()
+    ) -> None:
         super().__init__(message, secrets=secrets)
         self.status = status
 
@@ -218,11 +229,11 @@ class MalformedWord(ProtocolError, ValueError):
 
     Attributes
     ----------
-    value : Any
+    value : object
         What was refused.
     """
 
-    def __init__(self, message: str, *, value: Any = None) -> None:
+    def __init__(self, message: str, *, value: object = None) -> None:
         super().__init__(message)
         self.value = value
 
@@ -237,7 +248,7 @@ class AuthError(FeeslabError):
     status : int
     """
 
-    def __init__(self, message: str, *, status: int = 401, secrets=()) -> None:
+    def __init__(self, message: str, *, status: int = 401, secrets: Iterable[str] = ()) -> None:
         super().__init__(message, secrets=secrets)
         self.status = status
 
@@ -254,7 +265,12 @@ class RateLimited(FeeslabError):
     """
 
     def __init__(
-        self, message: str, *, retry_after: float | None = None, attempts: int = 0, secrets=()
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        attempts: int = 0,
+        secrets: Iterable[str] = (),
     ) -> None:
         super().__init__(message, secrets=secrets)
         self.retry_after = retry_after
@@ -270,10 +286,19 @@ class CreditsExhausted(FeeslabError):
         Credits this client's ledger counted before the refusal.
     details : str or None
         The service's own explanation.
+    answers_kept : int
+        Set by the fetch that stopped, when it counted them: how many of its answers are in
+        the cache (absent otherwise).
     """
 
+    answers_kept: int
+
     def __init__(
-        self, *, credits_spent: int | None = None, details: str | None = None, secrets=()
+        self,
+        *,
+        credits_spent: int | None = None,
+        details: str | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
         spent = "" if credits_spent is None else f" after this client spent {credits_spent:,}"
         message = (
@@ -329,7 +354,7 @@ class IpfsError(FeeslabError):
         status: int | None = None,
         code: int | None = None,
         command: str | None = None,
-        secrets=(),
+        secrets: Iterable[str] = (),
     ) -> None:
         super().__init__(message, secrets=secrets)
         self.status = status
@@ -373,13 +398,20 @@ class RpcError(FeeslabError):
     ----------
     code : int or None
     message : str
-    data : Any
+    data : object
         The ``data`` member as sent (``RevertError`` turns it into bytes).
     raw : dict
         The whole error object, for re-reading (e.g. ``RevertError.from_rpc(err.raw, abi=...)``).
     """
 
-    def __init__(self, code: Any, message: str, data: Any = None, *, secrets=()) -> None:
+    def __init__(
+        self,
+        code: int | None,
+        message: str,
+        data: object = None,
+        *,
+        secrets: Iterable[str] = (),
+    ) -> None:
         super().__init__(f"{code}: {message}" if code is not None else message, secrets=secrets)
         self.code = code
         self.message = redact(str(message), secrets)
@@ -395,7 +427,7 @@ class RpcError(FeeslabError):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
     @classmethod
-    def from_object(cls, error: Any, *, secrets: Iterable[str] = ()) -> RpcError:
+    def from_object(cls, error: object, *, secrets: Iterable[str] = ()) -> RpcError:
         """Build the error for a JSON-RPC ``error`` member: a ``RevertError`` when it is one.
 
         Parameters
@@ -442,7 +474,7 @@ class WalletError(RpcError):
     )
 
     @classmethod
-    def from_wallet(cls, error: Any, *, secrets: Iterable[str] = ()) -> RpcError:
+    def from_wallet(cls, error: object, *, secrets: Iterable[str] = ()) -> RpcError:
         """The error for a wallet answer's ``error`` member: a ``WalletError`` (or subclass)
         for the wallet's codes, else what ``RpcError.from_object`` makes of it."""
         if not isinstance(error, Mapping) or error.get("code") not in cls.CODES:
@@ -474,7 +506,7 @@ _VM_EXCEPTION = re.compile(
 _REVERT_WORD = re.compile(r"\brevert", re.IGNORECASE)
 
 
-def _revert_bytes(data: Any) -> bytes | None:
+def _revert_bytes(data: object) -> bytes | None:
     """The raw revert bytes from a ``data`` member in any node's form, or None."""
     if isinstance(data, str):
         # nethermind says "Reverted 0x..."; geth and besu send the bare hex
@@ -498,12 +530,17 @@ def _revert_bytes(data: Any) -> bytes | None:
     return None
 
 
-def _decode_custom(data: bytes, abi: Sequence[Mapping[str, Any]]) -> tuple[str, tuple] | None:
-    from eth_abi import decode
-    from eth_utils import collapse_if_tuple, function_abi_to_4byte_selector
+def _decode_custom(
+    data: bytes, abi: Sequence[Mapping[str, Any]]
+) -> tuple[str, tuple[object, ...]] | None:
+    from eth_abi.abi import decode
+    from eth_utils.abi import collapse_if_tuple, function_abi_to_4byte_selector
 
     for entry in abi:
-        if entry.get("type") != "error" or function_abi_to_4byte_selector(entry) != data[:4]:
+        if entry.get("type") != "error":
+            continue
+        # a user's ABI is JSON (dicts), not eth_typing's TypedDicts: its type was checked above
+        if function_abi_to_4byte_selector(cast("ABIError", entry)) != data[:4]:
             continue
         types = [collapse_if_tuple(p) for p in entry.get("inputs", [])]
         try:
@@ -530,16 +567,18 @@ class RevertError(RpcError):
         That custom error's decoded arguments.
     """
 
+    data: bytes
+
     def __init__(
         self,
-        code: Any,
+        code: int | None,
         message: str,
         data: bytes = b"",
         *,
         reason: str | None = None,
         panic_code: int | None = None,
         error_name: str | None = None,
-        error_args: tuple | None = None,
+        error_args: tuple[object, ...] | None = None,
         secrets: Iterable[str] = (),
     ) -> None:
         super().__init__(code, message, None, secrets=secrets)
@@ -558,7 +597,7 @@ class RevertError(RpcError):
         )
 
     @staticmethod
-    def recognises(error: Mapping[str, Any]) -> bool:
+    def recognises(error: Mapping[str, object]) -> bool:
         """Whether a JSON-RPC error object is a revert in any node's form."""
         message = str(error.get("message", ""))
         if error.get("code") == 3:
@@ -599,8 +638,11 @@ class RevertError(RpcError):
             error = error.raw
         message = str(error.get("message", ""))
         data = _revert_bytes(error.get("data")) or b""
-        reason = panic = name = args = None
-        from eth_abi import decode
+        reason: str | None = None
+        panic: int | None = None
+        name: str | None = None
+        args: tuple[object, ...] | None = None
+        from eth_abi.abi import decode
 
         if data[:4] == ERROR_SELECTOR:
             try:

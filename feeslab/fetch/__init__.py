@@ -12,7 +12,8 @@ one ``RpcResult`` per call out, in call order::
 One core under every client: JSON-RPC is built and read in ``jsonrpc`` (no I/O); ``retry``
 holds the one retry policy (``Retry``), its driver (``drive``) and the one status-to-error map
 (``status_error``) that HTTP, WebSocket, the Gas API and IPFS share; ``core`` holds the limits
-(``Limits``), the credit governor (the one place a budget is charged) and one batch's attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
+(``Limits``), the credit governor (the one place a budget is charged) and one batch's
+attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
 ``AsyncIpfsClient``, ``AsyncGasClient``, ``AsyncWalletClient``) and each blocking client runs
 its async twin on a private loop thread (``loop``), so it works inside a running Jupyter
 kernel.

@@ -72,7 +72,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -188,20 +188,20 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("feeslab"))
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """``value`` as canonical JSON: sorted keys, no spaces, ASCII only, no NaN."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
     )
 
 
-def moving_tag(params: Any) -> str | None:
+def moving_tag(params: object) -> str | None:
     """The first moving block tag found anywhere in ``params``, or None.
 
     Strings are compared case-insensitively: a client that sends ``"Latest"`` gets an error today,
     but nothing is lost by refusing to cache it.
     """
-    stack = [params]
+    stack: list[object] = [params]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -228,8 +228,8 @@ _IN_QUERY = 500  # keys looked up by one SELECT
 
 
 def _select_many(
-    conn: sqlite3.Connection, columns: str, keys: list[tuple[str, str | None]]
-) -> dict[tuple[str, str], tuple]:
+    conn: sqlite3.Connection, columns: str, keys: Sequence[tuple[str, str | None]]
+) -> dict[tuple[str, str], tuple[Any, ...]]:
     """``columns`` of the answers at ``(method, params)`` keys (None params skipped), by key:
     a few SELECTs of many keys each, not one a key (each query lets other threads run first,
     which costs a scan running beside its fetch dearly)."""
@@ -237,7 +237,7 @@ def _select_many(
     for method, params in keys:
         if params is not None:
             by_method.setdefault(method, []).append(params)
-    found: dict[tuple[str, str], tuple] = {}
+    found: dict[tuple[str, str], tuple[Any, ...]] = {}  # SQLite's values, as its columns hold
     for method, wanted in by_method.items():
         unique = list(dict.fromkeys(wanted))
         for k in range(0, len(unique), _IN_QUERY):
@@ -250,7 +250,7 @@ def _select_many(
     return found
 
 
-def _check_block(name: str, value: Any) -> int:
+def _check_block(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, not {value!r}")
     return value
@@ -401,14 +401,14 @@ class Cache:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def get(self, method: str, params: Any) -> Any:
+    def get(self, method: str, params: object) -> Any:
         """The cached result of ``method(params)``, or `MISSING`.
 
         Params with a moving block tag always miss. A corrupt entry is logged, deleted and missed.
         """
         return self.get_many([(method, params)])[0]
 
-    def get_many(self, items: Iterable[tuple[str, Any]]) -> list[Any]:
+    def get_many(self, items: Iterable[tuple[str, object]]) -> list[Any]:
         """Look up several ``(method, params)`` pairs in one read transaction.
 
         Returns
@@ -430,6 +430,8 @@ class Cache:
                     try:
                         rows = _select_many(conn, "value, checksum", keys)
                         for i, (method, params) in enumerate(keys):
+                            if params is None:  # a moving tag: never stored
+                                continue
                             row = rows.get((method, params))
                             if row is None:
                                 continue
@@ -455,7 +457,7 @@ class Cache:
             self._misses += len(out) - found
         return out
 
-    def count_cached(self, items: Iterable[tuple[str, Any]]) -> dict[str, int]:
+    def count_cached(self, items: Iterable[tuple[str, object]]) -> dict[str, int]:
         """How many of ``(method, params)`` are cached, per method (for `Plan.minus_cached`).
 
         Counts present keys without reading or checking values, and does not count as lookups.
@@ -497,8 +499,8 @@ class Cache:
     def put(
         self,
         method: str,
-        params: Any,
-        result: Any,
+        params: object,
+        result: object,
         *,
         block: int,
         settled_below: int,
@@ -544,8 +546,8 @@ class Cache:
     def put_answer(
         self,
         method: str,
-        params: Any,
-        answer: Mapping[str, Any],
+        params: object,
+        answer: Mapping[str, object],
         *,
         block: int,
         settled_below: int,
@@ -565,7 +567,7 @@ class Cache:
 
     def put_many(
         self,
-        items: Iterable[tuple[str, Any, Any, int]],
+        items: Iterable[tuple[str, object, object, int]],
         *,
         settled_below: int,
         allow_null: bool = False,

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import itertools
 import math
+import random
 import re
 import threading
 import time
@@ -28,7 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import httpx
 
@@ -54,11 +55,14 @@ __all__ = [
     "DEFAULT_RATE_LIMIT_PATIENCE",
     "DEFAULT_RETRIES",
     "CreditGovernor",
+    "Governor",
     "Limits",
+    "PolicyOptions",
     "Retry",
     "Retryable",
     "RpcCore",
     "Stopped",
+    "TransportOptions",
     "TransportReports",
     "check_url",
     "gather_or_cancel",
@@ -124,8 +128,49 @@ class Limits:
         return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
 
 
+class PolicyOptions(TypedDict, total=False):
+    """The flat keywords of ``Limits`` and ``Retry`` a transport takes instead of them (None:
+    the default; see ``make_policies``)."""
+
+    max_batch: int | None
+    max_concurrency: int | None
+    timeout: float | httpx.Timeout | None
+    retries: int | None
+    backoff: float | None
+    backoff_cap: float | None
+    rate_limit_patience: float | None
+    rng: random.Random | None
+
+
+class TransportOptions(PolicyOptions, total=False):
+    """What every JSON-RPC transport hands on to ``RpcCore.build`` (documented at
+    ``feeslab.fetch.transport.AsyncHTTPTransport``)."""
+
+    limits: Limits | None
+    retry: Retry | None
+    credits_per_second: float | None
+    ledger: CreditLedger | None
+    budget: Budget | None
+    on_response: Callable[[Sequence[RpcCall], int], None] | None
+    clock: Callable[[], float]
+
+
 # -- the credit governor ---------------------------------------------------------------------
 
+
+class Governor(Protocol):
+    """What paces a transport: a ``CreditGovernor``, or anything with its methods (a
+    cluster's bucket shared by many transports, ``feeslab.cluster``)."""
+
+    ceiling: float
+    rate: float
+    cuts: int
+
+    def settle(self, timeout: float | None = None) -> None: ...
+    def reserve(self, cost: float) -> float: ...
+    def batch_credits(self, concurrency: int) -> float: ...
+    def rate_limited(self, wait: float | None = None) -> None: ...
+    def served(self) -> None: ...
 
 
 class CreditGovernor:
@@ -174,9 +219,9 @@ class CreditGovernor:
         self._last_429 = -math.inf
         self._last_raise = self._bucket.t
         self._lock = threading.Lock()
-        self._told: Future | None = None
+        self._told: Future[float | None] | None = None
 
-    def follow(self, told: Future) -> None:
+    def follow(self, told: Future[float | None]) -> None:
         """Take the plan's rate from ``told`` (a future of credits/s, or None: keep this one)
         once it is known, without waiting for it (``connect`` asks a devnet for its limit while
         the first requests go)."""
@@ -277,7 +322,7 @@ class Stopped(Exception):
 
 LAND_WITHIN = 5.0  # [s] a request already out when a sibling batch fails is let land this long
 # the tasks whose request is out (send_batch's exchange): its answer is charged for, landed or not
-_EXCHANGING: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+_EXCHANGING: weakref.WeakSet[asyncio.Future[object]] = weakref.WeakSet()
 
 
 async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
@@ -303,14 +348,14 @@ async def gather_or_cancel(coros: Sequence[Awaitable[_T]]) -> list[_T]:
             if not task.done():
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+    errors = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
     real = [e for e in errors if not isinstance(e, Stopped)]
     if real or errors:
         raise (real or errors)[0]
     return [task.result() for task in tasks]
 
 
-def secrets_of(url: str, auth: Any) -> list[str]:
+def secrets_of(url: str, auth: object) -> list[str]:
     """The key in a ``/v3/<key>`` URL and the parts of a ``(key, secret)`` auth."""
     found = _KEY_IN_URL.findall(url)
     if isinstance(auth, tuple | list):
@@ -347,7 +392,7 @@ class RpcCore:
         ``on_response(calls, status)`` after every answer: the credit ledger's hook.
     clock : callable
         Monotonic seconds.
-    auth : Any
+    auth : object
         ``(key, secret)`` or None: masked like the key in the URL.
     schemes : tuple of str
         The URL schemes this transport speaks.
@@ -369,7 +414,7 @@ class RpcCore:
         credits_per_second: float | None,
         on_response: Callable[[Sequence[RpcCall], int], None] | None,
         clock: Callable[[], float],
-        auth: Any,
+        auth: object,
         schemes: tuple[str, ...] = ("http", "https"),
         ledger: CreditLedger | None = None,
         budget: Budget | None = None,
@@ -389,7 +434,7 @@ class RpcCore:
         self.secrets = secrets_of(url, auth)
         # and mask them in httpx's and websockets' log records (any provider's URL key too)
         register_secrets(*self.secrets, *secrets_in_url(url))
-        self.governor = (
+        self.governor: Governor | None = (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )
         self.attempts = 0  # requests sent, all batches together
@@ -404,7 +449,7 @@ class RpcCore:
         cls,
         *,
         url: str,
-        auth: Any = None,
+        auth: object = None,
         schemes: tuple[str, ...] = ("http", "https"),
         limits: Limits | None = None,
         retry: Retry | None = None,
@@ -413,7 +458,7 @@ class RpcCore:
         budget: Budget | None = None,
         on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        **flat: Any,
+        **flat: Unpack[PolicyOptions],
     ) -> RpcCore:
         """A core from a transport's keywords: ``limits``/``retry`` or their flat keywords
         (``max_batch``, ``retries``, ...; see ``make_policies``), and the rest as above."""
@@ -618,12 +663,12 @@ class TransportReports:
         return self._core.rate_limited
 
     @property
-    def governor(self) -> CreditGovernor | None:
+    def governor(self) -> Governor | None:
         """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced."""
         return self._core.governor
 
     @governor.setter
-    def governor(self, governor: Any) -> None:
+    def governor(self, governor: Governor | None) -> None:
         """Pace with another governor: anything with ``CreditGovernor``'s methods (a cluster's
         bucket shared by many transports, ``feeslab.cluster``)."""
         self._core.governor = governor

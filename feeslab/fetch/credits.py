@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from feeslab._costs import (
     DEFAULT_DEVNET_PLAN,
@@ -42,6 +42,7 @@ __all__ = [
     "FEE_ROW",
     "Budget",
     "CreditLedger",
+    "HasMethod",
     "Kind",
     "Plan",
     "PlanLine",
@@ -53,6 +54,13 @@ __all__ = [
 
 Kind = Literal["rpc", "gas", "event"]
 """What a name prices as: a node method, a Gas API endpoint, or a subscription event."""
+
+
+class HasMethod(Protocol):
+    """A call the ledger books by its ``method`` (``feeslab.fetch.jsonrpc.RpcCall``)."""
+
+    @property
+    def method(self) -> str: ...
 
 FEE_ROW = "http_4xx"
 """Ledger row for the 5-credit fee of a rejected request (the devnet's ledger's name too)."""
@@ -165,7 +173,7 @@ class CreditLedger:
             self._row(method).cached += count
 
     def record_request(
-        self, calls: Iterable[str | Any], http_status: int = 200, *, kind: Kind = "rpc"
+        self, calls: Iterable[str | HasMethod], http_status: int = 200, *, kind: Kind = "rpc"
     ) -> int:
         """Book one HTTP request carrying ``calls`` (a batch or a single call).
 
@@ -201,7 +209,7 @@ class CreditLedger:
                 self._row(FEE_ROW).credits += fee
             return fee
 
-    def on_response(self, calls: Sequence[Any], http_status: int, /) -> None:
+    def on_response(self, calls: Sequence[str | HasMethod], http_status: int, /) -> None:
         """The transport's ``on_response(calls, http_status)`` callback: `record_request`."""
         self.record_request(calls, http_status)
 
@@ -597,11 +605,11 @@ def devnet_credits_per_second(
     return None
 
 
-def ask_devnet_credits_per_second(root: str, auth: tuple[str, str]) -> Future:
+def ask_devnet_credits_per_second(root: str, auth: tuple[str, str]) -> Future[float | None]:
     """`devnet_credits_per_second` on a daemon thread: a future of its answer, so that a
     client can start at once and take the devnet's limit when it comes (one round trip less
     before the first request)."""
-    told: Future = Future()
+    told: Future[float | None] = Future()
 
     def ask() -> None:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -27,11 +27,21 @@ from feeslab.fetch.loop import Blocking, blocking
 from feeslab.fetch.retry import Retry, Retryable, drive, http_error
 from feeslab.fetch.transport import blocking_sleep
 
-__all__ = ["AsyncGasClient", "GasClient"]
+__all__ = ["AsyncGasClient", "GasClient", "GasOptions"]
 
 ENDPOINTS = ("baseFeeHistory", "suggestedGasFees", "baseFeePercentile", "busyThreshold")
 GAS_BACKOFF = 0.25  # [s] the backoff's base
 GAS_BACKOFF_CAP = 8.0  # [s]
+
+
+class GasOptions(TypedDict, total=False):
+    """``AsyncGasClient``'s keywords besides the root, the credentials, the ledger and
+    ``sleep`` (which ``GasClient`` also passes on)."""
+
+    retries: int
+    retry: Retry | None
+    timeout: float
+    transport: httpx.AsyncBaseTransport | None
 
 
 class AsyncGasClient:
@@ -139,7 +149,8 @@ class AsyncGasClient:
 
     async def base_fee_history(self, chain_id: int) -> list[str]:
         """The previous 500 blocks' base fees, oldest first, as decimal gwei strings."""
-        return await self.get(chain_id, "baseFeeHistory")
+        history: list[str] = await self.get(chain_id, "baseFeeHistory")  # the API's JSON
+        return history
 
 
 class GasClient(Blocking):
@@ -149,10 +160,22 @@ class GasClient(Blocking):
 
     _inner: AsyncGasClient
 
-    def __init__(self, *, sleep: Callable[[float], object] = time.sleep, **options: Any) -> None:
-        super().__init__(
-            lambda: AsyncGasClient(sleep=blocking_sleep(sleep), **options), "feeslab-gas"
-        )
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        api_key_secret: str | None,
+        ledger: CreditLedger,
+        sleep: Callable[[float], object] = time.sleep,
+        **options: Unpack[GasOptions],
+    ) -> None:
+        def make() -> AsyncGasClient:
+            return AsyncGasClient(base_url=base_url, api_key=api_key,
+                                  api_key_secret=api_key_secret, ledger=ledger,
+                                  sleep=blocking_sleep(sleep), **options)  # fmt: skip
+
+        super().__init__(make, "feeslab-gas")
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncGasClient", "GasClient")

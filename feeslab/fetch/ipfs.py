@@ -29,11 +29,22 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    BinaryIO,
+    Protocol,
+    TypeAlias,
+    TypedDict,
+    TypeVar,
+    TypeVarTuple,
+    Unpack,
+)
 from urllib.parse import quote_plus
 
 import httpcore
@@ -54,11 +65,19 @@ from feeslab.fetch.core import Limits
 from feeslab.fetch.loop import Blocking, blocking
 from feeslab.fetch.retry import Retry, Retryable, drive, retry_after, status_error
 
+if TYPE_CHECKING:
+    import ssl
+
 __all__ = [
+    "AddOptions",
     "AddProgress",
     "Added",
     "AsyncIpfsClient",
+    "CidLike",
+    "Content",
+    "Files",
     "IpfsClient",
+    "IpfsOptions",
 ]
 
 STREAM_ERROR = "x-stream-error"
@@ -98,7 +117,12 @@ class _TailStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> _TailStream:
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> _TailStream:
         return _TailStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
@@ -109,11 +133,23 @@ class _TailBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> _TailStream:
         stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return _TailStream(stream)
 
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> _TailStream:
         return _TailStream(self._backend.connect_unix_socket(path, timeout, socket_options))
 
     def sleep(self, seconds: float) -> None:
@@ -189,13 +225,21 @@ def _answer(answer: httpcore.Response) -> httpx.Response:
     chunked = any(
         k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in answer.headers
     )
-    body = _Body(answer.stream, network if chunked else None, slot)
+    # a sync pool's answer streams sync bytes (httpcore types it either way)
+    body = _Body(answer.stream, network if chunked else None, slot)  # type: ignore[arg-type]
     return httpx.Response(answer.status, headers=answer.headers, stream=body,
                           extensions=extensions)
 
 
+class _ByteStream(Protocol):
+    """httpcore's answer body: its bytes, then closed."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+    def close(self) -> None: ...
+
+
 class _Body(httpx.SyncByteStream):
-    def __init__(self, stream: Any, network: Any, slot: _TrailerSlot) -> None:
+    def __init__(self, stream: _ByteStream, network: object, slot: _TrailerSlot) -> None:
         self._stream = stream
         self._network = network
         self._slot = slot
@@ -273,31 +317,70 @@ class AddProgress:
     bytes: int
 
 
-def _flag(value: Any) -> str:
+class AddOptions(TypedDict, total=False):
+    """``add``'s keywords besides ``progress``: as :meth:`AsyncIpfsClient.iter_add`'s."""
+
+    name: str | None
+    cid_version: int | None
+    raw_leaves: bool | None
+    only_hash: bool
+    pin: bool | None
+    wrap_with_directory: bool
+    chunker: str | None
+
+
+class IpfsOptions(TypedDict, total=False):
+    """``AsyncIpfsClient``'s keywords besides the root and the credentials (what
+    :meth:`IpfsClient.replace` changes)."""
+
+    timeout: float
+    retries: int
+    retry: Retry | None
+    transport: httpx.BaseTransport | None
+
+
+def _flag(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-def _params(args: Iterable[Any] = (), **flags: Any) -> list[tuple[str, str]]:
+def _params(args: Iterable[object] = (), **flags: object) -> list[tuple[str, str]]:
     params = [("arg", str(a)) for a in args]
     params += [(name.replace("_", "-"), _flag(v)) for name, v in flags.items() if v is not None]
     return params
 
 
-Content = bytes | bytearray | memoryview | str | os.PathLike | BinaryIO
+Content: TypeAlias = bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO
+"""One file to add: its bytes, its path (a directory's: everything under it), or a binary
+file open for reading."""
+Files: TypeAlias = (
+    Content
+    | Mapping[str, Content]
+    | list[Content | tuple[str, Content]]
+    | tuple[Content | tuple[str, Content], ...]
+)
+"""What ``add`` takes: one ``Content``, names to contents, or a list of contents and
+``(name, content)`` pairs."""
+CidLike: TypeAlias = str | unixfs.CID
+"""A CID, or a path under one (``<cid>/a/b``, ``/ipfs/<cid>/a``), as text or parsed."""
+_Entry = tuple[str, bytes | Path | BinaryIO | None]  # (path, content); None: a directory
+_Parts = list[tuple[str, tuple[str, bytes | IO[bytes], str]]]  # httpx's multipart files
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 
-def _entries(files: Any, name: str | None) -> list[tuple[str, Any]]:
+def _entries(files: Files, name: str | None) -> list[_Entry]:
     """What to upload as ``(path, content)``: content is bytes, a binary file, or None (a
     directory)."""
+    items: list[tuple[str | None, Content]]
     if isinstance(files, Mapping):
         items = list(files.items())
     elif isinstance(files, list | tuple):
         items = [f if isinstance(f, tuple) else (None, f) for f in files]
     else:
         items = [(name, files)]
-    out: list[tuple[str, Any]] = []
+    out: list[_Entry] = []
     for given, content in items:
         if isinstance(content, bytes | bytearray | memoryview):
             out.append((given or "data", bytes(content)))
@@ -325,21 +408,27 @@ def _entries(files: Any, name: str | None) -> list[tuple[str, Any]]:
     return out
 
 
-def _multipart(entries: list[tuple[str, Any]], stack: contextlib.ExitStack) -> list:
+def _multipart(entries: list[_Entry], stack: contextlib.ExitStack) -> _Parts:
     # names are query-escaped, as kubo's own client sends them (and kubo unescapes them)
-    parts = []
+    parts: _Parts = []
     for name, content in entries:
         if content is None:
             parts.append(("file", (quote_plus(name, safe=""), b"", "application/x-directory")))
             continue
-        if isinstance(content, Path):
-            content = stack.enter_context(content.open("rb"))
-        parts.append(("file", (quote_plus(name, safe=""), content, "application/octet-stream")))
+        body = stack.enter_context(content.open("rb")) if isinstance(content, Path) else content
+        parts.append(("file", (quote_plus(name, safe=""), body, "application/octet-stream")))
     return parts
 
 
 def _add_params(
-    *, cid_version, raw_leaves, only_hash, pin, wrap_with_directory, chunker, progress
+    *,
+    cid_version: int | None,
+    raw_leaves: bool | None,
+    only_hash: bool,
+    pin: bool | None,
+    wrap_with_directory: bool,
+    chunker: str | None,
+    progress: bool,
 ) -> list[tuple[str, str]]:
     return _params(
         cid_version=cid_version,
@@ -426,7 +515,9 @@ def _error(
                         secrets=secrets, wait=wait, own=own, owns=COMMAND_STATUSES)  # fmt: skip
 
 
-def _check_end(command: str, response: httpx.Response, received: int | None, secrets) -> None:
+def _check_end(
+    command: str, response: httpx.Response, received: int | None, secrets: list[str]
+) -> None:
     """After the body: the trailer's error, or an answer shorter than announced."""
     trailers = response_trailers(response)
     if trailers and trailers.get(STREAM_ERROR):
@@ -462,7 +553,7 @@ def _check_file(cid: str, data: bytes) -> None:
     raise CidMismatchError(expected=cid, actual=str(actual), command="cat")
 
 
-def _cid_text(cid: Any) -> str:
+def _cid_text(cid: CidLike) -> str:
     text = str(cid).strip()
     try:
         unixfs.CID.parse(text.removeprefix("/ipfs/").split("/")[0])
@@ -520,7 +611,7 @@ class AsyncIpfsClient:
         limits = Limits(max_concurrency=IO_THREADS, timeout=timeout)
         self._secrets = [api_key, api_key_secret]
         register_secrets(api_key, api_key_secret)
-        self._options = {"timeout": timeout, "retries": retries}
+        self._options: IpfsOptions = {"timeout": timeout, "retries": retries}
         # the I/O is blocking httpx on a small pool, each command's answer streamed from there
         # piece by piece: httpx's sync client moves bytes about twice as fast as its asyncio
         # one here (benchmarks/ipfs.py)
@@ -551,13 +642,16 @@ class AsyncIpfsClient:
         return self._served
 
     def _send(
-        self, command: str, params: list[tuple[str, str]], files: list | None
+        self, command: str, params: list[tuple[str, str]], files: _Parts | None
     ) -> httpx.Response:
         """One attempt (blocking: runs on the pool): the answer, its status 200 and its body
         still to read; ``Retryable`` when it is worth another."""
         url = f"{self.base_url}/api/v0/{command}"
         try:
-            request = self._client.build_request("POST", url, params=params, files=files)
+            # httpx's list of query pairs is invariant: pairs of str are among what it takes
+            request = self._client.build_request(
+                "POST", url, params=params, files=files  # type: ignore[arg-type]
+            )
             response = self._client.send(request, stream=True)
         except httpx.TransportError as exc:
             # describe() scrubs it: its request's Basic header shows no secret
@@ -578,7 +672,7 @@ class AsyncIpfsClient:
         raise refused
 
     async def _open(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None
+        self, command: str, params: list[tuple[str, str]], files: _Parts | None = None
     ) -> httpx.Response:
         """The answer to one command, its status checked, its body still to read; retried by
         the one driver (an upload is sent once: its body is spent)."""
@@ -592,7 +686,7 @@ class AsyncIpfsClient:
 
     def _stream(
         self, command: str, response: httpx.Response, *, counted: bool = False
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         """An open answer's pieces as they arrive, then its end checked (blocking); ``counted``:
         also against its ``X-Content-Length``."""
         try:
@@ -610,7 +704,7 @@ class AsyncIpfsClient:
         finally:
             response.close()
 
-    async def _io(self, function: Callable[..., Any], *args: Any) -> Any:
+    async def _io(self, function: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
 
     async def _whole(
@@ -621,9 +715,9 @@ class AsyncIpfsClient:
         return await self._io(b"".join, self._stream(command, response, counted=counted))
 
     async def _pieces(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None,
+        self, command: str, params: list[tuple[str, str]], files: _Parts | None = None,
         *, counted: bool = False,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """The answer's pieces, each handed over from the pool as it arrives."""
         response = await self._open(command, params, files)
         stream = self._stream(command, response, counted=counted)
@@ -643,8 +737,8 @@ class AsyncIpfsClient:
                             status=200, command=command) from None
 
     async def _objects(
-        self, command: str, params: list[tuple[str, str]], files: list | None = None
-    ) -> AsyncIterator[Any]:
+        self, command: str, params: list[tuple[str, str]], files: _Parts | None = None
+    ) -> AsyncGenerator[Any, None]:
         lines = _Lines(command, self._secrets)
         async for piece in self._pieces(command, params, files):
             for obj in lines.feed(piece):
@@ -656,7 +750,7 @@ class AsyncIpfsClient:
 
     async def iter_add(
         self,
-        files: Content | Mapping[str, Content] | list,
+        files: Files,
         *,
         name: str | None = None,
         cid_version: int | None = None,
@@ -666,7 +760,7 @@ class AsyncIpfsClient:
         wrap_with_directory: bool = False,
         chunker: str | None = None,
         progress: bool = False,
-    ) -> AsyncIterator[Added | AddProgress]:
+    ) -> AsyncGenerator[Added | AddProgress, None]:
         """``add``, as its NDJSON answer streams in: :class:`Added` per file and directory,
         :class:`AddProgress` events with ``progress=True``.
 
@@ -692,17 +786,18 @@ class AsyncIpfsClient:
 
     async def add(
         self,
-        files: Content | Mapping[str, Content] | list,
+        /,  # so that blocking() can type it: **options could name a "self" otherwise
+        files: Files,
         *,
         progress: Callable[[AddProgress], object] | None = None,
-        **options: Any,
+        **options: Unpack[AddOptions],
     ) -> list[Added]:
         """``add`` files; returns one :class:`Added` per file and directory, the root last.
 
         ``progress`` is called with each :class:`AddProgress` as it arrives (for
         ``IpfsClient``, on its loop thread). Other options as :meth:`iter_add`.
         """
-        added = []
+        added: list[Added] = []
         async for event in self.iter_add(files, progress=progress is not None, **options):
             if isinstance(event, Added):
                 added.append(event)
@@ -711,59 +806,66 @@ class AsyncIpfsClient:
         return added
 
     async def iter_cat(
-        self, path: Any, *, offset: int = 0, length: int | None = None
-    ) -> AsyncIterator[bytes]:
+        self, path: CidLike, *, offset: int = 0, length: int | None = None
+    ) -> AsyncGenerator[bytes, None]:
         """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``) as they arrive."""
         params = _params([_cid_text(path)], offset=offset or None, length=length)
         async for piece in self._pieces("cat", params, counted=True):
             yield piece
 
-    async def cat(self, path: Any, *, offset: int = 0, length: int | None = None) -> bytes:
+    async def cat(self, path: CidLike, *, offset: int = 0, length: int | None = None) -> bytes:
         """The bytes of a file (``<cid>`` or ``/ipfs/<cid>/path``), from ``offset``, at most
         ``length`` of them."""
         params = _params([_cid_text(path)], offset=offset or None, length=length)
         return await self._whole("cat", params, counted=True)
 
-    async def object_get(self, cid: Any, *, data_encoding: str = "text") -> dict[str, Any]:
+    async def object_get(self, cid: CidLike, *, data_encoding: str = "text") -> dict[str, Any]:
         """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
         params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
-        return await self._json("object/get", params)
+        node: dict[str, Any] = await self._json("object/get", params)  # kubo's JSON
+        return node
 
-    async def pin_add(self, *cids: Any, recursive: bool = True) -> list[str]:
+    async def pin_add(self, *cids: CidLike, recursive: bool = True) -> list[str]:
         """Pin ``cids`` (recursively by default); returns the pinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        return (await self._json("pin/add", params))["Pins"]
+        pinned: list[str] = (await self._json("pin/add", params))["Pins"]
+        return pinned
 
-    async def pin_rm(self, *cids: Any, recursive: bool = True) -> list[str]:
+    async def pin_rm(self, *cids: CidLike, recursive: bool = True) -> list[str]:
         """Unpin ``cids``; returns the unpinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        return (await self._json("pin/rm", params))["Pins"]
+        unpinned: list[str] = (await self._json("pin/rm", params))["Pins"]
+        return unpinned
 
-    async def iter_pin_ls(self, *cids: Any, type: str = "all") -> AsyncIterator[tuple[str, str]]:
+    async def iter_pin_ls(
+        self, *cids: CidLike, type: str = "all"
+    ) -> AsyncGenerator[tuple[str, str], None]:
         """``(cid, pin type)`` pairs as they stream in (``pin/ls`` with ``stream``)."""
         params = _params([_cid_text(c) for c in cids], type=type, stream=True)
         async for obj in self._objects("pin/ls", params):
             yield obj["Cid"], obj["Type"]
 
-    async def pin_ls(self, *cids: Any, type: str = "all") -> dict[str, str]:
+    async def pin_ls(self, *cids: CidLike, type: str = "all") -> dict[str, str]:
         """Pins as ``{cid: type}``: all of them, or how each of ``cids`` is pinned."""
         return {cid: kind async for cid, kind in self.iter_pin_ls(*cids, type=type)}
 
-    async def block_get(self, cid: Any) -> bytes:
+    async def block_get(self, cid: CidLike) -> bytes:
         """A block's bytes, checked against its CID here."""
         text = _cid_text(cid)
         data = await self._whole("block/get", _params([text]), counted=True)
         return _check_block(text, data)
 
-    async def block_stat(self, cid: Any) -> dict[str, Any]:
+    async def block_stat(self, cid: CidLike) -> dict[str, Any]:
         """``{"Key": cid, "Size": bytes}``."""
-        return await self._json("block/stat", _params([_cid_text(cid)]))
+        stat: dict[str, Any] = await self._json("block/stat", _params([_cid_text(cid)]))
+        return stat
 
     async def version(self) -> dict[str, Any]:
         """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
-        return await self._json("version", [])
+        version: dict[str, Any] = await self._json("version", [])
+        return version
 
-    async def call(self, command: str, *args: Any, **flags: Any) -> Any:
+    async def call(self, /, command: str, *args: object, **flags: object) -> Any:
         """Any command with a JSON answer: ``call("pin/ls", type="direct")``.
 
         Flags are given with ``_`` for ``-`` (``cid_version=1``); booleans are sent as
@@ -785,7 +887,7 @@ class AsyncIpfsClient:
         _check_file(entry.cid, data)
         return entry.cid
 
-    async def load(self, cid: Any) -> bytes:
+    async def load(self, cid: CidLike) -> bytes:
         """The file published under ``cid``, after checking its bytes hash to ``cid``.
 
         Raises
@@ -807,19 +909,26 @@ class IpfsClient(Blocking):
 
     _inner: AsyncIpfsClient
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(lambda: AsyncIpfsClient(**options), "feeslab-ipfs")
+    def __init__(
+        self, *, base_url: str, api_key: str, api_key_secret: str, **options: Unpack[IpfsOptions]
+    ) -> None:
+        super().__init__(
+            lambda: AsyncIpfsClient(
+                base_url=base_url, api_key=api_key, api_key_secret=api_key_secret, **options
+            ),
+            "feeslab-ipfs",
+        )
         self.base_url = self._inner.base_url
         self.retries = self._inner.retries
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncIpfsClient", "IpfsClient")
 
-    def replace(self, **options: Any) -> IpfsClient:
+    def replace(self, **options: Unpack[IpfsOptions]) -> IpfsClient:
         """A new client to the same root with the same credentials and other ``options``
         (``timeout``, ``retries``, ``transport``)."""
         key, secret = self._inner._secrets
-        merged = {**self._inner._options, **options}
+        merged: IpfsOptions = {**self._inner._options, **options}
         return IpfsClient(base_url=self.base_url, api_key=key, api_key_secret=secret, **merged)
 
     iter_add = blocking(AsyncIpfsClient.iter_add)

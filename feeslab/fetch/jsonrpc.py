@@ -55,7 +55,7 @@ class RpcCall:
     """One JSON-RPC call: ``method`` and positional ``params``."""
 
     method: str
-    params: list = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
 
 
 class RpcResult:
@@ -99,12 +99,12 @@ class RpcResult:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def build_body(calls: Sequence[RpcCall], ids: Sequence[Any]) -> bytes:
+def build_body(calls: Sequence[RpcCall], ids: Sequence[int]) -> bytes:
     """The request body for ``calls`` with ``ids``: one object for one call, else a batch.
 
     Params go as given: a list, or an object (the wallet API's named params).
@@ -113,14 +113,14 @@ def build_body(calls: Sequence[RpcCall], ids: Sequence[Any]) -> bytes:
         {"jsonrpc": "2.0", "id": i, "method": c.method, "params": c.params}
         for c, i in zip(calls, ids, strict=True)
     ]
-    payload: Any = items[0] if len(items) == 1 else items
+    payload: object = items[0] if len(items) == 1 else items
     try:
         return orjson.dumps(payload)
     except TypeError:  # orjson refuses ints past 64 bits (a wallet's values): the stdlib takes them
         return json.dumps(payload, separators=(",", ":")).encode()
 
 
-def backoff_seconds(body: Any) -> float | None:
+def backoff_seconds(body: object) -> float | None:
     """``error.data.backoff_seconds`` from an older deployment's -32005 body (or item) [s]."""
     error = body.get("error") if isinstance(body, Mapping) else None
     data = error.get("data") if isinstance(error, Mapping) else None
@@ -148,7 +148,7 @@ def json_or_none(content: bytes) -> Any:
         return None
 
 
-def service_says(body: Any, content: bytes) -> str:
+def service_says(body: object, content: bytes | bytearray) -> str:
     """The service's explanation in an error answer, for the exception message."""
     if isinstance(body, Mapping):
         error = body.get("error", body)
@@ -196,7 +196,7 @@ def read_items(
         if not isinstance(item, Mapping):
             continue
         rid = item.get("id")
-        if not isinstance(rid, int | str):  # a list or an object as id: not one we sent
+        if not isinstance(rid, int):  # a string, a list or an object as id: not one we sent
             continue
         if rid not in calls or rid in answered or rid in retry_ids:
             continue

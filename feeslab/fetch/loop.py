@@ -12,14 +12,23 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, TypeVarTuple, overload
 
 from feeslab.errors import TransportError
 
 __all__ = ["Blocking", "LoopThread", "blocking"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
+_Ts = TypeVarTuple("_Ts")
+_Inner = TypeVar("_Inner")
+
+
+class _Closing(Protocol):
+    """An async client: what ``Blocking`` runs and closes."""
+
+    async def aclose(self) -> None: ...
 
 
 class LoopThread:
@@ -50,7 +59,7 @@ class LoopThread:
             raise RuntimeError(f"a blocking call from its own loop thread {self.thread.name}")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
-    def call(self, function: Callable[..., _T], *args: Any) -> _T:
+    def call(self, function: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
         """``function(*args)`` run on the loop thread (for objects bound to its loop)."""
 
         async def call() -> _T:
@@ -58,18 +67,17 @@ class LoopThread:
 
         return self.run(call())
 
-    def iterate(self, stream: AsyncIterator[_T]) -> Iterator[_T]:
-        """The items of an async iterator, one blocking step at a time; closed at the end."""
+    def iterate(self, stream: AsyncGenerator[_T, None]) -> Iterator[_T]:
+        """The items of an async generator, one blocking step at a time; closed at the end."""
         try:
             while True:
                 try:
-                    yield self.run(anext(stream))
+                    yield self.run(stream.__anext__())
                 except StopAsyncIteration:
                     return
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None and not self.loop.is_closed():
-                self.run(aclose())
+            if not self.loop.is_closed():
+                self.run(stream.aclose())
 
     def stop(self) -> None:
         """Stop the loop and join its thread (idempotent)."""
@@ -93,7 +101,9 @@ class Blocking:
         The loop thread's name.
     """
 
-    def __init__(self, factory: Callable[[], Any], name: str) -> None:
+    _inner: _Closing
+
+    def __init__(self, factory: Callable[[], _Closing], name: str) -> None:
         self._loop = LoopThread(name)
         try:
             self._inner = self._loop.call(factory)
@@ -112,26 +122,35 @@ class Blocking:
             finally:
                 self._loop.stop()
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
+@overload
+def blocking(
+    method: Callable[Concatenate[_Inner, _P], AsyncGenerator[_T, None]],
+) -> Callable[Concatenate[Blocking, _P], Iterator[_T]]: ...
+@overload
+def blocking(
+    method: Callable[Concatenate[_Inner, _P], Coroutine[Any, Any, _T]],
+) -> Callable[Concatenate[Blocking, _P], _T]: ...
 def blocking(method: Callable[..., Any]) -> Callable[..., Any]:
     """A blocking method of a ``Blocking`` client from its async twin's ``method`` (a
     coroutine function, or an async generator function that becomes a plain iterator)."""
+    # the overloads above type it for callers; which of the two a method is, is told at run time
     if inspect.isasyncgenfunction(method):
 
         @functools.wraps(method)
-        def iterating(self: Blocking, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        def iterating(self: Blocking, *args: object, **kwargs: object) -> Iterator[object]:
             return self._loop.iterate(method(self._inner, *args, **kwargs))
 
         return iterating
 
     @functools.wraps(method)
-    def waiting(self: Blocking, *args: Any, **kwargs: Any) -> Any:
+    def waiting(self: Blocking, *args: object, **kwargs: object) -> object:
         return self._run(method(self._inner, *args, **kwargs))
 
     return waiting

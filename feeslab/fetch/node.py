@@ -26,18 +26,23 @@ last saw; only answers about settled blocks are cached (never ``latest`` or ``pe
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
+import os
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from feeslab.errors import CreditsExhausted, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import Budget, CreditLedger
-from feeslab.fetch.transport import RpcCall, RpcResult
+from feeslab.fetch.transport import OnBatch, RpcCall, RpcResult
+
+if TYPE_CHECKING:
+    from feeslab._progress import ProgressBar
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
 # calls per chunk between progress updates: big enough that the transport keeps all its
@@ -46,6 +51,19 @@ DEFAULT_CHUNK = 8_000
 
 Reduce = Callable[[RpcResult], RpcResult]
 """``reduce(answer)``: what stands for one answer from its arrival on (see ``NodeClient.run``)."""
+
+
+class Transport(Protocol):
+    """What a ``NodeClient`` sends through: ``HTTPTransport`` or ``WebSocketTransport``.
+
+    One whose ``handle_request`` also takes ``on_batch=`` (an ``OnBatch``, the HTTP one) has
+    each batch's answers cached as that batch arrives.
+    """
+
+    def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]: ...
+    def charging(self, budget: Budget | None) -> contextlib.AbstractContextManager[None]: ...
+    def close(self) -> None: ...
+
 
 # which positional param names the block an answer is about
 _BLOCK_PARAM = {
@@ -108,15 +126,15 @@ class NodeClient:
 
     def __init__(
         self,
-        transport: Any,
+        transport: Transport,
         *,
         ledger: CreditLedger,
-        cache: Any = True,
+        cache: bool | str | os.PathLike[str] = True,
         settled_depth: int = DEFAULT_SETTLED_DEPTH,
         progress: bool = True,
         chunk: int = DEFAULT_CHUNK,
         identity_suffix: str | None = None,
-        known: Mapping[tuple[str, str], Any] | None = None,
+        known: Mapping[tuple[str, str], object] | None = None,
         head: int | None = None,
     ) -> None:
         self.transport = transport
@@ -151,7 +169,8 @@ class NodeClient:
             assert self._identity is not None
             with self._lock:
                 if self._cache is None:
-                    path = None if self._cache_option is True else self._cache_option
+                    option = self._cache_option
+                    path = None if isinstance(option, bool) else option  # False never gets here
                     self._cache = Cache(self._identity, path=path)
         return self._cache
 
@@ -204,8 +223,8 @@ class NodeClient:
             del answers[:2]
         return answers
 
-    def submit(self, calls: Sequence[RpcCall], *, on_batch: Any = None,
-               cached: bool = False, reduce: Reduce | None = None) -> Future:
+    def submit(self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None,
+               cached: bool = False, reduce: Reduce | None = None) -> Future[list[RpcResult]]:
         """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
         a worker thread; a future of their answers in call order. As each batch's answers
         arrive, ``reduce`` (see ``run``) replaces each of them by what the future is to hold,
@@ -218,18 +237,17 @@ class NodeClient:
         at a time (the WebSocket one) is sent to at once, in the caller's thread.
         """
         calls = list(calls)
-        job: Callable[..., list[RpcResult]]
+        job: Callable[[], list[RpcResult]]
         if cached:
-            job, args = self.run, (calls,)
-            kwargs: dict[str, Any] = {"progress": False, "reduce": reduce}
+            job = functools.partial(self.run, calls, progress=False, reduce=reduce)
         elif self._per_batch:
-            job, args, kwargs = self._send, (calls, _then(on_batch, reduce)), {}
+            job = functools.partial(self._send, calls, _then(on_batch, reduce))
         else:
-            job, args, kwargs = self._send_reduced, (calls, reduce), {}
+            job = functools.partial(self._send_reduced, calls, reduce)
         if not self._per_batch:
-            done: Future = Future()
+            done: Future[list[RpcResult]] = Future()
             try:
-                done.set_result(job(*args, **kwargs))
+                done.set_result(job())
             except BaseException as exc:
                 done.set_exception(exc)
             return done
@@ -239,7 +257,7 @@ class NodeClient:
                 size = max(4, getattr(core, "max_concurrency", 8))
                 self._workers = ThreadPoolExecutor(size, thread_name_prefix="feeslab-part")
             workers = self._workers
-        return workers.submit(job, *args, **kwargs)
+        return workers.submit(job)
 
     def _send_reduced(self, calls: Sequence[RpcCall], reduce: Reduce | None) -> list[RpcResult]:
         answers = self._send(calls)
@@ -252,7 +270,7 @@ class NodeClient:
         description: str,
         on_chunk: Callable[[int], None] | None,
         reduce: Reduce | None = None,
-    ) -> Generator[tuple[list[RpcCall], Any], list[RpcResult], list[RpcResult]]:
+    ) -> Generator[tuple[list[RpcCall], OnBatch | None], list[RpcResult], list[RpcResult]]:
         """One fetch: yields each chunk of calls to send with the ``on_batch`` callback to send
         them with (None: none needed), answered with their results; returns every answer in
         call order (each through ``reduce``). The driver has opened the cache and asked the
@@ -288,11 +306,19 @@ class NodeClient:
                     assert cache is not None
                     settled = self.settled_below()
 
-                    def on_batch(sent, results, cache=cache, settled=settled, kept=kept):
+                    def store(
+                        sent: Sequence[RpcCall],
+                        results: list[RpcResult],
+                        cache: Cache = cache,
+                        settled: int = settled,
+                        kept: list[int] = kept,
+                    ) -> list[RpcResult] | None:
                         self._store(cache, zip(sent, results, strict=True), settled)
                         with self._lock:
                             kept[0] += len(results)
                         return None if reduce is None else [reduce(a) for a in results]
+
+                    on_batch = store
 
                 try:
                     results = yield [calls[i] for i in part], on_batch
@@ -317,14 +343,19 @@ class NodeClient:
                 bar.close()
         return answers  # type: ignore[return-value]
 
-    def _store(self, cache: Cache, pairs: Any, settled: int | None = None) -> None:
+    def _store(
+        self,
+        cache: Cache,
+        pairs: Iterable[tuple[RpcCall, RpcResult | None]],
+        settled: int | None = None,
+    ) -> None:
         """Write the settled answers among ``(call, answer)`` pairs: one transaction."""
         if settled is None:
             settled = self.settled_below()
         items = [
-            (call.method, call.params, answer.result, block_of(call))
+            (call.method, call.params, answer.result, block)
             for call, answer in pairs
-            if answer is not None and answer.ok and block_of(call) is not None
+            if answer is not None and answer.ok and (block := block_of(call)) is not None
         ]
         if items:
             cache.put_many(items, settled_below=settled)
@@ -362,7 +393,7 @@ class NodeClient:
 
     # -- the one path -------------------------------------------------------------------------
 
-    def request(self, method: str, params: list) -> Any:
+    def request(self, method: str, params: Iterable[object]) -> Any:
         """One call: its result, or raise its ``RpcError``."""
         return self.run([RpcCall(method, list(params))], progress=False)[0].unwrap()
 
@@ -392,7 +423,8 @@ class NodeClient:
                 try:
                     chunk, on_batch = steps.throw(error) if error else steps.send(sent)  # type: ignore[arg-type]
                 except StopIteration as finished:
-                    return finished.value
+                    answers: list[RpcResult] = finished.value  # what _steps returns
+                    return answers
                 sent, error = None, None
                 try:
                     sent = self._send(chunk, on_batch)
@@ -406,7 +438,7 @@ class NodeClient:
         the one place): each request as it goes, a refused one refunded."""
         return self.transport.charging(budget)
 
-    def _send(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+    def _send(self, calls: Sequence[RpcCall], on_batch: OnBatch | None = None) -> list[RpcResult]:
         if not self._known:
             return self._post(calls, on_batch)
         keys = [(c.method, json.dumps(c.params)) for c in calls]
@@ -415,13 +447,14 @@ class NodeClient:
         return [RpcResult(c, result=self._known[k]) if k in self._known else next(sent)
                 for c, k in zip(calls, keys, strict=True)]  # fmt: skip
 
-    def _post(self, calls: Sequence[RpcCall], on_batch: Any = None) -> list[RpcResult]:
+    def _post(self, calls: Sequence[RpcCall], on_batch: OnBatch | None = None) -> list[RpcResult]:
         if on_batch is None:
             return self.transport.handle_request(calls)
-        return self.transport.handle_request(calls, on_batch=on_batch)
+        # given only when _per_batch: this transport's handle_request takes on_batch
+        return self.transport.handle_request(calls, on_batch=on_batch)  # type: ignore[call-arg]
 
 
-def _then(on_batch: Any, reduce: Reduce | None) -> Any:
+def _then(on_batch: OnBatch | None, reduce: Reduce | None) -> OnBatch | None:
     """An ``on_batch`` giving each answer through ``reduce`` to stand for it, then handing the
     batch so reduced to ``on_batch`` (if any): one holding the raw answers instead kept a
     second copy of the batch alive, which made a first uncle scan with a cache 1.1x slower."""
@@ -437,7 +470,9 @@ def _then(on_batch: Any, reduce: Reduce | None) -> Any:
     return each
 
 
-def _progress(total: int, done: int, description: str, show: bool, ledger: CreditLedger):
+def _progress(
+    total: int, done: int, description: str, show: bool, ledger: CreditLedger
+) -> ProgressBar | None:
     if not show or total - done < DEFAULT_CHUNK // 2:  # short fetches need no bar
         return None
     from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere

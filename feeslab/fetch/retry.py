@@ -34,7 +34,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from feeslab.errors import (
     AuthError,
@@ -214,7 +214,7 @@ def status_error(
 
 def http_error(
     response: httpx.Response,
-    body: Any,
+    body: object,
     *,
     secrets: Iterable[str] = (),
     credits_spent: int | None = None,

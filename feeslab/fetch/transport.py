@@ -61,7 +61,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Unpack
 
 import httpx
 
@@ -92,6 +92,7 @@ from feeslab.fetch.core import (
     Limits,
     Retry,
     RpcCore,
+    TransportOptions,
     TransportReports,
     gather_or_cancel,
     send_batch,
@@ -227,10 +228,10 @@ class AsyncHTTPTransport(TransportReports):
         *,
         url: str,
         headers: Mapping[str, str] | None = None,
-        auth: Any = None,
+        auth: tuple[str, str] | httpx.Auth | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        **options: Any,
+        **options: Unpack[TransportOptions],
     ) -> None:
         self._core = RpcCore.build(url=url, auth=auth, **options)
         limits = self._core.limits
@@ -361,9 +362,19 @@ class HTTPTransport(Blocking, TransportReports):
 
     _inner: AsyncHTTPTransport
 
-    def __init__(self, *, sleep: Callable[[float], object] = time.sleep, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | httpx.Auth | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], object] = time.sleep,
+        **options: Unpack[TransportOptions],
+    ) -> None:
         def make() -> AsyncHTTPTransport:
-            return AsyncHTTPTransport(sleep=blocking_sleep(sleep), **options)
+            return AsyncHTTPTransport(url=url, headers=headers, auth=auth, transport=transport,
+                                      sleep=blocking_sleep(sleep), **options)  # fmt: skip
 
         super().__init__(make, "feeslab-http")
         self._core = self._inner._core

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -96,7 +96,7 @@ class WalletNotification:
         return self.params.get("result") if isinstance(self.params, Mapping) else None
 
     @classmethod
-    def from_message(cls, message: Mapping[str, Any]) -> WalletNotification:
+    def from_message(cls, message: Mapping[str, object]) -> WalletNotification:
         """Read a notification message.
 
         Raises
@@ -109,9 +109,10 @@ class WalletNotification:
         if method == "wallet_notify" and isinstance(params, Mapping):
             inner = params.get("notification")
             inner = inner if isinstance(inner, Mapping) else {}
+            scope = params.get("scope")  # not a string: ChainId.parse's CaipError
             return cls(
                 method,
-                scope=ChainId.parse(params.get("scope"), field="wallet_notify.scope"),
+                scope=ChainId.parse(scope, field="wallet_notify.scope"),  # type: ignore[arg-type]
                 name=inner.get("method"),
                 params=inner.get("params"),
                 raw=message,
@@ -122,7 +123,9 @@ class WalletNotification:
         return cls(method, params=params, raw=message)
 
 
-def _scopes_json(scopes: Mapping[Any, Scope | Mapping[str, Any]] | None, name: str) -> dict:
+def _scopes_json(
+    scopes: Mapping[ScopeKey | str, Scope | Mapping[str, object]] | None, name: str
+) -> dict[str, dict[str, list[str]]]:
     parsed = parse_scopes(scopes, field=name)
     return {str(key): scope.to_json() for key, scope in parsed.items()}
 
@@ -145,7 +148,10 @@ class AsyncWalletClient:
             on_message=self._received, on_close=self._ended,
         )
         self._secrets = secrets_of(url, None)  # masked in its errors
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        # notifications, then (_CLOSED, the error or None) once the connection is gone
+        self._queue: asyncio.Queue[WalletNotification | tuple[object, FeeslabError | None]] = (
+            asyncio.Queue()
+        )
         self._callbacks: list[Callable[[WalletNotification], None]] = []
         self.dropped = 0
         """Notifications dropped because more than 10,000 waited for the iterator."""
@@ -157,7 +163,7 @@ class AsyncWalletClient:
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    async def request(self, method: str, params: Mapping[str, object] | None = None) -> Any:
         """Any wallet method with an object of params, unchecked; its result."""
         transport = self._transport
         if transport.opened and not transport.connected:
@@ -173,10 +179,10 @@ class AsyncWalletClient:
 
     async def create(
         self,
-        scopes: Mapping[ScopeKey | str, Scope | Mapping[str, Any]] | None = None,
+        scopes: Mapping[ScopeKey | str, Scope | Mapping[str, object]] | None = None,
         *,
-        properties: Mapping[str, Any] | None = None,
-        required: Mapping[ScopeKey | str, Scope | Mapping[str, Any]] | None = None,
+        properties: Mapping[str, object] | None = None,
+        required: Mapping[ScopeKey | str, Scope | Mapping[str, object]] | None = None,
     ) -> Session:
         """``wallet_createSession``: ask for ``scopes`` (sent as ``optionalScopes``).
 
@@ -203,7 +209,7 @@ class AsyncWalletClient:
             5100 (no requested chain is supported), 5302 (bad ``sessionProperties``),
             ``UserRejected`` (4001).
         """
-        params: dict[str, Any] = {"optionalScopes": _scopes_json(scopes, "scopes")}
+        params: dict[str, object] = {"optionalScopes": _scopes_json(scopes, "scopes")}
         if required:
             params["requiredScopes"] = _scopes_json(required, "required")
         if properties is not None:
@@ -218,7 +224,12 @@ class AsyncWalletClient:
         self.session = Session.from_json(await self.request("wallet_getSession", {}))
         return self.session
 
-    async def invoke(self, scope: ScopeKey | str, method: str, params: Any = None) -> Any:
+    async def invoke(
+        self,
+        scope: ScopeKey | str,
+        method: str,
+        params: Mapping[str, object] | Iterable[object] | None = None,
+    ) -> Any:
         """``wallet_invokeMethod``: run ``method`` on a granted ``scope``; its result.
 
         Reads both answers: the bare result (MetaMask, the devnet) and the interface's
@@ -243,7 +254,7 @@ class AsyncWalletClient:
         chain = ChainId.parse(scope, field="scope")
         if not isinstance(method, str) or not method:
             raise CaipError("method", "must be a method name", method)
-        request: dict[str, Any] = {"method": method}
+        request: dict[str, object] = {"method": method}
         if params is not None:
             request["params"] = params if isinstance(params, Mapping) else list(params)
         answer = await self.request(
@@ -262,18 +273,20 @@ class AsyncWalletClient:
 
     async def subscribe(self, scope: ScopeKey | str, kind: str = "newHeads") -> str:
         """``eth_subscribe(kind)`` through the wallet; events come as ``wallet_notify``."""
-        return await self.invoke(scope, "eth_subscribe", [kind])
+        sub_id: str = await self.invoke(scope, "eth_subscribe", [kind])
+        return sub_id
 
     async def unsubscribe(self, scope: ScopeKey | str, subscription: str) -> bool:
         """``eth_unsubscribe`` through the wallet."""
-        return await self.invoke(scope, "eth_unsubscribe", [subscription])
+        done: bool = await self.invoke(scope, "eth_unsubscribe", [subscription])
+        return done
 
     # -- notifications -----------------------------------------------------------------------
 
     def _ended(self, error: FeeslabError | None) -> None:
         self._queue.put_nowait((_CLOSED, error))
 
-    def _received(self, message: dict) -> None:
+    def _received(self, message: dict[str, object]) -> None:
         try:
             note = WalletNotification.from_message(message)
         except CaipError:
@@ -321,14 +334,14 @@ class AsyncWalletClient:
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except TimeoutError:
             raise NotificationTimeout(timeout or 0.0) from None
-        if isinstance(item, tuple) and item[0] is _CLOSED:
+        if isinstance(item, tuple):  # (_CLOSED, error): the only tuple queued
             self._queue.put_nowait(item)  # every later call ends the same way
             raise item[1] or TransportError("the wallet connection was closed")
         return item
 
     async def notifications(
         self, *, count: int | None = None, timeout: float | None = DEFAULT_NOTIFICATION_TIMEOUT
-    ) -> AsyncIterator[WalletNotification]:
+    ) -> AsyncGenerator[WalletNotification, None]:
         """Notifications in arrival order: ``count`` of them (or until the connection closes),
         each awaited up to ``timeout`` [s] (``NotificationTimeout`` past it)."""
         taken = 0
@@ -368,8 +381,8 @@ class WalletClient(Blocking):
 
     _inner: AsyncWalletClient
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(lambda: AsyncWalletClient(**options), "feeslab-ws")
+    def __init__(self, *, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        super().__init__(lambda: AsyncWalletClient(url=url, timeout=timeout), "feeslab-ws")
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWalletClient", "WalletClient")
@@ -383,16 +396,16 @@ class WalletClient(Blocking):
     def dropped(self) -> int:
         return self._inner.dropped
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    def request(self, method: str, params: Mapping[str, object] | None = None) -> Any:
         """Any wallet method with an object of params, unchecked; its result."""
         return self._run(self._inner.request(method, params))
 
     def create(
         self,
-        scopes: Mapping[ScopeKey | str, Scope | Mapping[str, Any]] | None = None,
+        scopes: Mapping[ScopeKey | str, Scope | Mapping[str, object]] | None = None,
         *,
-        properties: Mapping[str, Any] | None = None,
-        required: Mapping[ScopeKey | str, Scope | Mapping[str, Any]] | None = None,
+        properties: Mapping[str, object] | None = None,
+        required: Mapping[ScopeKey | str, Scope | Mapping[str, object]] | None = None,
     ) -> Session:
         """``wallet_createSession`` (see ``AsyncWalletClient.create``)."""
         return self._run(self._inner.create(scopes, properties=properties, required=required))
@@ -401,7 +414,12 @@ class WalletClient(Blocking):
         """``wallet_getSession``: the active session (empty when there is none)."""
         return self._run(self._inner.get())
 
-    def invoke(self, scope: ScopeKey | str, method: str, params: Any = None) -> Any:
+    def invoke(
+        self,
+        scope: ScopeKey | str,
+        method: str,
+        params: Mapping[str, object] | Iterable[object] | None = None,
+    ) -> Any:
         """``wallet_invokeMethod`` (see ``AsyncWalletClient.invoke``)."""
         return self._run(self._inner.invoke(scope, method, params))
 

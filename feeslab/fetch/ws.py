@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -47,6 +47,7 @@ from feeslab.errors import (
 from feeslab.fetch import jsonrpc
 from feeslab.fetch.core import (
     RpcCore,
+    TransportOptions,
     TransportReports,
     gather_or_cancel,
     send_batch,
@@ -68,15 +69,16 @@ class _Group:
 
     def __init__(self, ids: Sequence[int], loop: asyncio.AbstractEventLoop) -> None:
         self.ids = set(ids)
-        self.answers: list[Any] = []
-        self.future: asyncio.Future[Any] = loop.create_future()
+        self.answers: list[Mapping[str, object]] = []
+        # None once every call is answered; the one error item refusing the whole batch
+        self.future: asyncio.Future[Mapping[str, object] | None] = loop.create_future()
 
-    def add(self, item: Mapping[str, Any]) -> None:
+    def add(self, item: Mapping[str, object]) -> None:
         self.answers.append(item)
         if len(self.answers) >= len(self.ids) and not self.future.done():
             self.future.set_result(None)
 
-    def fail_whole(self, item: Mapping[str, Any]) -> None:
+    def fail_whole(self, item: Mapping[str, object]) -> None:
         # the service answered the whole batch with one error (429 for a batch)
         if not self.future.done():
             self.future.set_result(item)
@@ -97,14 +99,14 @@ class AsyncSubscription:
         self.id = sub_id
         self.kind = kind
         self._transport = transport
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()  # results (JSON), then _END
         self._error: FeeslabError | None = None
         self._closed = False
 
     def __repr__(self) -> str:
         return f"<AsyncSubscription {self.kind} {self.id}>"
 
-    def _push(self, value: Any) -> None:
+    def _push(self, value: object) -> None:
         self._queue.put_nowait(value)
 
     def _end(self, error: FeeslabError | None) -> None:
@@ -166,9 +168,9 @@ class AsyncWebSocketTransport(TransportReports):
         url: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_size: int = MAX_MESSAGE_BYTES,
-        on_message: Callable[[dict], None] | None = None,
+        on_message: Callable[[dict[str, object]], None] | None = None,
         on_close: Callable[[FeeslabError | None], None] | None = None,
-        **options: Any,
+        **options: Unpack[TransportOptions],
     ) -> None:
         self._core = RpcCore.build(url=url, schemes=("ws", "wss"), **options)
         self._timeout = self._core.limits.seconds
@@ -180,7 +182,7 @@ class AsyncWebSocketTransport(TransportReports):
         self._limit: asyncio.Semaphore | None = None
         self._waiting: dict[int, _Group] = {}
         self._subs: dict[str, AsyncSubscription] = {}
-        self._early: dict[str, list[Any]] = {}  # notifications that beat their subscribe answer
+        self._early: dict[str, list[object]] = {}  # notifications that beat their subscribe answer
         self._exhausted: CreditsExhausted | None = None
         self._closing = False
         self._on_message = on_message
@@ -293,12 +295,12 @@ class AsyncWebSocketTransport(TransportReports):
             else:
                 self._answer(body, whole=True)
 
-    def _answer(self, item: Any, *, whole: bool) -> None:
+    def _answer(self, item: object, *, whole: bool) -> None:
         if not isinstance(item, Mapping):
             return
         error = item.get("error")
         code = error.get("code") if isinstance(error, Mapping) else None
-        if code == 402:
+        if code == 402 and isinstance(error, Mapping):  # (a code is only read from a Mapping)
             exhausted = status_error(402, "", secrets=self._core.secrets,
                                      credits_spent=self._core.credits_spent,
                                      details=error.get("details"))  # fmt: skip
@@ -306,7 +308,7 @@ class AsyncWebSocketTransport(TransportReports):
             self._exhausted = exhausted
             self._fail_all(self._exhausted)  # the service closes the socket next
             return
-        group = self._waiting.get(item.get("id"))
+        group = self._waiting.get(item.get("id"))  # type: ignore[arg-type]  # any id: ours match
         refused = code in (429, jsonrpc.RATE_LIMIT_CODE)
         if group is None and whole and item.get("id") is None and refused:
             # a refused batch is answered with id null: the service answers a connection's
@@ -326,11 +328,11 @@ class AsyncWebSocketTransport(TransportReports):
         else:
             group.add(item)
 
-    def _notify(self, params: Any) -> None:
+    def _notify(self, params: object) -> None:
         if not isinstance(params, Mapping):
             return
         sub_id = params.get("subscription")
-        sub = self._subs.get(sub_id)
+        sub = self._subs.get(sub_id)  # type: ignore[arg-type]  # any id: ours match
         if sub is not None:
             sub._push(params.get("result"))
         elif isinstance(sub_id, str) and len(self._early) < 64:
@@ -398,7 +400,9 @@ class AsyncWebSocketTransport(TransportReports):
         """Whether this side is closing (or has closed) the connection."""
         return self._closing
 
-    async def call_once(self, method: str, params: Any) -> Mapping[str, Any]:
+    async def call_once(
+        self, method: str, params: list[Any] | Mapping[str, Any]
+    ) -> Mapping[str, Any]:
         """One call sent once, with ``params`` as given (a list, or an object for the wallet
         API), and its raw answer item: no retry, no reconnect of a dropped connection.
 
@@ -413,7 +417,10 @@ class AsyncWebSocketTransport(TransportReports):
         group = _Group([rid], asyncio.get_running_loop())
         self._waiting[rid] = group
         try:
-            await self._ws.send(jsonrpc.build_body([RpcCall(method, params)], [rid]).decode())
+            # an RpcCall's params are a list, but the wallet API's are an object: build_body
+            # sends either as given
+            call = RpcCall(method, params)  # type: ignore[arg-type]
+            await self._ws.send(jsonrpc.build_body([call], [rid]).decode())
             await asyncio.wait_for(asyncio.shield(group.future), self._timeout)
         except TimeoutError:
             message = f"no answer to {method} within {self._timeout:g} s"
@@ -428,7 +435,7 @@ class AsyncWebSocketTransport(TransportReports):
 
     # -- subscriptions ----------------------------------------------------------------------
 
-    async def subscribe(self, kind: str = "newHeads", *params: Any) -> AsyncSubscription:
+    async def subscribe(self, kind: str = "newHeads", *params: object) -> AsyncSubscription:
         """``eth_subscribe(kind, *params)``; iterate the result for the notifications.
 
         Raises
@@ -505,8 +512,22 @@ class WebSocketTransport(Blocking):
 
     _inner: AsyncWebSocketTransport
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(lambda: AsyncWebSocketTransport(**options), "feeslab-ws")
+    def __init__(
+        self,
+        *,
+        url: str,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_size: int = MAX_MESSAGE_BYTES,
+        on_message: Callable[[dict[str, object]], None] | None = None,
+        on_close: Callable[[FeeslabError | None], None] | None = None,
+        **options: Unpack[TransportOptions],
+    ) -> None:
+        def make() -> AsyncWebSocketTransport:
+            return AsyncWebSocketTransport(url=url, sleep=sleep, max_size=max_size,
+                                           on_message=on_message, on_close=on_close,
+                                           **options)  # fmt: skip
+
+        super().__init__(make, "feeslab-ws")
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWebSocketTransport", "WebSocketTransport")
@@ -523,6 +544,6 @@ class WebSocketTransport(Blocking):
         """Send ``calls``; results in call order (see ``AsyncWebSocketTransport``)."""
         return self._run(self._inner.handle_request(calls))
 
-    def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
+    def subscribe(self, kind: str = "newHeads", *params: object) -> Subscription:
         """``eth_subscribe(kind, *params)``; iterate the result for the notifications."""
         return Subscription(self._run(self._inner.subscribe(kind, *params)), self._loop)
