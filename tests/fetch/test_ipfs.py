@@ -173,6 +173,14 @@ def test_pins(ipfs):
         ipfs.pin_ls(entry.cid)
 
 
+def test_replace_keeps_the_root_and_the_credentials(ipfs):
+    # the blocking client names its keywords: what replace() passes on must reach the twin
+    with ipfs.replace(retries=0, timeout=5.0) as other:
+        assert (other.base_url, other.retries) == (ipfs.base_url, 0)
+        [entry] = other.add(data(13, 100), name="replaced")
+        assert other.cat(entry.cid) == data(13, 100)
+
+
 def test_block_get_is_checked(ipfs, dev):
     [entry] = ipfs.add(b"block bytes", cid_version=1)
     assert ipfs.block_get(entry.cid) == b"block bytes"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from feeslab.devnet import start
-from feeslab.errors import AuthError, ConfigError, CreditsExhausted
+from feeslab.errors import AuthError, ConfigError, CreditsExhausted, TransportError
 from feeslab.fetch import AsyncWebSocketTransport, RpcCall, WebSocketTransport
 
 
@@ -101,6 +101,16 @@ def test_subscribe_new_heads_async_and_sync() -> None:
             sub.close()
             assert list(sub) == []  # closed: the iteration ends
         assert int(second["number"], 16) == int(first["number"], 16) + 1
+
+
+def test_the_blocking_transport_hands_its_options_on(devnet) -> None:
+    # max_size (the largest message read) and the retry policy reach the async transport: a
+    # header is past 64 bytes, so the connection refuses it and, with no retries, that is final
+    small = WebSocketTransport(url=ws_url(devnet), max_size=64, retries=0)
+    with small, pytest.raises(TransportError):
+        small.handle_request([block(1)])
+    with WebSocketTransport(url=ws_url(devnet), max_size=1 << 20, retries=0) as large:
+        assert numbers(large.handle_request([block(1)])) == [1]
 
 
 def test_real_429_over_the_websocket_is_retried() -> None:
