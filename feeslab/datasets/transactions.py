@@ -46,9 +46,16 @@ def calls(start: int, stop: int) -> list[RpcCall]:
 
 
 def _groups(start: int, stop: int) -> list[tuple[int, int]]:
-    """Aligned groups of :data:`GROUP` blocks (so that their cache keys recur across ranges)."""
+    """The range cut at multiples of :data:`GROUP` blocks: a whole group is cached under its
+    own name, so any later range that holds part of it reads that part back."""
     first = start - start % GROUP
     return [(max(start, a), min(stop, a + GROUP)) for a in range(first, stop, GROUP)]
+
+
+def _whole(group: tuple[int, int]) -> str:
+    """The cache's name for the whole aligned group ``group`` lies in."""
+    a = group[0] - group[0] % GROUP
+    return f"{a}-{a + GROUP}"
 
 
 def _title(start: int, stop: int) -> str:
@@ -68,7 +75,18 @@ def plan(source: Any, start: int, stop: int, *, less_cached: bool = True) -> Pla
 
 
 def _kept(source: Any, groups: list[tuple[int, int]]) -> list[pd.DataFrame | None]:
-    return source.cached_frames(DATASET, [f"{a}-{b}" for a, b in groups])  # type: ignore[no-any-return]
+    """Each group's rows where the cache holds them (its whole aligned group's, or the very
+    part a range ending inside it kept), else None."""
+    whole: list[pd.DataFrame | None] = source.cached_frames(DATASET, [_whole(g) for g in groups])
+    parts = [i for i, ((a, b), rows) in enumerate(zip(groups, whole, strict=True))
+             if rows is None and b - a < GROUP]  # fmt: skip
+    exact = source.cached_frames(DATASET, [f"{groups[i][0]}-{groups[i][1]}" for i in parts])
+    for i, rows in zip(parts, exact, strict=True):
+        whole[i] = rows
+    for i, ((a, b), rows) in enumerate(zip(groups, whole, strict=True)):
+        if rows is not None and b - a < GROUP and len(rows):  # a part: its blocks' rows
+            whole[i] = rows[rows["block_number"].between(a, b - 1)].reset_index(drop=True)
+    return whole
 
 
 def _slim(answer: RpcResult) -> RpcResult:
@@ -148,7 +166,7 @@ def get(
 def _land(source: Any, groups: list[tuple[int, int]], frames: list[pd.DataFrame | None],
           g: int, future: Future[list[RpcResult]], bar: Any) -> None:  # fmt: skip
     """Group ``g``'s rows from its answers, kept in the cache at once (what a stopped run
-    has paid for stays paid for)."""
+    has paid for stays paid for), under its blocks' names."""
     rows = _rows(source, future.result())
     frames[g] = rows
     a, b = groups[g]
