@@ -218,13 +218,14 @@ def run(dataset: Dataset | str, source: Source, *args: Any, client: Any,
     *args, **kwargs
         The dataset's arguments (``budget`` and ``progress`` apply to the whole run), and
         :func:`~feeslab.cluster.jobs.run_job`'s options: ``out``, ``partition_blocks``,
-        ``keys``.
+        ``keys``, ``tune_malloc``.
     client : distributed.Client
     planned : JobPlan, optional
         What :func:`plan` gave for the same arguments (a sample it bought is not bought
         again).
     """
-    runner = {k: kwargs.pop(k) for k in ("out", "partition_blocks", "keys") if k in kwargs}
+    runner = {k: kwargs.pop(k) for k in ("out", "partition_blocks", "keys", "tune_malloc")
+              if k in kwargs}  # fmt: skip
     job, options = DatasetJob.of(dataset, *args, **kwargs)
     result: JobResult = run_job(job, source, client=client, planned=planned, **options, **runner)
     return result

@@ -483,21 +483,6 @@ def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
                             path=after.file, block=after.start)  # fmt: skip
 
 
-def _error_as_data(exc: FeeslabError) -> dict[str, Any]:
-    """A feeslab error as plain data: most take keyword-only arguments, which pickle (and so
-    dask) cannot rebuild an exception from."""
-    return {"type": type(exc), "message": str(exc), "state": dict(vars(exc))}
-
-
-def _error_from_data(data: dict[str, Any]) -> BaseException:
-    """The error :func:`_error_as_data` described: its type, message and attributes."""
-    cls = data["type"]
-    exc = cls.__new__(cls)
-    BaseException.__init__(exc, data["message"])
-    exc.__dict__.update(data["state"])
-    return exc
-
-
 @functools.cache
 def _glibc() -> Any:
     """The C library if it is glibc (its ``mallopt``), else None."""
@@ -603,7 +588,9 @@ def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]
             source = _node_source(task)
         frame = task.spec.compute(source, part, context)
     except FeeslabError as exc:
-        return {"file": part.name, "error": _error_as_data(exc)}
+        # handed back as data, raised on the driver (feeslab's errors pickle whole), so that
+        # dask neither retries nor logs a user's budget or a 402 as a task failure
+        return {"file": part.name, "error": exc}
     finally:
         if source is not None:
             source.close()
@@ -810,7 +797,7 @@ def run_job(
         try:
             for answer in finished():
                 if "error" in answer:
-                    raise _error_from_data(answer["error"])
+                    raise answer["error"]
                 name = answer.pop("file")
                 if "frame" in answer:
                     frames[name] = answer.pop("frame")
