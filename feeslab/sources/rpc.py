@@ -379,9 +379,10 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
         transport.close()
         raise
     open_gas = None
-    if spec.gas_url is not None and spec.api_key:
+    gas_url, api_key = spec.gas_url, spec.api_key
+    if gas_url is not None and api_key:
         def open_gas() -> GasClient:
-            return GasClient(base_url=spec.gas_url, api_key=spec.api_key,
+            return GasClient(base_url=gas_url, api_key=api_key,
                              api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
 
     return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node)
