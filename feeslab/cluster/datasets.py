@@ -16,7 +16,9 @@ import hashlib
 import itertools
 import json
 import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,6 +39,7 @@ from feeslab.cluster.jobs import (
 from feeslab.datasets import REGISTRY, registry
 from feeslab.datasets.registry import Dataset
 from feeslab.errors import ConfigError
+from feeslab.frames.partitions import JOB
 from feeslab.sources.base import Source
 
 __all__ = ["DatasetJob", "plan", "run"]
@@ -157,10 +160,27 @@ class DatasetJob(JobSpec):
     def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan,
                report: JobReport) -> JobResult:  # fmt: skip
         rows = source.tag(frame)
+        _describe(job.out, self.dataset, self.arguments(), rows.attrs)
         value = registry.assemble(self.declared, source, rows, self.arguments(), job.plan)
         if dataclasses.is_dataclass(value) and hasattr(value, "report"):
             value = dataclasses.replace(value, report=report)  # type: ignore[type-var]
         return JobResult(frame=rows, plan=job.plan, report=report, value=value)
+
+
+def _describe(out: Path, dataset: str, params: dict[str, Any], attrs: dict[str, Any]) -> None:
+    """``_job.json`` in the job's folder: what its partitions hold (dataset, parameters, the
+    frames' ``attrs``), so that the folder reads as a source (``feeslab.sources.partitions``);
+    written atomically."""
+    body = {"dataset": dataset, "parameters": params,
+            "attrs": {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))}}
+    handle, temporary = tempfile.mkstemp(dir=out, prefix=f".{JOB}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(body, file, indent=1, default=list)
+        os.replace(temporary, out / JOB)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _where(where: str, key: str) -> str:

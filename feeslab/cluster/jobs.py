@@ -41,14 +41,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 
 from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
 from feeslab.fetch.credits import Plan
 from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport
-from feeslab.frames.io import frame_from_bytes, write_frame
+from feeslab.frames.io import frame_from_bytes
+from feeslab.frames.partitions import (
+    MANIFEST,
+    concat_partitions,
+    read_partition,
+    write_partition,
+)
 from feeslab.sources.base import JSON_RPC
 from feeslab.sources.rpc import NodeSpec, RpcSource, open_node
 
@@ -67,11 +72,9 @@ __all__ = [
 
 DEFAULT_PARTITION_BLOCKS = 8_192
 """Blocks per partition of a node scan [blocks]: an era1 file's worth, about 660,000 credits."""
-MANIFEST = "_manifest.json"  # a leading underscore: pyarrow and dask.dataframe skip it
 MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
 PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
-TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
 WRITER, ROWS, SPENT = "feeslab_run", "feeslab_rows", "feeslab_credits"  # ... who wrote it, and
 # what it cost: read back when a killed attempt wrote the file before it could answer
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt() parameters
@@ -399,43 +402,14 @@ def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str) -> None:
-    """``frame`` as ``path``, atomically, without its ``attrs`` (the driver tags the whole
-    frame); its columns of tuples (a block's uncle hashes, a call's array outputs) are named
-    in the file, as Parquet gives every list back as an array; and the run that wrote it,
-    its rows and the credits they cost."""
-    frame.attrs.clear()
-    frame.attrs.update({WRITER: run, ROWS: len(frame), SPENT: spent})
-    tuples = [name for name, dtype in frame.dtypes.items() if dtype == np.dtype(object)
-              and _all_tuples(frame[name].tolist())]  # fmt: skip
-    if tuples:
-        frame.attrs[TUPLES] = tuples
-    write_frame(frame, path)
+    """``frame`` as ``path`` (``feeslab.frames.partitions``), saying the run that wrote it,
+    its rows and the credits they cost; without the frame's own ``attrs`` (the driver tags
+    the whole frame)."""
+    write_partition(frame, path, {WRITER: run, ROWS: len(frame), SPENT: spent})
 
 
-def _all_tuples(values: list[Any]) -> bool:
-    """Whether ``values`` holds tuples and missing values only, a tuple at least (the types
-    first: a column of ints is told in one pass, without ``pd.isna`` on each)."""
-    kinds = set(map(type, values))
-    if tuple not in kinds:
-        return False
-    return kinds == {tuple} or all(type(v) is tuple or pd.isna(v) for v in values)
-
-
-def _read_partition(path: Path) -> pd.DataFrame:
-    """A partition file as :func:`_write_partition` was given it (no ``attrs``)."""
-    frame = frame_from_bytes(path.read_bytes())
-    for name in frame.attrs.pop(TUPLES, []):
-        values = [tuple(v.tolist()) if isinstance(v, np.ndarray) else v for v in frame[name]]
-        frame[name] = pd.Series(values, dtype=object, index=frame.index)
-    frame.attrs.clear()
-    return frame
-
-
-def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    full = [f for f in frames if not f.empty]
-    if not full:
-        return frames[0].iloc[0:0].reset_index(drop=True)
-    return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+_read_partition = read_partition
+_concat = concat_partitions
 
 
 # -- on a worker -----------------------------------------------------------------------------

@@ -244,6 +244,32 @@ def test_cli_fetches_blocks_on_a_running_cluster(client, exported, tmp_path):
     assert len(list((tmp_path / "b.parts").glob("part-*.parquet"))) == 2
 
 
+def test_a_finished_jobs_folder_is_a_source_of_its_dataset(client, exported, tmp_path):
+    from feeslab.sources.partitions import PartitionSource
+
+    files = Era1Source(exported[0].parent)
+    scan = cluster.run("uncles", files, 0, 16_384, client=client, out=tmp_path / "u",
+                       progress=False).value
+    folder = PartitionSource(tmp_path / "u")
+    assert folder.offers() == {"uncles"} and folder.label == "era1"
+    again = datasets.get("uncles", folder, 0, 16_384)
+    pd.testing.assert_frame_equal(again.uncles, scan.uncles)
+    pd.testing.assert_frame_equal(again.blocks, scan.blocks)
+    assert again.plan.total == 0
+    inside = datasets.get("uncles", folder, 8_000, 9_000)  # across two partitions' edge
+    expected = datasets.get("uncles", files, 8_000, 9_000, progress=False)
+    pd.testing.assert_frame_equal(inside.uncles, expected.uncles)
+    with pytest.raises(ConfigError, match="does not hold blocks 16,000 to 16,999"):
+        datasets.get("uncles", folder, 16_000, 17_000)
+    with pytest.raises(ConfigError, match="offers 'uncles'"):
+        datasets.get("blocks", folder, 0, 10)
+    (tmp_path / "u" / "part-000008192-000016383.parquet").unlink()
+    with pytest.raises(ConfigError, match="lacks 1 partition files"):
+        datasets.get("uncles", folder, 8_000, 9_000)
+    with pytest.raises(ConfigError, match="holds no finished job"):
+        PartitionSource(tmp_path)
+
+
 
 def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, contracts,
                                                                 tmp_path):  # fmt: skip
