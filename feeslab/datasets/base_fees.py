@@ -12,8 +12,6 @@ References
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from feeslab.datasets import blocks
@@ -23,11 +21,12 @@ from feeslab.errors import ConfigError
 from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.frames import parse_base_fee_history
 from feeslab.sources.base import GAS_API
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "get", "plan"]
 
 
-def plan(source: Any = None) -> Plan:
+def plan(source: RpcSource | None = None) -> Plan:
     """What :func:`get` costs: the Gas API call, the head and two headers."""
     return Plan(
         [
@@ -39,7 +38,8 @@ def plan(source: Any = None) -> Plan:
     )
 
 
-def get(source: Any, chain_id: int | None = None, *, budget: int | None = None) -> pd.DataFrame:
+def get(source: RpcSource, chain_id: int | None = None, *,
+        budget: int | None = None) -> pd.DataFrame:  # fmt: skip
     """The Gas API's last 500 base fees of ``chain_id`` (default the node's).
 
     Parameters

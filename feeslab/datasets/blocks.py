@@ -23,6 +23,7 @@ from feeslab.fetch.credits import Plan
 from feeslab.fetch.node import DEFAULT_CHUNK, quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_blocks, slim_block
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "calls", "get", "headers", "plan"]
 
@@ -34,7 +35,7 @@ def calls(numbers: Sequence[int]) -> list[RpcCall]:
     return [RpcCall(METHOD, [quantity(n), False]) for n in numbers]
 
 
-def headers(source: Any, numbers: Sequence[int], **options: Any) -> list[Any]:
+def headers(source: RpcSource, numbers: Sequence[int], **options: Any) -> list[Any]:
     """The decoded headers of ``numbers`` from a node, in order (None where it has none).
 
     ``options`` go to ``NodeClient.run`` (``progress``, ``on_chunk``).
@@ -47,14 +48,14 @@ def _title(start: int, stop: int) -> str:
     return f"blocks {start:,} to {stop - 1:,}"
 
 
-def plan(source: Any, start: int, stop: int) -> Plan:
+def plan(source: RpcSource, start: int, stop: int) -> Plan:
     """What :func:`get` costs: a header per block [credits]."""
     check_range(start, stop)
     return Plan([(METHOD, stop - start)], title=_title(start, stop))
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     start: int,
     stop: int,
     *,
@@ -97,7 +98,7 @@ def _slim(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=slim_block(answer.result))
 
 
-def _frames(source: Any, start: int, stop: int,
+def _frames(source: RpcSource, start: int, stop: int,
             progress: bool | None) -> Iterator[pd.DataFrame]:  # fmt: skip
     """The frame of each chunk of ``start`` .. ``stop - 1`` in order (blocks the node does not
     have left out), each made as soon as its headers are there."""
@@ -123,13 +124,13 @@ def _frames(source: Any, start: int, stop: int,
             bar.close()
 
 
-def _bar(source: Any, start: int, stop: int, progress: bool | None) -> Any:
+def _bar(source: RpcSource, start: int, stop: int, progress: bool | None) -> Any:
     """A bar over the range's calls when at least half a chunk of them is to be sent."""
     node = source.node
     if not (node.progress if progress is None else progress) or stop - start < DEFAULT_CHUNK // 2:
         return None
     cached = 0
-    if node.caching:
+    if node.caching and node.cache is not None:
         cached = node.cache.count_cached((c.method, c.params)
                                          for c in calls(range(start, stop))).get(METHOD, 0)
     if stop - start - cached < DEFAULT_CHUNK // 2:

@@ -19,6 +19,7 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import decode_output, encode_call, function_spec, parse_call_series
 from feeslab.frames.calls import ZERO_ADDRESS, FunctionSpec
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "call", "get", "plan"]
 
@@ -31,7 +32,7 @@ def _request(spec: FunctionSpec, args: Sequence[Any], to: str, sender: str) -> d
 
 
 def call(
-    source: Any,
+    source: RpcSource,
     to: str,
     function: str | Mapping[str, Any],
     args: Sequence[Any] = (),
@@ -101,7 +102,7 @@ def _title(spec: FunctionSpec, count: int) -> str:
 
 
 def plan(
-    source: Any,
+    source: RpcSource,
     to: str,
     function: str | Mapping[str, Any],
     args: Sequence[Any],
@@ -121,7 +122,7 @@ def plan(
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     to: str,
     function: str | Mapping[str, Any],
     args: Sequence[Any],

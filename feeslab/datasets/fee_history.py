@@ -14,7 +14,6 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -25,6 +24,7 @@ from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import parse_fee_history
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "MAX_BLOCKS", "calls", "get", "plan"]
 
@@ -49,14 +49,14 @@ def _title(start: int, stop: int) -> str:
     return f"fee history of blocks {start:,} to {stop - 1:,}"
 
 
-def plan(source: Any, start: int, stop: int) -> Plan:
+def plan(source: RpcSource, start: int, stop: int) -> Plan:
     """What :func:`get` costs: a call per 1,024 blocks [credits]."""
     check_range(start, stop)
     return Plan([PlanLine.of("eth_feeHistory", len(calls(start, stop)))], title=_title(start, stop))
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     start: int,
     stop: int,
     *,
@@ -109,7 +109,8 @@ def get(
             for future in futures:
                 future.cancel()
             source.keep_frames(DATASET, keep)  # what came back is kept, even if a part failed
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    settled = [f for f in frames if f is not None]  # every group, cached or fetched
+    frame = pd.concat(settled, ignore_index=True) if len(settled) > 1 else settled[0]
     inside = (frame["block_number"] >= start) & (frame["block_number"] < stop)
     return source.tag(frame if inside.all() else frame[inside].reset_index(drop=True))
 

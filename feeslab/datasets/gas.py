@@ -24,6 +24,7 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates
 from feeslab.frames.calls import ZERO_ADDRESS
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "get", "needed", "plan"]
 
@@ -42,7 +43,7 @@ def _estimate_calls(objects: Sequence[dict[str, Any]], number: int) -> list[RpcC
     return [RpcCall("eth_estimateGas", [obj, quantity(number)]) for obj in objects]
 
 
-def _number(node: Any, block: int | str) -> int:
+def _number(node: RpcSource, block: int | str) -> int:
     if block == "latest":  # resolved first: estimates and base fee from the same block
         return int(node.head(refresh=True))
     if isinstance(block, str):
@@ -50,7 +51,7 @@ def _number(node: Any, block: int | str) -> int:
     return block_number(block)
 
 
-def plan(source: Any, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
+def plan(source: RpcSource, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
     """What :func:`get` costs: the estimates the cache cannot answer (300 credits each) and
     the block's header (``"latest"`` asks the head first)."""
     node = rpc(source, "eth_estimateGas")
@@ -58,14 +59,14 @@ def plan(source: Any, transactions: Sequence[Mapping[str, Any]], *, block: int |
     return _plan(node, _estimate_calls(objects, _number(node, block)))
 
 
-def _plan(node: Any, batch: Sequence[RpcCall]) -> Plan:
+def _plan(node: RpcSource, batch: Sequence[RpcCall]) -> Plan:
     title = f"gas estimates of {len(batch):,} transactions"
     estimates: Plan = node.plan(batch, title)
     return estimates + Plan([(blocks_dataset.METHOD, 1)])
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     transactions: Sequence[Mapping[str, Any]],
     *,
     block: int | str = "latest",
@@ -126,7 +127,7 @@ def get(
 
 
 def needed(
-    source: Any,
+    source: RpcSource,
     transactions: Sequence[Mapping[str, Any]],
     *,
     block: int | str = "latest",

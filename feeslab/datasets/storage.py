@@ -7,7 +7,6 @@ See ``feeslab.frames.parse_storage_series`` for the columns; decode with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -25,6 +24,7 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_storage_series
 from feeslab.slots import storage_word
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "calls", "get", "plan", "word"]
 
@@ -41,7 +41,7 @@ def _words(answers: Sequence[RpcResult]) -> list[int]:
 
 
 def plan(
-    source: Any, address: str, slot: int, blocks: Sequence[int], *, less_cached: bool = True
+    source: RpcSource, address: str, slot: int, blocks: Sequence[int], *, less_cached: bool = True
 ) -> Plan:
     """What :func:`get` costs, less the answers already in the cache (unless
     ``less_cached=False``: the cost from scratch, the same on every run, e.g. for a
@@ -51,14 +51,14 @@ def plan(
     return node.plan(batch, f"storage slot over {len(batch):,} blocks", less_cached=less_cached)
 
 
-def word(source: Any, address: str, slot: int, block: int) -> int:
+def word(source: RpcSource, address: str, slot: int, block: int) -> int:
     """The 32-byte word at ``slot`` of ``address`` after ``block``, as an int."""
     node = rpc(source, "a storage slot")
     return _words(node.run(calls(address, slot, [block]), progress=False))[0]
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     address: str,
     slot: int,
     blocks: Sequence[int],

@@ -28,6 +28,7 @@ from feeslab.fetch.credits import Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames.transactions import parse_transactions, slim_full_block, slim_receipts
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["AHEAD", "DATASETS", "GROUP", "calls", "get", "plan"]
 
@@ -62,7 +63,7 @@ def _title(start: int, stop: int) -> str:
     return f"transactions of blocks {start:,} to {stop - 1:,}"
 
 
-def plan(source: Any, start: int, stop: int, *, less_cached: bool = True) -> Plan:
+def plan(source: RpcSource, start: int, stop: int, *, less_cached: bool = True) -> Plan:
     """What :func:`get` costs: a full block and its receipts per block, less the groups
     whose rows the cache holds (unless ``less_cached=False``) [credits]."""
     check_range(start, stop)
@@ -74,7 +75,7 @@ def plan(source: Any, start: int, stop: int, *, less_cached: bool = True) -> Pla
                 title=_title(start, stop))  # fmt: skip
 
 
-def _kept(source: Any, groups: list[tuple[int, int]]) -> list[pd.DataFrame | None]:
+def _kept(source: RpcSource, groups: list[tuple[int, int]]) -> list[pd.DataFrame | None]:
     """Each group's rows where the cache holds them (its whole aligned group's, or the very
     part a range ending inside it kept), else None."""
     whole: list[pd.DataFrame | None] = source.cached_frames(DATASET, [_whole(g) for g in groups])
@@ -97,7 +98,7 @@ def _slim(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=slim(answer.result))
 
 
-def _rows(source: Any, answers: list[RpcResult]) -> pd.DataFrame:
+def _rows(source: RpcSource, answers: list[RpcResult]) -> pd.DataFrame:
     blocks, receipts = [], []
     for block, block_receipts in zip(answers[::2], answers[1::2], strict=True):
         found = block.unwrap()
@@ -109,7 +110,7 @@ def _rows(source: Any, answers: list[RpcResult]) -> pd.DataFrame:
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     start: int,
     stop: int,
     *,
@@ -163,7 +164,7 @@ def get(
     return source.tag(frame)
 
 
-def _land(source: Any, groups: list[tuple[int, int]], frames: list[pd.DataFrame | None],
+def _land(source: RpcSource, groups: list[tuple[int, int]], frames: list[pd.DataFrame | None],
           g: int, future: Future[list[RpcResult]], bar: Any) -> None:  # fmt: skip
     """Group ``g``'s rows from its answers, kept in the cache at once (what a stopped run
     has paid for stays paid for), under its blocks' names."""
@@ -176,7 +177,7 @@ def _land(source: Any, groups: list[tuple[int, int]], frames: list[pd.DataFrame 
         bar.set_postfix(credits=f"{source.credits.spent:,}")
 
 
-def _bar(source: Any, groups: list[tuple[int, int]], todo: list[int],
+def _bar(source: RpcSource, groups: list[tuple[int, int]], todo: list[int],
          progress: bool | None) -> Any:  # fmt: skip
     """A bar over the blocks when more than a few groups are to be fetched."""
     if not (source.node.progress if progress is None else progress) or len(todo) < 4:

@@ -42,6 +42,7 @@ from feeslab.fetch.credits import Budget, Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
+from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get", "plan",
            "plan_and_sample", "plan_parts"]
@@ -120,7 +121,7 @@ def _title(start: int, stop: int) -> str:
     return f"uncle scan of blocks {start:,} to {stop - 1:,}"
 
 
-def _pieces(source: Any, start: int, stop: int, runs: Iterable[tuple[int, int]] = ()
+def _pieces(source: RpcSource, start: int, stop: int, runs: Iterable[tuple[int, int]] = ()
             ) -> list[tuple[int, int]]:
     """``start`` .. ``stop - 1`` cut at the multiples of :data:`PIECE`; with a cache, also
     where settled blocks end, so that the settled part of the last piece is cached too, and
@@ -167,17 +168,18 @@ def _inside(frame: pd.DataFrame, run: tuple[int, int], piece: tuple[int, int]) -
     return frame[(numbers >= piece[0]) & (numbers < piece[1])].reset_index(drop=True)
 
 
-def _kept_runs(source: Any, start: int, stop: int) -> dict[tuple[int, int], str]:
+def _kept_runs(source: RpcSource, start: int, stop: int) -> dict[tuple[int, int], str]:
     """The cached runs of pieces (:class:`_Runs`, any scan's) that may hold blocks of
     ``start`` .. ``stop - 1``, with their keys: those ending in the range or up to :data:`RUN`
     pieces past it (a longer run, none of this version's, is only not reused)."""
-    if not source.node.caching:
+    cache = source.node.cache if source.node.caching else None
+    if cache is None:
         return {}
-    keys = source.node.cache.chunk_keys(DATASET, start, stop + RUN * PIECE)
+    keys = cache.chunk_keys(DATASET, start, stop + RUN * PIECE)
     return {run: key for key in keys if (run := _run_of(key)) is not None and run[0] < stop}
 
 
-def _cached(source: Any, pieces: list[tuple[int, int]], runs: Mapping[tuple[int, int], str]
+def _cached(source: RpcSource, pieces: list[tuple[int, int]], runs: Mapping[tuple[int, int], str]
             ) -> dict[tuple[int, int], pd.DataFrame]:
     """The settled pieces whose uncles frame the cache holds: inside one of the ``runs``
     (:func:`_kept_runs`), each file needed read once."""
@@ -189,8 +191,8 @@ def _cached(source: Any, pieces: list[tuple[int, int]], runs: Mapping[tuple[int,
     needed = sorted(set(use.values()))
     frames = dict(zip(needed, source.cached_frames(DATASET, [runs[r] for r in needed]),
                       strict=True))
-    return {piece: _inside(frames[run], run, piece) for piece, run in use.items()
-            if frames[run] is not None and list(frames[run].columns) == [*UNCLE_DTYPES]}
+    return {piece: _inside(found, run, piece) for piece, run in use.items()
+            if (found := frames[run]) is not None and list(found.columns) == [*UNCLE_DTYPES]}
 
 
 def _sample(todo: list[tuple[int, int]], sample: int) -> list[int]:
@@ -233,7 +235,7 @@ def _uncle_count(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=_count_of(answer.result))
 
 
-def _checked(source: Any, number: int, count: Any) -> int:
+def _checked(source: RpcSource, number: int, count: Any) -> int:
     """``count`` (as ``_uncle_count`` left it) if an int; else the error it stands for."""
     if type(count) is int:
         return count
@@ -243,7 +245,7 @@ def _checked(source: Any, number: int, count: Any) -> int:
                         "not a hex quantity")
 
 
-def _counts(source: Any, numbers: Sequence[int], results: Sequence[RpcResult]) -> np.ndarray:
+def _counts(source: RpcSource, numbers: Sequence[int], results: Sequence[RpcResult]) -> np.ndarray:
     """The uncle counts ``_uncle_count`` left of each answer (an error answer raises)."""
     out = np.empty(len(numbers), dtype=np.int64)
     for j, answer in enumerate(results):
@@ -251,7 +253,7 @@ def _counts(source: Any, numbers: Sequence[int], results: Sequence[RpcResult]) -
     return out
 
 
-def _stream(source: Any, todo: list[tuple[int, int]], known: dict[int, int],
+def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int],
             sampled: dict[int, int], progress: bool | None, runs: _Runs | None
             ) -> Iterator[tuple[tuple[int, int], pd.DataFrame, bool]]:
     """Each piece of ``todo`` in order, as ``(piece, uncles frame, complete)``; ``known``: uncle
@@ -367,7 +369,7 @@ class _Runs:
     a piece, each small frame made Arrow beside the thread decoding answers, made a first
     scan 1.16x slower than one without a cache), a slow one a file a piece as before."""
 
-    def __init__(self, source: Any, writer: Any) -> None:
+    def __init__(self, source: RpcSource, writer: Any) -> None:
         self.source, self.writer = source, writer
         self.settled = source.node.settled_below()
         self.held: list[tuple[tuple[int, int], pd.DataFrame]] = []
@@ -410,7 +412,7 @@ class _Notes:
     made a first scan 1.25x slower than one without a cache), written as they come after
     that, and all of them when the scan stops early (an error, Ctrl-C, out of credits)."""
 
-    def __init__(self, source: Any, writer: Any, todo: list[tuple[int, int]]) -> None:
+    def __init__(self, source: RpcSource, writer: Any, todo: list[tuple[int, int]]) -> None:
         node = source.node
         self.cache, self.settled, self.writer = node.cache, node.settled_below(), writer
         self.todo, self.starts = todo, [a for a, _ in todo]
@@ -474,7 +476,8 @@ class _Notes:
         self._write(items)
 
     def _write(self, items: list[tuple[str, bytes, int]]) -> None:
-        if items:  # RuntimeError: the writer is shut (the scan stopped while this was held)
+        if items and self.cache is not None:  # (notes are made only with a cache)
+            # RuntimeError: the writer is shut (the scan stopped while this was held)
             with contextlib.suppress(RuntimeError):
                 self.writer.submit(self.cache.put_chunks, NOTES, items,
                                    settled_below=self.settled)
@@ -493,18 +496,19 @@ def _counting(note: Any, bar: Any) -> Any:
     return on_batch
 
 
-def _noted_counts(source: Any, start: int, stop: int) -> dict[int, int]:
+def _noted_counts(source: RpcSource, start: int, stop: int) -> dict[int, int]:
     """The uncle counts an interrupted scan of blocks in ``start`` .. ``stop - 1`` noted."""
-    if not source.node.caching:
+    cache = source.node.cache if source.node.caching else None
+    if cache is None:
         return {}
     known: dict[int, int] = {}
-    for _, data in source.node.cache.chunks_between(NOTES, start, stop):
+    for _, data in cache.chunks_between(NOTES, start, stop):
         numbers, counts = np.frombuffer(data, dtype=np.int64).reshape(2, -1).tolist()
         known.update(zip(numbers, counts, strict=True))
     return known
 
 
-def _bar(source: Any, total: int, progress: bool | None) -> Any:
+def _bar(source: RpcSource, total: int, progress: bool | None) -> Any:
     show = source.node.progress if progress is None else progress
     if not show or total < PIECE:
         return None
@@ -514,7 +518,7 @@ def _bar(source: Any, total: int, progress: bool | None) -> Any:
 
 
 def plan(
-    source: Any, start: int, stop: int, *, sample: int = SAMPLE, budget: int | None = None,
+    source: RpcSource, start: int, stop: int, *, sample: int = SAMPLE, budget: int | None = None,
     less_cached: bool = True,
 ) -> Plan:
     """What :func:`get` will cost, before it runs.
@@ -534,7 +538,7 @@ def plan(
     return _plan_and_sample(source, start, stop, sample, budget, less_cached=less_cached)[0]
 
 
-def _counts_alone(source: Any, start: int, stop: int, budget: int | None) -> Budget | None:
+def _counts_alone(source: RpcSource, start: int, stop: int, budget: int | None) -> Budget | None:
     """The budget, checked against the scan's uncle counts alone before anything is sent."""
     cap = None if budget is None else Budget(budget)
     if cap is not None:
@@ -542,7 +546,7 @@ def _counts_alone(source: Any, start: int, stop: int, budget: int | None) -> Bud
     return cap
 
 
-def _left(source: Any, start: int, stop: int, sample: int, *, less_cached: bool = True
+def _left(source: RpcSource, start: int, stop: int, sample: int, *, less_cached: bool = True
           ) -> tuple[dict[tuple[int, int], pd.DataFrame], list[tuple[int, int]], list[int]]:
     """After the set-up round trip: the cached pieces (none looked up unless
     ``less_cached``), the pieces left to fetch and the sample's block numbers among them."""
@@ -555,7 +559,7 @@ def _left(source: Any, start: int, stop: int, sample: int, *, less_cached: bool 
     return cached, todo, _sample(todo, sample)
 
 
-def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: int | None,
+def _plan_and_sample(source: RpcSource, start: int, stop: int, sample: int, budget: int | None,
                      *, less_cached: bool = True,
                      ) -> tuple[Plan, dict[int, int], list[tuple[int, int]],
                                 dict[tuple[int, int], pd.DataFrame]]:
@@ -574,7 +578,7 @@ def _plan_and_sample(source: Any, start: int, stop: int, sample: int, budget: in
     return result, sampled, todo, cached
 
 
-def plan_and_sample(source: Any, start: int, stop: int, *, sample: int = SAMPLE,
+def plan_and_sample(source: RpcSource, start: int, stop: int, *, sample: int = SAMPLE,
                     budget: int | None = None) -> tuple[Plan, dict[int, int]]:  # fmt: skip
     """The scan's plan, its sample of ``sample`` uncle counts bought, and those counts
     by block number: what a caller that splits the scan (``feeslab.cluster``) hands each part
@@ -590,7 +594,7 @@ def plan_and_sample(source: Any, start: int, stop: int, *, sample: int = SAMPLE,
 
 
 def get(
-    source: Any,
+    source: RpcSource,
     start: int,
     stop: int,
     *,
@@ -665,15 +669,16 @@ def get(
         return UncleScan(uncles=uncles, blocks=counts, plan=planned)
 
 
-def _keep(source: Any, start: int, stop: int, frames: list[pd.DataFrame]) -> None:
+def _keep(source: RpcSource, start: int, stop: int, frames: list[pd.DataFrame]) -> None:
     """Cache a run of finished pieces' uncles ``frames`` (blocks ``start`` .. ``stop - 1``) as
     one, and drop the notes it makes useless."""
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     source.keep_frames(DATASET, [(f"{start}-{stop}", frame, stop - 1)])
-    source.node.cache.drop_chunks(NOTES, start, stop)
+    if source.node.cache is not None:
+        source.node.cache.drop_chunks(NOTES, start, stop)
 
 
-def _sample_cached(source: Any, numbers: Sequence[int]) -> dict[int, int]:
+def _sample_cached(source: RpcSource, numbers: Sequence[int]) -> dict[int, int]:
     """The sample's uncle counts the answer cache holds (none are asked for)."""
     cache = source.node.cache if numbers and source.node.caching else None
     if cache is None:
@@ -683,7 +688,7 @@ def _sample_cached(source: Any, numbers: Sequence[int]) -> dict[int, int]:
             if type(c) is int}
 
 
-def plan_parts(source: Any, params: Mapping[str, Any], cuts: Sequence[tuple[int, int]],
+def plan_parts(source: RpcSource, params: Mapping[str, Any], cuts: Sequence[tuple[int, int]],
                budget: int | None) -> PartsPlan:  # fmt: skip
     """A cluster job's plan: the sample bought once, on the driver, each partition's share of
     the credits worked out from it, and the sampled counts, which each partition is handed
@@ -698,7 +703,7 @@ def plan_parts(source: Any, params: Mapping[str, Any], cuts: Sequence[tuple[int,
     return PartsPlan(whole, credits, sampled, bought=len(sampled) * each)
 
 
-def _assemble(source: Any, rows: pd.DataFrame, params: Mapping[str, Any],
+def _assemble(source: RpcSource, rows: pd.DataFrame, params: Mapping[str, Any],
               planned: Plan) -> UncleScan:  # fmt: skip
     """The scan of every partition's (or era1 files') uncle rows."""
     uncles = source.tag(rows)
