@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -241,12 +242,13 @@ class _RewardCache:
 
     def __init__(self, max_bytes: int = REWARD_CACHE_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[int, int], tuple[np.ndarray, ...]] = OrderedDict()
+        # keyed by the history itself, not its id: an id is reused once a history is freed
+        self._items: OrderedDict[tuple[History, int], tuple[np.ndarray, ...]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
 
     def get(self, history: History, chunk: int) -> tuple[np.ndarray, ...]:
-        key = (id(history), chunk)
+        key = (history, chunk)
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
@@ -447,14 +449,14 @@ class _Bodies:
         self.lock = threading.Lock()
 
 
-_BODIES: dict[int, _Bodies] = {}
+_BODIES: weakref.WeakKeyDictionary[History, _Bodies] = weakref.WeakKeyDictionary()
 _BODIES_LOCK = threading.Lock()
 
 
 def block_body(history: History, number: int) -> BlockBody:
     """Block ``number``'s transactions (generated on demand, the last 256 kept)."""
     with _BODIES_LOCK:
-        bodies = _BODIES.setdefault(id(history), _Bodies())
+        bodies = _BODIES.setdefault(history, _Bodies())
     with bodies.lock:
         body = bodies.items.get(number)
         if body is not None:

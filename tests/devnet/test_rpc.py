@@ -19,6 +19,7 @@ import rlp
 from eth_hash.auto import keccak
 from protocol_reference import eip1559_base_fee as eip1559
 from protocol_reference import fake_exponential, header_rlp
+from test_full_blocks import encode_transaction  # tests/devnet: the independent encoder
 
 from feeslab.devnet.chain import Chain
 from feeslab.devnet.errors import RpcError
@@ -132,7 +133,9 @@ def test_block_fields_match_geth(mainnet, fixture, number):
     check_format(reference)  # the checker agrees with geth itself
     check_format(block)
     assert all(v is not None for v in block.values())
-    assert block["transactions"] == []
+    # the block's transaction hashes: none in an empty block
+    assert all(re.fullmatch(r"0x[0-9a-f]{64}", h) for h in block["transactions"])
+    assert (block["transactions"] == []) == (block["gasUsed"] == "0x0")
 
 
 def test_reference_hashes_recompute():
@@ -172,9 +175,13 @@ def test_block_links_sizes_and_total_difficulty(mainnet, uncle_block):
             for i in range(len(block["uncles"]))
         ]
         assert [u["hash"] for u in uncles] == block["uncles"]
-        # size = len(rlp([header, transactions, uncles])), recomputed with rlp
+        # size = len(rlp([header, transactions, uncles])), recomputed with rlp (a typed
+        # transaction is an RLP string in the body)
         uncle_items = [rlp.decode(header_rlp(u)) for u in uncles]
-        full = rlp.encode([rlp.decode(header_rlp(block)), [], uncle_items])
+        with_txs = call(mainnet, "eth_getBlockByNumber", [hex(number), True])
+        txs = [encode_transaction(tx) for tx in with_txs["transactions"]]
+        tx_items = [rlp.decode(tx) if tx[0] >= 0xC0 else tx for tx in txs]
+        full = rlp.encode([rlp.decode(header_rlp(block)), tx_items, uncle_items])
         assert int(block["size"], 16) == len(full)
         if uncles:
             assert block["sha3Uncles"] == "0x" + keccak(rlp.encode(uncle_items)).hex()
@@ -182,9 +189,13 @@ def test_block_links_sizes_and_total_difficulty(mainnet, uncle_block):
 
 def test_block_by_hash_equals_block_by_number(mainnet, uncle_block):
     by_number = call(mainnet, "eth_getBlockByNumber", [hex(uncle_block), True])
-    assert call(mainnet, "eth_getBlockByHash", [by_number["hash"], False]) == by_number
+    hashes = call(mainnet, "eth_getBlockByNumber", [hex(uncle_block), False])
+    assert call(mainnet, "eth_getBlockByHash", [by_number["hash"], False]) == hashes
     assert call(mainnet, "eth_getBlockByHash", [by_number["hash"].upper().replace("0X", "0x"),
                                                  True]) == by_number
+    # fullTx changes the transactions only: their objects or their hashes
+    assert [tx["hash"] for tx in by_number["transactions"]] == hashes["transactions"] != []
+    assert {**by_number, "transactions": None} == {**hashes, "transactions": None}
 
 
 def test_unknown_hash_and_beyond_head_are_null(mainnet):
