@@ -76,13 +76,14 @@ def uncles_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per uncle, in the order given, RangeIndex, with the columns and dtypes of
-        :data:`UNCLE_DTYPES` (see :func:`parse_uncles`); ``attrs`` empty.
+        :func:`parse_uncles`' frame (:data:`UNCLE_DTYPES`): a row per uncle in the order
+        given, no ``attrs``.
 
     Raises
     ------
     ValueError
-        A column is missing or not one it takes (naming them), or the lengths differ.
+        As :func:`~feeslab.frames.blocks_frame` does (a missing or foreign column, unequal
+        lengths).
     """
     given = _given(UNCLE_DTYPES, columns, ("depth",), "uncles_frame")
     given["depth"] = np.asarray(given["block_number"], dtype=np.int64) - np.asarray(
