@@ -119,12 +119,12 @@ def _gwei_strings_to_wei(values: list[Any]) -> np.ndarray:
     if too_large.any():
         raise bad(int(np.flatnonzero(too_large)[0]), "too large for int64 wei")
     result = wei.astype(np.int64)
-    for i in np.flatnonzero(wide):  # rare: exact Python ints
-        whole, _, frac = values[i].partition(".")
+    for row in np.flatnonzero(wide).tolist():  # rare: exact Python ints
+        whole, _, frac = values[row].partition(".")
         exact = int(whole) * 10**9 + int(frac.ljust(9, "0") or "0")
         if exact > INT64_MAX:
-            raise bad(int(i), "too large for int64 wei")
-        result[i] = exact
+            raise bad(row, "too large for int64 wei")
+        result[row] = exact
     return result
 
 
@@ -368,7 +368,8 @@ def parse_fee_history(
     names = _reward_names(percentiles or ())
     fees = result.get("baseFeePerGas")
     if not fees:  # blockCount 0: {"oldestBlock": "0x0", "gasUsedRatio": null}
-        no_rows = {name: [] for name in [*FEE_HISTORY_DTYPES, *names] if name != "base_fee_gwei"}
+        no_rows: dict[str, list[object]] = {
+            name: [] for name in [*FEE_HISTORY_DTYPES, *names] if name != "base_fee_gwei"}
         return fee_history_frame(no_rows, percentiles or ())
     oldest = _quantity(result.get("oldestBlock"), "result['oldestBlock']")
     base = _hex_int64_list(fees, "baseFeePerGas")

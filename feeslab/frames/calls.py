@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from eth_abi.exceptions import ParseError
 from eth_abi.grammar import normalize, parse
-from eth_utils import collapse_if_tuple, function_signature_to_4byte_selector
+from eth_utils.abi import collapse_if_tuple, function_signature_to_4byte_selector
 
 from feeslab._hexbytes import check_address, is_address
 from feeslab.errors import RevertError, RpcError
@@ -245,7 +245,7 @@ def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
     str
         0x hex calldata.
     """
-    from eth_abi import encode
+    from eth_abi.abi import encode
 
     if isinstance(args, str | bytes | Mapping):
         raise TypeError(f"args must be a list of arguments, not a {type(args).__name__}")
@@ -260,7 +260,7 @@ def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
     return "0x" + (spec.selector + encoded).hex()
 
 
-def decode_output(spec: FunctionSpec, result: str) -> tuple:
+def decode_output(spec: FunctionSpec, result: str) -> tuple[Any, ...]:
     """The return values of ``spec`` from an ``eth_call`` result.
 
     Parameters
@@ -281,7 +281,7 @@ def decode_output(spec: FunctionSpec, result: str) -> tuple:
         When the result is not valid hex or does not decode as the outputs (an empty ``0x``
         usually means no contract code at that address at that block).
     """
-    from eth_abi import decode
+    from eth_abi.abi import decode
 
     if not isinstance(result, str) or not result.startswith("0x"):
         raise ValueError(f"an eth_call result must be 0x hex, not {result!r}"[:200])
@@ -437,7 +437,7 @@ def parse_call_series(
     values: list[list[Any]] = [[] for _ in spec.outputs]
     errors: list[str | None] = []
     for block, answer in rows:
-        decoded: tuple | None = None
+        decoded: tuple[Any, ...] | None = None
         if isinstance(answer, str):
             try:
                 decoded = decode_output(spec, answer)

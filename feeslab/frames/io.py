@@ -56,7 +56,8 @@ def frame_to_bytes(frame: pd.DataFrame, format: str = "parquet") -> bytes:
         portable[name] = [None if v is None or v is pd.NA or v != v else str(v)
                           for v in portable[name].tolist()]
     if format == "csv":
-        return portable.to_csv(index=False).encode("utf-8")
+        text: str = portable.to_csv(index=False)
+        return text.encode("utf-8")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -72,7 +73,7 @@ def frame_to_bytes(frame: pd.DataFrame, format: str = "parquet") -> bytes:
         metadata[b"pandas"] = json.dumps(described).encode("utf8")
     sink = pa.BufferOutputStream()
     pq.write_table(table.replace_schema_metadata(metadata), sink)
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def frame_from_bytes(data: bytes) -> pd.DataFrame:

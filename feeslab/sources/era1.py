@@ -33,7 +33,7 @@ import contextlib
 import glob as _glob
 import hashlib
 import mmap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ import pandas as pd
 import rlp
 from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
-from feeslab.errors import ConfigError, FeeslabError
+from feeslab.errors import FeeslabError
 from feeslab.frames import (
     blocks_frame,
     fee_history_frame,
@@ -56,11 +56,11 @@ from feeslab.frames import (
 from feeslab.sources.base import require
 
 try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
-    from sha3 import keccak_256 as _keccak_256
+    from sha3 import keccak_256 as _keccak_256  # type: ignore[import-untyped]
 
     def keccak(data: bytes) -> bytes:
         """keccak256 (safe-pysha3), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return _keccak_256(data).digest()
+        return bytes(_keccak_256(data).digest())
 
 except ImportError:  # pragma: no cover - elsewhere pycryptodome, which has wheels everywhere
 
@@ -143,16 +143,18 @@ def _snappy_frames(data: bytes | memoryview) -> bytes:
 
 def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     pos = pos.astype(np.int64)
-    return (
+    out: np.ndarray = (
         buf[pos].astype(np.int64)
         | buf[pos + 1].astype(np.int64) << 8
         | buf[pos + 2].astype(np.int64) << 16
         | buf[pos + 3].astype(np.int64) << 24
     )
+    return out
 
 
 def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
+    out: np.ndarray = buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
+    return out
 
 
 # -- SSZ accumulator ---------------------------------------------------------------------------
@@ -349,7 +351,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
             columns[name] = columns[name].astype(object)
         for i in bad:
             try:
-                slow = _decode_header_slow(headers[i])
+                slow = _decode_header_slow(headers[int(i)])
             except (ValueError, rlp.exceptions.DecodingError):
                 failed.append(int(i))
                 continue
@@ -529,7 +531,8 @@ class Era1File:
     def first_parent_hash(self) -> bytes:
         """The ``parentHash`` of its first block: the previous file's last hash, which a scan of
         this file alone cannot check (``ValueError`` for a header that is not pre-merge)."""
-        return _decode_header_slow(self.header_bytes(0))["parent_hash"]
+        parent: bytes = _decode_header_slow(self.header_bytes(0))["parent_hash"]
+        return parent
 
     def last_hash(self) -> bytes:
         """The hash (keccak of the header) of its last block: the next file's first parent."""
@@ -687,7 +690,7 @@ def _trie_root(values: Sequence[bytes]) -> bytes:
     """The Merkle-Patricia root of a list keyed by ``rlp(index)`` (transactions, receipts)."""
     if not values:
         return EMPTY_TRIE_ROOT
-    from trie import HexaryTrie
+    from trie.hexary import HexaryTrie
 
     tree = HexaryTrie(db={})
     for index, value in enumerate(values):
@@ -961,7 +964,8 @@ class Era1Source:
             block=block,
         )
 
-    def _walk(self, start: int, stop: int, progress: bool | None):
+    def _walk(self, start: int, stop: int,
+              progress: bool | None) -> Iterator[tuple[Era1File, _Headers, int, int]]:  # fmt: skip
         """(file, its checked headers, first index, index after the last) per file."""
         parts = self.covering(start, stop)
         bar = None
@@ -1117,19 +1121,3 @@ def _uncle_frame(including: list[int], index: list[int], raw: list[bytes]) -> pd
         "uncle_number": columns["number"],
         "hash": ["0x" + keccak(r).hex() for r in raw],
     })  # fmt: skip
-
-
-class NoNode:
-    """The ``node`` of a Lab that reads era1 files: every use says so, as a ConfigError."""
-
-    def __init__(self, source: Era1Source) -> None:
-        self._source = source
-
-    def __getattr__(self, name: str) -> Any:
-        raise ConfigError(
-            f"this Lab reads era1 files ({self._source!r}) and has no node: "
-            f"connect() without era1= for node.{name}"
-        )
-
-    def close(self) -> None:
-        self._source.close()
