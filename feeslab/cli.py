@@ -6,12 +6,13 @@ Subcommands:
   ``--ipfs-dir`` keeps its IPFS node's blocks and pins in a directory of your choice;
   ``--height N`` lengthens the mainnet chain to head block N for benchmarks and scale tests
   (``--height 1000000`` for a 1,000,000-block scan; the default chain's blocks are unchanged).
-- ``feeslab fetch base-fees|uncles|blocks|storage ... -o FILE.parquet|FILE.csv``: one frame (as
-  the datasets make it, ``feeslab.datasets``) into a file. The credit plan is printed before
-  anything is sent and the ledger after; the file is written by ``feeslab.frames.io.write_frame``
-  (a temporary name, then renamed, so a failed run leaves no partial file; exact ints beyond
-  int64, such as storage words and difficulties, as decimal text, the same bytes
-  ``Lab.publish_frame`` shares).
+- ``feeslab fetch KIND ... -o FILE.parquet|FILE.csv``: one frame of a dataset into a file; a
+  KIND for each dataset with a command-line name in ``feeslab.datasets.REGISTRY`` (base-fees,
+  fee-history, blocks, uncles, storage, transactions), its options declared with it. The
+  credit plan is printed before anything is sent and the ledger after; the file is written by
+  ``feeslab.frames.io.write_frame`` (a temporary name, then renamed, so a failed run leaves no
+  partial file; exact ints beyond int64, such as storage words and difficulties, as decimal
+  text, the same bytes ``Lab.publish_frame`` shares).
 
   Connection: ``--url`` (a devnet or service root, as ``feeslab serve`` prints) with
   ``--api-key``/``--api-key-secret`` or ``INFURA_API_KEY``/``INFURA_API_KEY_SECRET``; a key
@@ -365,7 +366,8 @@ def _masked_arguments(message: str) -> str:
 def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     fetch = sub.add_parser(
         "fetch",
-        help="fetch base fees, uncles or a storage slot into a Parquet or CSV file",
+        help="fetch a dataset (base fees, fee history, blocks, uncles, ...) into a Parquet or "
+        "CSV file",
         description="Fetch one frame into FILE.parquet or FILE.csv; the credit plan is printed "
         "before anything is sent and the ledger after.",
     )
@@ -415,15 +417,16 @@ def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
         "what a devnet reports, else the Core plan's 500 on the service; inf: no pacing",
     )
     scale = common.add_argument_group("on a dask cluster (pip install 'feeslab[dask]'; "
-                                      "base-fees over --start/--stop only)")
+                                      "datasets over a range or a series of blocks)")
     scale.add_argument("--scheduler", metavar="ADDRESS",
                        help="run in partitions on this dask scheduler (tcp://host:8786); the "
                        "partition files go to OUTPUT's stem + .parts/, and a rerun resumes")
     scale.add_argument("--workers", type=_non_negative, metavar="N",
                        help="start a local cluster of N worker processes instead")
     scale.add_argument("--partition-blocks", type=_non_negative, metavar="N",
-                       help="blocks per partition on a node (default 8,192; storage: of "
-                       "--blocks; base fees: rounded up to 1,024s; era1: a file each)")
+                       help="blocks per partition on a node (default 8,192; a series: of "
+                       "its blocks; fee history: rounded up to whole calls of 1,024; era1: "
+                       "a file each)")
 
     kinds = fetch.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True

@@ -56,3 +56,16 @@ def test_overlapping_pauses_in_threads_resume_only_when_all_end():
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_the_pause_can_be_turned_off_by_the_environment(monkeypatch, value):
+    monkeypatch.setenv("FEESLAB_GC_PAUSE", value)
+    assert gc.isenabled()
+    with gc_paused():
+        assert gc.isenabled()  # left alone: the process's own setting holds
+    assert gc.isenabled()
+    monkeypatch.setenv("FEESLAB_GC_PAUSE", "1")
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
