@@ -47,6 +47,7 @@ METHOD_COSTS = MappingProxyType(
         # not named by the table: "any other method 80" (REFERENCE.md), written out because the
         # devnet serves it and a client estimates it
         "eth_blobBaseFee": 80,
+        "eth_getBlockReceipts": 80,  # the transactions dataset's second call a block
     }
 )
 """Credits per JSON-RPC node method."""
