@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _table  # benchmarks/_table.py: the table into docs/benchmarks.md
+
 from feeslab import cluster, datasets
 from feeslab.devnet.era1 import export_era1
 from feeslab.sources.era1 import Era1Source
@@ -148,12 +150,16 @@ def bench() -> list[Row]:
 
 
 def main() -> None:
+    before = _table.machine_facts()  # the load before this run adds its own
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     rows = bench()
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
     for name, seconds, rate in rows:
         print(f"{name:<{width}}  {seconds:>10.4f}  {rate}")
+    written = _table.write(rows, before, _table.machine_facts(), name="bench-cluster",
+                           script="benchmarks/cluster.py")  # fmt: skip
+    print(f"table written to {written}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ keccak256 of n's decimal digits (revm's in-memory placeholder). py-evm could do 
 three (it takes the block's base fee, gas limit and ancestor hashes); the devnet does not, so
 that the two backends stay interchangeable.
 
-Slower: py-evm interprets in Python. Measured side by side on the reference machine (README,
+Slower: py-evm interprets in Python. Measured side by side on the reference machine (docs/devnet.md,
 "EVM backends"): a simple ``eth_call`` ~40x slower (about 2,300/s against 88,000/s), gas-heavy
 code ~300x slower (6 Mgas/s: a call burning a 300M-gas cap takes about a minute), and building
 chain 1's 10,000 blocks of contract state 85 s instead of 2 s, which is why built states are

@@ -10,7 +10,7 @@ Backends (``backend()``): pyrevm 0.3.7 (``_evm_pyrevm``, fast, wheels up to CPyt
 it imports, else py-evm (``_evm_pyevm``, pure Python, every CPython); ``FEESLAB_EVM=py-evm`` or
 ``=pyrevm`` forces one. Each is a ``Machine`` (``run`` one message, state unchanged after) and a
 ``Frontier`` (the state builder's EVM); everything geth-specific here is backend-independent.
-Both give the same outputs, gas and storage; py-evm is much slower (README, "EVM backends").
+Both give the same outputs, gas and storage; py-evm is much slower (docs/devnet.md, "EVM backends").
 
 Known differences from geth, all from pyrevm 0.3.7 (which fixes part of the environment itself;
 the py-evm backend reproduces them so that both backends answer alike):
