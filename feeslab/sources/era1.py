@@ -911,8 +911,19 @@ class Era1Source:
         return getattr(self, dataset)(**parameters)
 
     def uncles(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
-        """The uncles included by blocks ``start`` .. ``stop - 1`` (``UncleScan.uncles``)."""
-        return self.uncle_rows(start, stop, progress=progress)[0]
+        """The uncles included by blocks ``start`` .. ``stop - 1`` (``UncleScan.uncles``; the
+        dataset counts them per block itself)."""
+        including, index, raw = [], [], []
+        empty = np.frombuffer(EMPTY_UNCLES_HASH, dtype=np.uint8)
+        for handle, headers, lo, hi in self._walk(start, stop, progress):
+            has = np.flatnonzero((headers.columns["uncles_hash"][lo:hi] != empty).any(axis=1))
+            for i in (has + lo).tolist():
+                data, _, uncles, _ = handle.body(i, headers, transactions=False)
+                for k, (a, _, e, _) in enumerate(uncles):
+                    including.append(handle.start + i)
+                    index.append(k)
+                    raw.append(data[a:e])
+        return self._attrs(_uncle_frame(including, index, raw), self.network)
 
     def close(self) -> None:
         """Nothing stays open between calls (each file is mapped while it is read)."""
@@ -1034,20 +1045,8 @@ class Era1Source:
             pd.DataFrame, pd.DataFrame]:  # fmt: skip
         """(uncles, per-block counts) of blocks ``start`` .. ``stop - 1``: the frames of
         ``UncleScan.uncles`` and ``UncleScan.blocks``."""
-        including, index, raw = [], [], []
-        empty = np.frombuffer(EMPTY_UNCLES_HASH, dtype=np.uint8)
-        for handle, headers, lo, hi in self._walk(start, stop, progress):
-            has = np.flatnonzero((headers.columns["uncles_hash"][lo:hi] != empty).any(axis=1))
-            for i in (has + lo).tolist():
-                data, _, uncles, _ = handle.body(i, headers, transactions=False)
-                for k, (a, _, e, _) in enumerate(uncles):
-                    including.append(handle.start + i)
-                    index.append(k)
-                    raw.append(data[a:e])
-        frame = _uncle_frame(including, index, raw)
-        return self._attrs(frame, self.network), self._attrs(
-            uncle_scan_frame(range(start, stop), frame), self.network
-        )
+        frame = self.uncles(start, stop, progress=progress)
+        return frame, self._attrs(uncle_scan_frame(range(start, stop), frame), self.network)
 
     def fee_history(
         self,
