@@ -190,25 +190,21 @@ class Dataset:
 
     def takes(self, parameter: str) -> bool:
         """Whether ``fetch`` has ``parameter``."""
-        return parameter in _signature(self.fetch).parameters
+        return parameter in inspect.signature(self.fetch).parameters
 
     def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """``fetch``'s parameters from a call's arguments (defaults applied), without the
         source: a TypeError names a wrong or missing one, as the function would."""
-        bound = _signature(self.fetch).bind(None, *args, **kwargs)
+        bound = inspect.signature(self.fetch).bind(None, *args, **kwargs)
         bound.apply_defaults()
         params = dict(bound.arguments)
         params.pop(next(iter(params)))  # the source
         return params
 
 
-def _signature(function: Callable[..., Any]) -> inspect.Signature:
-    return inspect.signature(function)
-
-
 def _accepted(function: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """The items of ``params`` that ``function`` takes."""
-    names = _signature(function).parameters
+    names = inspect.signature(function).parameters
     return {k: v for k, v in params.items() if k in names}
 
 
