@@ -33,6 +33,9 @@
      │    │                      trailer, or a cut answer): what arrived is incomplete
      │    └── CidMismatchError   bytes that do not hash to the CID asked for: .expected, .actual
      └── RpcError               a JSON-RPC error object: .code, .message, .data
+          ├── HistoryPruned      4444 "pruned history unavailable" (EIP-4444): the node dropped
+          │                     the bodies, receipts and logs of old blocks: .first, .stop
+          │                     (the range asked), .earliest (first block it serves, if known)
           ├── WalletError        the wallet refused: CAIP-25/EIP-1193 codes (5000 unknown error,
           │    │                 5100 networks not supported, 5302 bad sessionProperties, ...)
           │    ├── WalletUnauthorized  4100: no session, or a scope/method it did not grant
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PANIC_REASONS",
+    "PRUNED_HISTORY_CODE",
     "AuthError",
     "BudgetExceeded",
     "CaipError",
@@ -78,6 +82,7 @@ __all__ = [
     "ConfigError",
     "CreditsExhausted",
     "FeeslabError",
+    "HistoryPruned",
     "IpfsError",
     "IpfsStreamError",
     "MalformedWord",
@@ -439,6 +444,8 @@ class RpcError(FeeslabError):
             return RpcError(None, f"malformed error object: {error!r}"[:200], secrets=secrets)
         if RevertError.recognises(error):
             return RevertError.from_rpc(error, secrets=secrets)
+        if error.get("code") == PRUNED_HISTORY_CODE:
+            return HistoryPruned.from_rpc(error, secrets=secrets)
         err = RpcError(
             error.get("code"), str(error.get("message", "")), error.get("data"), secrets=secrets
         )
@@ -453,6 +460,118 @@ def _redacted_raw(error: Mapping[str, Any], message: str) -> dict[str, Any]:
     if "message" in raw:
         raw["message"] = message
     return raw
+
+
+# -- expired history (EIP-4444) ----------------------------------------------------------------
+
+PRUNED_HISTORY_CODE = 4444
+"""The JSON-RPC code of geth's and reth's "pruned history unavailable" (EIP-4444)."""
+
+# reth adds the block asked for and the earliest it serves (paradigmxyz/reth
+# crates/rpc/rpc-eth-types/src/error/mod.rs at 7b3432d950030875b23c5c4df7c9f53a7caa4868:
+# "pruned history unavailable: requested {requested}, earliest available {earliest_available}")
+_RETH_PRUNED = re.compile(r"requested (?P<requested>\d+), earliest available (?P<earliest>\d+)")
+
+
+class HistoryPruned(RpcError):
+    """The node no longer serves these blocks' bodies, receipts or logs (EIP-4444).
+
+    Nodes run with history expiry (geth ``--history.chain postmerge``, reth's and others'
+    equivalents, since July 2025) keep every header but drop the bodies, uncles, receipts and
+    logs of the blocks before their cutoff (the merge), and answer a call for them with
+    JSON-RPC error 4444, ``pruned history unavailable``; reth adds the block asked for and the
+    earliest it still serves. That history lives on in era1 archive files: ``connect(...,
+    era1=DIR)`` beside the node reads the blocks the files hold from them and the rest from
+    the node (``feeslab.sources.combined``).
+
+    Raised by a plan or a fetch before anything is sent when the node's cutoff is known and a
+    range needs bodies below it, or from the node's 4444 answer itself.
+
+    Attributes
+    ----------
+    code : int
+        4444.
+    first, stop : int or None
+        The blocks asked for, ``first`` .. ``stop - 1`` (like ``range``), when known.
+    earliest : int or None
+        The first block whose body the node serves (its cutoff), when known.
+    method : str or None
+        The JSON-RPC method refused, when known.
+
+    References
+    ----------
+    .. [1] EIP-4444, "Bound Historical Data in Execution Clients".
+    .. [2] ethereum/go-ethereum core/history/historymode.go (``PrunedHistoryError``: code
+       4444, "pruned history unavailable") and eth/api_backend.go, eth/filters/api.go at
+       02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+    .. [3] paradigmxyz/reth crates/rpc/rpc-eth-types/src/error/mod.rs
+       (``PrunedHistoryUnavailable``) at 7b3432d950030875b23c5c4df7c9f53a7caa4868.
+    """
+
+    def __init__(
+        self,
+        message: str = "pruned history unavailable",
+        *,
+        code: int = PRUNED_HISTORY_CODE,
+        first: int | None = None,
+        stop: int | None = None,
+        earliest: int | None = None,
+        method: str | None = None,
+        data: object = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        super().__init__(code, message, data, secrets=secrets)
+        self.first = first
+        self.stop = stop
+        self.earliest = earliest
+        self.method = method
+
+    def __str__(self) -> str:
+        if self.first is None:
+            asked = "blocks"
+        elif self.stop is None or self.stop == self.first + 1:
+            asked = f"block {self.first:,}"
+        else:
+            asked = f"blocks {self.first:,} .. {self.stop - 1:,}"
+        how = f" ({self.method})" if self.method else ""
+        served = ("" if self.earliest is None
+                  else f"; the earliest block whose body it serves is {self.earliest:,}")
+        return (
+            f"the node has expired the history of {asked}{how} (EIP-4444; it answers "
+            f"{self.code}: {self.message}){served}. Read that history from era1 archive "
+            "files instead: connect(..., era1=DIR) beside the node reads the blocks the files "
+            "hold from them and the rest from the node (feeslab export-era1 writes a "
+            "devnet's files; mainnet's pre-merge files are published by the client teams)"
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (f"HistoryPruned(first={self.first!r}, stop={self.stop!r}, "
+                f"earliest={self.earliest!r}, method={self.method!r})")  # fmt: skip
+
+    def asked(self, first: int, stop: int | None = None, *, method: str | None = None
+              ) -> HistoryPruned:  # fmt: skip
+        """This error, naming the blocks ``first`` .. ``stop - 1`` (one block by default) and
+        the method, where the node's answer did not; returns itself."""
+        if self.first is None:
+            self.first, self.stop = first, first + 1 if stop is None else stop
+        if self.method is None:
+            self.method = method
+        return self
+
+    @classmethod
+    def from_rpc(cls, error: Mapping[str, Any], *, secrets: Iterable[str] = ()) -> HistoryPruned:
+        """The error for a node's 4444 answer: geth's bare one, or reth's naming the block
+        asked for and the earliest it serves."""
+        message = str(error.get("message", ""))
+        said = _RETH_PRUNED.search(message)
+        first = earliest = None
+        if said is not None:
+            first, earliest = int(said["requested"]), int(said["earliest"])
+        err = cls(message, code=int(error.get("code", PRUNED_HISTORY_CODE)), first=first,
+                  stop=None if first is None else first + 1, earliest=earliest,
+                  data=error.get("data"), secrets=secrets)  # fmt: skip
+        err.raw = _redacted_raw(error, err.message)
+        return err
 
 
 # -- wallet errors ----------------------------------------------------------------------------

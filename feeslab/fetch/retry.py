@@ -19,6 +19,10 @@ under one :class:`Retry` policy, so all of them treat the same answer the same w
 404                                    ``ConfigError`` (wrong URL or network; the storage API:
                                        ``IpfsError``, no such command)
 any other status                       ``ProtocolError`` (the storage API: ``IpfsError``)
+JSON-RPC 4444                          ``HistoryPruned`` at once: the node expired that history
+                                       (EIP-4444); a call's error object in an HTTP batch or a
+                                       WebSocket answer (``RpcError.from_object``) and a refused
+                                       WebSocket message (here) alike
 =====================================  ==========================================================
 
 The backoff is exponential with full jitter: the ``n``-th wait is
@@ -37,10 +41,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from feeslab.errors import (
+    PRUNED_HISTORY_CODE,
     AuthError,
     ConfigError,
     CreditsExhausted,
     FeeslabError,
+    HistoryPruned,
     ProtocolError,
     RateLimited,
     TransportError,
@@ -169,7 +175,7 @@ def status_error(
     ----------
     status : int
         The HTTP status, or the code of a JSON-RPC error object the service answers a refused
-        WebSocket message with (402, 429, -32005).
+        WebSocket message with (402, 429, -32005, 4444).
     said : str
         The service's explanation (``jsonrpc.service_says``).
     where, label : str
@@ -196,6 +202,8 @@ def status_error(
         return Retryable(RateLimited(text, retry_after=wait, secrets=secrets), wait)
     if status == 402:
         return CreditsExhausted(credits_spent=credits_spent, details=details, secrets=secrets)
+    if status == PRUNED_HISTORY_CODE:  # expired history: asking again cannot bring it back
+        return HistoryPruned.from_rpc({"code": status, "message": said}, secrets=secrets)
     if own is not None and status in owns:
         return own(status)
     if status in (401, 403):
