@@ -18,6 +18,7 @@ notebook that scans thousands of blocks needs Team-sized room; pass ``daily_cred
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import os
@@ -121,6 +122,7 @@ class DevnetHandle:
         self.host = url_host
         self.url = f"http://{url_host}:{self.port}"
         self.ws_url = f"ws://{url_host}:{self.port}"
+        self._loop: asyncio.AbstractEventLoop | None = getattr(server, "feeslab_loop", None)
 
     @property
     def simulation(self) -> str:
@@ -162,6 +164,23 @@ class DevnetHandle:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    def drop_websockets(self, timeout: float = 5.0) -> int:
+        """Drop every open WebSocket at once, as a lost network does: the TCP connections are
+        aborted, with no close frame (clients see the connection end abruptly). What an
+        operator does to rehearse a client's reconnection; ``POST /devnet/websockets/drop``
+        (with the key and secret as Basic auth) does the same over HTTP.
+
+        Returns
+        -------
+        int
+            How many WebSockets were dropped.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed() or not self.running:
+            return 0
+        future = asyncio.run_coroutine_threadsafe(_drop_websockets(self._server), loop)
+        return future.result(timeout)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and wait for the server thread to end (idempotent)."""
         self._server.should_exit = True
@@ -180,6 +199,41 @@ class DevnetHandle:
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
         return f"<DevnetHandle {self.url} seed={self.seed} {state}>"
+
+
+async def _drop_websockets(server: uvicorn.Server) -> int:
+    """Abort every WebSocket connection of ``server`` (run on its loop)."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    dropped = 0
+    for protocol in list(server.server_state.connections):
+        if isinstance(protocol, WebSocketsSansIOProtocol) and protocol.transport is not None:
+            protocol.transport.abort()  # no close frame: a lost connection, not a goodbye
+            dropped += 1
+    return dropped
+
+
+def _add_drop_route(app: Any, server: uvicorn.Server) -> None:
+    """``POST /devnet/websockets/drop`` (Basic auth: key and secret, like ``/devnet/credits``):
+    drops every WebSocket and answers ``{"dropped": n}``; it also lets the handle find the
+    server's loop."""
+    from starlette.routing import Route
+
+    from feeslab.devnet.app import _basic_refusal, _json
+
+    async def drop(request: Any) -> Any:
+        refusal = _basic_refusal(request)
+        return refusal or _json({"dropped": await _drop_websockets(server)})
+
+    app.router.routes.insert(0, Route("/devnet/websockets/drop", drop, methods=["POST"]))
+
+    startup = server.startup
+
+    async def remember_loop(*args: Any, **kwargs: Any) -> None:
+        server.feeslab_loop = asyncio.get_running_loop()  # type: ignore[attr-defined]
+        await startup(*args, **kwargs)
+
+    server.startup = remember_loop  # type: ignore[method-assign]
 
 
 def _check_host(host: str, allow_remote: bool) -> None:
@@ -250,8 +304,9 @@ def serve(
     if devnet.ipfs is None:
         devnet.ipfs = IpfsNode.open()
     sock = _bind(host, port)
+    app = create_app(devnet)
     config = uvicorn.Config(
-        create_app(devnet),
+        app,
         log_config=None,  # leave the embedding program's logging alone
         log_level="warning",
         access_log=False,
@@ -264,6 +319,7 @@ def serve(
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+    _add_drop_route(app, server)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="feeslab-devnet", daemon=True
     )
@@ -297,6 +353,7 @@ def start(
     wallet_allow_origin: str | Iterable[str] | None = None,
     read_timeout: float = DEFAULT_READ_TIMEOUT,
     height: int | None = None,
+    reorgs: float = 0.0,
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -351,19 +408,40 @@ def start(
         cached headers ~2 KB a block once scanned. The contracts stay where the default chain
         has them: the first ``eth_call`` or storage read past block 210,000 replays their
         transactions up to it (~3,000 blocks/s).
+    reorgs : float
+        With ``block_time``: the chance, as each new block becomes the head, that the chain
+        reorganises one or two blocks deep (``feeslab.devnet._reorg``); the ``newHeads``
+        subscriptions announce the new branch's blocks as a real node does. 0 (default): never.
+        Blocks are then answered without the encoded-answer caches (they may change).
 
     Returns
     -------
     DevnetHandle
+
+    Raises
+    ------
+    ValueError
+        ``reorgs`` outside [0, 1], or given without ``block_time``.
     """
     from feeslab.devnet.ipfs import IpfsNode
     from feeslab.devnet.wallet import check_allowed_origins
 
     _check_host(host, allow_remote)
     allowed_origins = check_allowed_origins(wallet_allow_origin)
+    chains = build_chains(seed, block_time=block_time, height=height)
+    options: dict[str, Any] = {}
+    if reorgs:
+        from feeslab.devnet import rpc
+        from feeslab.devnet._reorg import ReorgingChain
+        from feeslab.devnet.chain import ChainSet
+
+        if block_time is None or not 0 < reorgs <= 1:
+            raise ValueError(f"reorgs={reorgs!r} needs block_time and a chance in (0, 1]")
+        chains = ChainSet(tuple(ReorgingChain(c, seed, reorgs) for c in chains))
+        options["dispatch"] = rpc.dispatch  # the encoded caches hold blocks that never change
     devnet = Devnet(
         seed=seed,
-        chains=build_chains(seed, block_time=block_time, height=height),
+        chains=chains,
         credentials=Credentials(
             api_key or secrets.token_hex(16), api_key_secret or secrets.token_hex(16)
         ),
@@ -374,6 +452,7 @@ def start(
         wallet_user=wallet_user,
         ipfs=IpfsNode.open(blockstore),
         wallet_allow_origins=allowed_origins,
+        **options,
     )
     if not read_timeout > 0:
         raise ValueError(f"read_timeout must be > 0 seconds, not {read_timeout!r}")

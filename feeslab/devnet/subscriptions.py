@@ -7,6 +7,11 @@ A subscription announces every block after the head it was created at, in order,
 follower calls :meth:`HeadSubscriptions.due` every :func:`poll_interval` seconds and sends what
 it returns. A subscription only becomes due once :meth:`~HeadSubscriptions.activate` is called,
 after its ``eth_subscribe`` answer went out, so no event can overtake that answer.
+
+On a chain that reorganises (``feeslab.devnet._reorg.ReorgingChain``, whose ``events`` list
+the reorgs) a subscription announces the new chain's blocks again from the first replaced one,
+as geth and Infura do: one height may then be announced more than once, each time with the
+hash of the block canonical when it was sent.
 """
 
 from __future__ import annotations
@@ -52,11 +57,17 @@ def poll_interval(block_time: float | None) -> float:
     return 1.0 if not block_time else min(block_time / 4, 0.25)
 
 
+def _reorgs(chain: Any) -> list[tuple[int, int]]:
+    """The reorgs of ``chain`` so far, ``(head reached, depth)`` (none for a plain chain)."""
+    return list(getattr(chain, "events", ()))
+
+
 @dataclass
 class _Subscription:
     id: str
     last: int  # last head announced (or the head when subscribing)
     active: bool = False  # set once the eth_subscribe answer went out, so events come after it
+    reorgs: int = 0  # the chain's reorgs already taken into account
 
 
 class HeadSubscriptions:
@@ -103,7 +114,8 @@ class HeadSubscriptions:
         check_room(len(self._subs) + self.elsewhere())
         n = next(self._counter)
         digest = hashlib.blake2b(f"{self.prefix}:{n}".encode(), digest_size=16).hexdigest()
-        sub = _Subscription(id="0x" + digest, last=self.chain.head())
+        head = self.chain.head()
+        sub = _Subscription(id="0x" + digest, last=head, reorgs=len(_reorgs(self.chain)))
         with self._lock:
             self._subs[sub.id] = sub
         return sub.id
@@ -148,7 +160,12 @@ class HeadSubscriptions:
             True when ``charge`` refused an event.
         """
         head = self.chain.head()
+        reorgs = _reorgs(self.chain)
         with self._lock:
+            for sub in self._subs.values():  # announce a reorged branch again from its fork
+                for reached, depth in reorgs[sub.reorgs:]:  # blocks reached-depth.. replaced
+                    sub.last = min(sub.last, reached - depth - 1)
+                sub.reorgs = len(reorgs)
             subs = [s for s in self._subs.values() if s.active and s.last < head]
         headers: dict[int, dict | None] = {}
         events: list[tuple[str, dict]] = []
