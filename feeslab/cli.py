@@ -93,6 +93,15 @@ def _serve_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
         "~390 MB",
     )
     serve.add_argument(
+        "--history",
+        choices=("all", "postmerge"),
+        default="all",
+        help="which history the node serves, as geth's --history.chain (EIP-4444): all "
+        "(default), or postmerge: bodies, uncles and receipts before each chain's merge "
+        "answer 4444 'pruned history unavailable' while headers stay served; read them "
+        "from era1 files (feeslab export-era1) instead",
+    )
+    serve.add_argument(
         "--ipfs-dir",
         default=None,
         help="the IPFS node's blockstore directory, kept across restarts "
@@ -205,6 +214,15 @@ def _run_export_era1(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history_lines(devnet: Any) -> list[str]:
+    """What a devnet pruned as geth's --history.chain says in its banner (nothing for all)."""
+    if devnet.history == "all":
+        return []
+    cut = ", ".join(f"{chain_id}: {block:,}" for chain_id, block in
+                    devnet.history_cutoffs().items() if block)  # fmt: skip
+    return [f"history:         {devnet.history} (4444 below each chain's cutoff: {cut})"]
+
+
 def _banner(handle: Any) -> str:
     key, secret = handle.api_key, handle.api_key_secret
     call = '\'{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}\''
@@ -220,6 +238,7 @@ def _banner(handle: Any) -> str:
             f"WebSocket:       {handle.ws_url}/ws/v3/{key}",
             f"IPFS API:        {handle.url}/api/v0/<command> (Basic key:secret)",
             f"wallet:          {handle.ws_url}/wallet (CAIP-25 sessions)",
+            *_history_lines(handle.devnet),
             "",
             "Try:",
             f"  curl -s -X POST -H 'Content-Type: application/json' --data {call} \\",
@@ -267,6 +286,9 @@ def _run_serve(args: argparse.Namespace) -> int:
             read_timeout=args.read_timeout,
             height=args.height,
         )
+        # server.start() takes no history option: set before the banner, so before any
+        # client can know where to send a request
+        handle.devnet.set_history(args.history)
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)
         return 2

@@ -1218,3 +1218,146 @@ def dispatch_encoded(ctx: Any, method: str, params: Any) -> Any:
         return dispatch(ctx, method, params)
     _, decoders, required = METHODS[method]
     return fast(ctx, *decode_params(params, decoders, required))
+
+
+# -- history expiry (EIP-4444) ---------------------------------------------------------------
+
+# geth's --history.chain modes the devnet offers (core/history/historymode.go; geth's third,
+# postprague, has no devnet chain to cut at)
+HISTORY_MODES = ("all", "postmerge")
+PRUNED_HISTORY = 4444
+PRUNED_MESSAGE = "pruned history unavailable"
+# geth's prune points (core/history/historymode.go staticPrunePoints, ethereum/go-ethereum at
+# 02b73d4ea7181464175e0a6cbecc0a3a2655a562) against each chain's first proof-of-stake block:
+# mainnet's 15,537,393 is its terminal proof-of-work block (Paris: 15,537,394), Sepolia's
+# 1,450,409 its first proof-of-stake block; the devnet cuts its chains the same way
+_CUT_FROM_MERGE = {1: -1, 11155111: 0}
+
+
+def history_cutoff(chain: Any, mode: str) -> int:
+    """The first block whose body, uncles, receipts and logs a devnet chain serves under
+    ``mode`` (geth's ``--history.chain``): 0 for ``"all"``, and for ``"postmerge"`` geth's
+    prune point placed as geth places it on the real chain (mainnet's terminal proof-of-work
+    block, Sepolia's first proof-of-stake block). A chain without a merge keeps all its
+    history: geth refuses to prune a network it has no prune point for.
+
+    References
+    ----------
+    .. [1] EIP-4444, "Bound Historical Data in Execution Clients".
+    .. [2] ethereum/go-ethereum core/history/historymode.go (``KeepPostMerge``,
+       ``staticPrunePoints``) at 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+    """
+    if mode not in HISTORY_MODES:
+        raise ValueError(f'unknown history mode {mode!r}, want "all" or "postmerge"')
+    merge = chain.params.merge_block
+    if mode == "all" or merge is None or chain.chain_id not in _CUT_FROM_MERGE:
+        return 0
+    return merge + _CUT_FROM_MERGE[chain.chain_id]
+
+
+def _pruned() -> RpcError:
+    # geth's PrunedHistoryError: no data member (it implements no ErrorData)
+    return RpcError(PRUNED_HISTORY, PRUNED_MESSAGE)
+
+
+def _by_number(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable[[Any], Any]],
+               required: int) -> Any:  # fmt: skip
+    """geth's ``BlockByNumber`` before the block is read: ``earliest`` is the cutoff, a
+    number below it the error; the params to dispatch (``earliest`` replaced)."""
+    try:
+        args = decode_params(params, decoders, required)
+    except RpcError:
+        return params  # the method's own decoding error, as geth's comes first
+    tag = args[0]
+    if tag == "earliest":
+        return [quantity(cutoff), *params[1:]]
+    if isinstance(tag, int) and tag < cutoff:
+        raise _pruned()
+    return params
+
+
+def _by_hash(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable[[Any], Any]],
+             required: int) -> Any:  # fmt: skip
+    """geth's ``BlockByHash``: a known block below the cutoff is the error."""
+    try:
+        args = decode_params(params, decoders, required)
+    except RpcError:
+        return params
+    target = args[0]
+    if isinstance(target, bytes):
+        number = ctx.chain.number_of(target)
+        if number is not None and number < cutoff:
+            raise _pruned()
+        return params
+    if isinstance(target, _NoBlock):
+        return params
+    return _by_number(ctx, cutoff, params, decoders, required)  # a block number or tag
+
+
+def _fee_rewards(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable[[Any], Any]],
+                 required: int) -> Any:  # fmt: skip
+    """geth's eth_feeHistory reads blocks and receipts only for reward percentiles: those
+    over a block below the cutoff are the error (base fees come from headers)."""
+    try:
+        count, tag, percentiles = (*decode_params(params, decoders, required), None)[:3]
+        if not percentiles:
+            return params
+        if tag == "earliest":
+            tag = cutoff  # geth: HeaderByNumber(earliest) is the cutoff
+        span = _fee_range(ctx.chain, count, tag)
+    except RpcError:
+        return params
+    if span.oldest < cutoff:
+        raise _pruned()
+    return params
+
+
+# the methods whose answers need a block's body, uncles, receipts or logs: geth answers them
+# from BlockByNumber/BlockByHash/BlockByNumberOrHash or its receipts (eth/api_backend.go,
+# internal/ethapi/api.go); headers, state and the head stay served. The devnet has no
+# eth_getLogs nor transaction lookups (geth refuses eth_getLogs from below the cutoff too).
+_NEEDS_BODIES: dict[str, Callable[..., Any]] = {
+    "eth_getBlockByNumber": _by_number,
+    "eth_getBlockByHash": _by_hash,
+    "eth_getUncleByBlockNumberAndIndex": _by_number,
+    "eth_getUncleByBlockHashAndIndex": _by_hash,
+    "eth_getUncleCountByBlockNumber": _by_number,
+    "eth_getUncleCountByBlockHash": _by_hash,
+    "eth_getBlockReceipts": _by_hash,
+    "eth_feeHistory": _fee_rewards,
+}
+
+
+def pruning(dispatch: Callable[[Any, str, Any], Any], mode: str) -> Callable[[Any, str, Any], Any]:
+    """``dispatch`` answering as geth run with ``--history.chain mode`` does: a call that
+    needs the body, uncles or receipts of a block below its chain's cutoff
+    (:func:`history_cutoff`) is refused with 4444 ``pruned history unavailable``, and
+    ``earliest`` is the cutoff block; every other call goes to ``dispatch`` unchanged.
+    ``"all"`` gives ``dispatch`` back.
+
+    References
+    ----------
+    .. [1] ethereum/go-ethereum eth/api_backend.go (``BlockByNumber``, ``BlockByHash``,
+       ``BlockByNumberOrHash``, ``GetBody``), internal/ethapi/api.go, eth/gasprice/
+       feehistory.go and eth/filters/api.go at 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+    """
+    if mode not in HISTORY_MODES:
+        raise ValueError(f'unknown history mode {mode!r}, want "all" or "postmerge"')
+    if mode == "all":
+        return dispatch
+    cutoffs: dict[int, int] = {}
+
+    def pruned_dispatch(ctx: Any, method: str, params: Any) -> Any:
+        check = _NEEDS_BODIES.get(method)
+        if check is not None:
+            chain = ctx.chain
+            cutoff = cutoffs.get(chain.chain_id)
+            if cutoff is None:
+                cutoff = cutoffs[chain.chain_id] = history_cutoff(chain, mode)
+            if cutoff:
+                _, decoders, required = METHODS[method]
+                params = check(ctx, cutoff, params, decoders, required)
+        return dispatch(ctx, method, params)
+
+    pruned_dispatch.__wrapped__ = dispatch  # type: ignore[attr-defined]
+    return pruned_dispatch

@@ -61,6 +61,11 @@ class Devnet:
         when None.
     wallet_allow_origins : tuple of str
         Browser origins besides loopback pages that may open ``WS /wallet`` (``"*"``: any).
+    history : {"all", "postmerge"}
+        Which history the node serves, as geth's ``--history.chain`` (EIP-4444): ``"all"``,
+        or ``"postmerge"``: the bodies, uncles and receipts of the blocks before each chain's
+        merge are answered with 4444 ``pruned history unavailable``, headers stay served
+        (``feeslab.devnet.rpc.pruning``). Change it with :meth:`set_history`.
     """
 
     seed: int
@@ -77,6 +82,22 @@ class Devnet:
     wallet_user: Any = None
     ipfs: Any = None
     wallet_allow_origins: tuple[str, ...] = ()
+    history: str = "all"
+
+    def __post_init__(self) -> None:
+        self.set_history(self.history)
+
+    def set_history(self, mode: str) -> None:
+        """Serve history as geth's ``--history.chain mode`` does (``"all"`` or
+        ``"postmerge"``): the dispatcher is wrapped (or unwrapped) at once, for the requests
+        that come next. A ``ValueError`` names the modes for any other."""
+        base = getattr(self.dispatch, "__wrapped__", self.dispatch)
+        self.dispatch = rpc.pruning(base, mode)
+        self.history = mode
+
+    def history_cutoffs(self) -> dict[int, int]:
+        """The first block each chain serves bodies of, by chain id (0: all)."""
+        return {chain.chain_id: rpc.history_cutoff(chain, self.history) for chain in self.chains}
 
     @cached_property
     def wallet(self) -> Any:
@@ -104,13 +125,15 @@ class Devnet:
         return {
             "seed": self.seed,
             "chains": [
-                {"chain_id": c.chain_id, "network": c.network, "head": c.head()}
+                {"chain_id": c.chain_id, "network": c.network, "head": c.head(),
+                 "history_cutoff": rpc.history_cutoff(c, self.history)}
                 for c in self.chains
             ],
             "block_time": self.block_time,
             "latency_ms": self.latency_ms,
             "daily_credits": self.ledger.daily_credits,
             "credits_per_second": self.ledger.credits_per_second,
+            "history": self.history,
             **self.info_extra,
         }
 
