@@ -72,6 +72,7 @@ __all__ = [
     "fork_heights",
     "herfindahl_index",
     "implied_delay",
+    "mean_block_time_by_window",
     "miner_concentration",
     "miner_shares",
     "miner_uncles",
@@ -363,6 +364,55 @@ def uncle_rate_by_day(
     table.insert(3, "uncles_upper", upper)
     table.index = pd.DatetimeIndex(table.index, name="day")
     return table.sort_index()
+
+
+def mean_block_time_by_window(blocks: pd.DataFrame, window: int = 1_000) -> pd.Series:
+    """Mean time between consecutive blocks in aligned windows, as :func:`uncle_rate_by_window`.
+
+    An interval is counted in its child's window, and only between blocks numbered one apart
+    (a scan of separate samples has no interval across its gaps). Pass blocks without a
+    genesis dated at the Unix epoch (Frontier's block 0), whose interval to block 1 is not a
+    block time.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        ``block_number`` and ``timestamp`` (tz-aware datetime64, UTC) per block.
+    window : int
+        Window length [blocks], > 0.
+
+    Returns
+    -------
+    pandas.Series
+        ``mean_block_time_s`` (float64) [s], indexed by ``start_block`` (int64) like
+        :func:`uncle_rate_by_window`; windows without an interval are left out.
+
+    Raises
+    ------
+    ValueError
+        For a window that is not a positive integer.
+    TypeError
+        When ``timestamp`` is not tz-aware datetime64.
+
+    References
+    ----------
+    .. [1] V. Buterin, "Toward a 12-second block time" (2014): the stale rate grows as the block
+       time shrinks towards the propagation delay.
+    """
+    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window <= 0:
+        raise ValueError(f"window must be a positive number of blocks, not {window!r}")
+    _require(blocks, ["block_number", "timestamp"], "blocks")
+    if not isinstance(blocks["timestamp"].dtype, pd.DatetimeTZDtype):
+        dtype = blocks["timestamp"].dtype
+        raise TypeError(f"blocks.timestamp must be tz-aware datetime64 (UTC), not {dtype}")
+    ordered = blocks.sort_values("block_number")
+    numbers = ordered["block_number"].to_numpy(dtype=np.int64)
+    seconds = ordered["timestamp"].diff().dt.total_seconds().to_numpy()
+    consecutive = np.r_[False, np.diff(numbers) == 1]  # the first block has no parent here
+    start = numbers[consecutive] // window * window
+    means = pd.Series(seconds[consecutive]).groupby(start).mean()
+    means.index = pd.Index(means.index.astype(np.int64), name="start_block")
+    return means.rename("mean_block_time_s")
 
 
 @takes_spec()

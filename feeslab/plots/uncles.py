@@ -24,6 +24,7 @@ __all__ = [
     "plot_model_vs_data",
     "plot_rewards",
     "plot_uncle_rate",
+    "plot_uncle_rate_against",
 ]
 
 #: The parts of issuance :func:`plot_rewards` stacks: column, label, colour.
@@ -91,6 +92,58 @@ def plot_uncle_rate(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: An
     options = {"fmt": "o", "capsize": 3, "ms": 4, **kwargs}
     ax.errorbar(x, frame["rate"].to_numpy(dtype=float),
                 yerr=_error(frame, "rate", "lower", "upper"), **options)
+    ax.set_ylabel(_RATE_LABEL)
+    ax.set_ylim(bottom=0)
+    return ax
+
+
+@_documented
+def plot_uncle_rate_against(
+    frame: pd.DataFrame,
+    *,
+    x: str,
+    ax: Axes | None = None,
+    xlabel: str | None = None,
+    annotate: bool = True,
+    **kwargs: Any,
+) -> Axes:
+    """Uncle rate with its interval against one numeric column of the same table.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An uncle rate table (:func:`feeslab.analysis.uncles.uncle_rate`,
+        :func:`~feeslab.analysis.uncles.uncle_rate_by_window`) with ``rate``, ``lower``,
+        ``upper`` [uncles/block] and the column ``x``, e.g. a window's mean block time
+        (:func:`~feeslab.analysis.uncles.mean_block_time_by_window`) or a bin's median gas.
+    x : str
+        The column drawn on the x axis.
+    %(ax)s
+    xlabel : str, optional
+        The x label, with its unit (default: ``x``).
+    annotate : bool, default True
+        Write each row's index (window start, bin) beside its point.
+    **kwargs
+        Passed to ``Axes.errorbar``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One point per row with its interval as an error bar; y from 0.
+    """
+    _require(frame, ["rate", "lower", "upper", x], f"an uncle rate table with an {x!r} column")
+    ax = _axes(ax)
+    xs = frame[x].to_numpy(dtype=float)
+    rates = frame["rate"].to_numpy(dtype=float)
+    options = {"fmt": "o", "capsize": 3, "ms": 4, **kwargs}
+    ax.errorbar(xs, rates, yerr=_error(frame, "rate", "lower", "upper"), **options)
+    if annotate:
+        for label, px, py in zip(frame.index, xs, rates, strict=True):
+            text = f"{label:,}" if isinstance(label, int | np.integer) else str(label)
+            ax.annotate(
+                text, (px, py), xytext=(5, 3), textcoords="offset points", fontsize="x-small"
+            )
+    ax.set_xlabel(xlabel or x)
     ax.set_ylabel(_RATE_LABEL)
     ax.set_ylim(bottom=0)
     return ax

@@ -679,3 +679,23 @@ def test_exact_intervals_agree_with_mpmath(k, n, confidence):
     assert float(mpmath.gammainc(k + 1, high, mpmath.inf, regularized=True)) == pytest.approx(
         alpha, rel=1e-9
     )
+
+
+def test_mean_block_time_by_window_counts_intervals_in_the_child_window_and_not_across_gaps():
+    numbers = [0, 1, 2, 3, 10, 11]  # a gap between 3 and 10: no interval across it
+    seconds = [0, 2, 6, 12, 1_000, 1_015]
+    blocks = pd.DataFrame({"block_number": numbers,
+                           "timestamp": pd.to_datetime(seconds, unit="s", utc=True)})
+    means = U.mean_block_time_by_window(blocks.iloc[::-1], 4)  # order does not matter
+    assert means.name == "mean_block_time_s"
+    assert means.index.name == "start_block"
+    # window 0: intervals of blocks 1, 2, 3 (2, 4, 6 s); window 8: block 11's 15 s alone
+    assert means.to_dict() == {0: 4.0, 8: 15.0}
+
+
+def test_mean_block_time_by_window_refuses_naive_times_and_bad_windows():
+    naive = pd.DataFrame({"block_number": [0, 1], "timestamp": pd.to_datetime([0, 1], unit="s")})
+    with pytest.raises(TypeError, match="tz-aware"):
+        U.mean_block_time_by_window(naive, 2)
+    with pytest.raises(ValueError, match="positive"):
+        U.mean_block_time_by_window(naive, 0)

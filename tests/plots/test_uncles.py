@@ -19,6 +19,7 @@ from feeslab.plots import (
     plot_model_vs_data,
     plot_rewards,
     plot_uncle_rate,
+    plot_uncle_rate_against,
 )
 
 
@@ -212,3 +213,19 @@ def test_plots_draw_on_the_axes_given_and_make_a_figure_only_without_one(plot, f
     assert made.figure.number not in before
     with pytest.raises(TypeError, match="columns"):
         plot(pd.DataFrame({"x": [1]}))
+
+
+def test_plot_uncle_rate_against_a_column_puts_each_rate_at_its_value():
+    table = U.uncle_rate(scan([1, 0, 0, 1, 1, 1, 0, 0]), by=pd.Series(["a"] * 4 + ["b"] * 4))
+    table["mean_block_time_s"] = [9.0, 2.5]
+    ax = plot_uncle_rate_against(table, x="mean_block_time_s", xlabel="mean block time [s]")
+    bars = errorbar(ax)
+    x, y = bars.lines[0].get_data()
+    assert list(x) == [9.0, 2.5]
+    assert list(y) == table["rate"].tolist()
+    assert bar_extents(bars) == pytest.approx(bounds(table))
+    assert [t.get_text() for t in ax.texts] == ["a", "b"]
+    assert ax.get_xlabel() == "mean block time [s]"
+    with pytest.raises(TypeError, match="'gas'"):
+        plot_uncle_rate_against(table, x="gas")
+    plt.close("all")
