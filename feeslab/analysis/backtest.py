@@ -1,0 +1,397 @@
+"""Backtests of fee suggestions: which gets in, how soon, and what it overpays.
+
+A suggestion made after block ``n`` (a row of a suggestions frame of
+:mod:`feeslab.analysis.estimators`: ``max_fee_per_gas_wei`` M, ``max_priority_fee_per_gas_wei``
+T) is *included* at the first block ``n + j``, ``1 <= j <= horizon``, whose base fee ``B``
+its max fee covers and whose lowest included effective tip ``L`` its own effective tip
+``min(T, M - B)`` reaches. With ``L >= 0`` that is ``M >= B + L`` and ``T >= L``. It then
+pays ``min(M, B + T)`` per gas (EIP-1559's effective gas price). The cheapest fee that got
+in with the same delay is block ``n + j``'s cheapest included price, ``B + L``; the
+overpayment is the difference, in gwei and in percent of ``B + L``.
+
+The lowest included tip ``L`` comes from one of two places, and :func:`market_frame` says
+which in ``attrs["lowest_tip_source"]``:
+
+- fee history's 0th reward percentile (``reward_p0_wei``): geth's tip of the cheapest
+  transaction (the first of the block's transactions sorted by effective tip), 0 for an empty
+  block;
+- a transactions frame (``Lab.transactions``): the least ``effective_tip_wei`` of the block's
+  transactions, 0 for a block without any.
+
+An empty block takes any suggestion whose max fee covers its base fee: nothing was turned
+away. Inclusion here is the fee test only: block space, nonces and a builder's private
+order flow are not modelled.
+
+References
+----------
+.. [1] EIP-1559: Fee market change for ETH 1.0 chain (the effective gas price,
+   ``min(max_fee, base_fee + max_priority_fee)``), https://eips.ethereum.org/EIPS/eip-1559
+.. [2] go-ethereum ``eth/gasprice/feehistory.go`` (``processBlock``: the 0th percentile is
+   the cheapest transaction's tip), commit 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+.. [3] EIP-4844: Shard Blob Transactions (``max_fee_per_blob_gas`` must cover the block's
+   blob base fee), https://eips.ethereum.org/EIPS/eip-4844
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feeslab.analysis.blobs import blob_parameters
+from feeslab.chainspec import ChainSpec
+
+__all__ = [
+    "BACKTEST_WITHIN",
+    "backtest",
+    "blob_multiples",
+    "blob_multiples_by_fork",
+    "inclusion",
+    "market_frame",
+]
+
+GWEI = 10**9
+#: The delays :func:`backtest` reports the share included within [blocks].
+BACKTEST_WITHIN: tuple[int, ...] = (1, 3, 10)
+_SAFE = 2**62  # base fee + tip and max fees stay exact and comparable in int64 below this
+
+
+def _ints(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
+    if name not in frame.columns:
+        raise ValueError(f"{what}: the frame lacks {name!r} (has {list(frame.columns)})")
+    series = frame[name]
+    if pd.api.types.is_float_dtype(series.dtype):
+        raise TypeError(f"{what}: {name!r} must hold exact integers [wei], not {series.dtype}")
+    if series.isna().any():
+        raise ValueError(f"{what}: {name!r} has missing values")
+    values = np.asarray(series.to_numpy(dtype=object if series.dtype == object else np.int64))
+    if values.dtype == object:
+        if any(not 0 <= v < _SAFE for v in values):
+            raise ValueError(f"{what}: {name!r} passes {_SAFE} wei")
+        values = values.astype(np.int64)
+    if len(values) and (values.min() < 0 or values.max() >= _SAFE):
+        raise ValueError(f"{what}: {name!r} must be in 0..{_SAFE} wei")
+    return values
+
+
+def market_frame(
+    fee_history: pd.DataFrame, *, transactions: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """What got in, per block: the base fee and the lowest included effective tip.
+
+    Parameters
+    ----------
+    fee_history : pandas.DataFrame
+        ``Lab.fee_history``'s frame (consecutive blocks, ``block_number``, ``base_fee_wei``),
+        with ``reward_p0_wei`` unless ``transactions`` is given. Its row after the newest
+        block (no gas ratio), if any, is left out.
+    transactions : pandas.DataFrame, optional
+        ``Lab.transactions``' frame of the same blocks: the lowest tips are taken from it
+        (blocks without a row: 0) instead of from the 0th reward percentile.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``block_number`` (int64), ``base_fee_wei``, ``lowest_tip_wei`` and
+        ``cheapest_price_wei`` (``base_fee_wei + lowest_tip_wei``) (int64) [wei]; ``attrs``
+        the fee history's with ``lowest_tip_source`` (``"fee_history reward_p0"`` or
+        ``"transactions"``).
+
+    References
+    ----------
+    .. [1] go-ethereum ``eth/gasprice/feehistory.go`` (``processBlock``).
+    """
+    what = "market_frame"
+    frame = fee_history
+    ratio = frame["gas_used_ratio"] if "gas_used_ratio" in frame.columns else None
+    if ratio is not None and len(frame) and pd.isna(ratio.iloc[-1]):
+        frame = frame.iloc[:-1]
+    numbers = frame["block_number"].to_numpy(dtype=np.int64)
+    if len(numbers) > 1 and not (np.diff(numbers) == 1).all():
+        raise ValueError(f"{what}: block_number must be consecutive and ascending")
+    base = _ints(frame, "base_fee_wei", what)
+    if transactions is None:
+        low = _ints(frame, "reward_p0_wei", what)
+        said = "fee_history reward_p0"
+    else:
+        tips = transactions[["block_number", "effective_tip_wei"]].dropna()
+        least = tips.groupby("block_number")["effective_tip_wei"].min()
+        low = least.reindex(numbers).fillna(0).to_numpy(dtype=np.int64)
+        said = "transactions"
+    out = pd.DataFrame({"block_number": numbers, "base_fee_wei": base, "lowest_tip_wei": low,
+                        "cheapest_price_wei": base + low})  # fmt: skip
+    out.attrs = dict(fee_history.attrs) | {"lowest_tip_source": said}
+    return out
+
+
+def inclusion(
+    suggestions: pd.DataFrame, market: pd.DataFrame, *, horizon: int = 10
+) -> pd.DataFrame:
+    """Each suggestion's delay, price paid and overpayment (see the module).
+
+    Parameters
+    ----------
+    suggestions : pandas.DataFrame
+        A suggestions frame (``block_number``, ``max_fee_per_gas_wei``,
+        ``max_priority_fee_per_gas_wei``).
+    market : pandas.DataFrame
+        :func:`market_frame`'s frame. Suggestions whose ``horizon`` next blocks it does not
+        all hold are left out.
+    horizon : int
+        The blocks a suggestion may wait [blocks].
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per suggestion kept: ``block_number`` (int64), ``delay`` (Int64 [blocks],
+        ``<NA>`` when not included within the horizon), ``paid_wei``, ``cheapest_wei`` and
+        ``overpay_wei`` (Int64) [wei], ``overpay_gwei`` and ``overpay_pct`` (float64; NaN when
+        not included).
+    """
+    what = "inclusion"
+    if horizon < 1:
+        raise ValueError(f"horizon must be at least 1 block, got {horizon!r}")
+    blocks = market["block_number"].to_numpy(dtype=np.int64)
+    floor = market["cheapest_price_wei"].to_numpy(dtype=np.int64)
+    low = market["lowest_tip_wei"].to_numpy(dtype=np.int64)
+    base = market["base_fee_wei"].to_numpy(dtype=np.int64)
+    heads = suggestions["block_number"].to_numpy(dtype=np.int64)
+    first = int(blocks[0]) if len(blocks) else 0
+    row = heads - first
+    keep = (row >= 0) & (row + horizon < len(blocks))
+    row = row[keep]
+    max_fee = _ints(suggestions, "max_fee_per_gas_wei", what)[keep]
+    tip = _ints(suggestions, "max_priority_fee_per_gas_wei", what)[keep]
+    if len(row) and len(blocks) > horizon:
+        # the next `horizon` blocks of each head: views, no copy
+        floors = np.lib.stride_tricks.sliding_window_view(floor[1:], horizon)[row]
+        lows = np.lib.stride_tricks.sliding_window_view(low[1:], horizon)[row]
+        ok = (max_fee[:, None] >= floors) & (tip[:, None] >= lows)
+        got = ok.any(axis=1)
+        j = ok.argmax(axis=1)
+    else:
+        got = np.zeros(len(row), dtype=bool)
+        j = np.zeros(len(row), dtype=np.int64)
+    at = np.where(got, row + 1 + j, 0)
+    paid = np.minimum(max_fee, base[at] + tip)
+    cheapest = floor[at]
+    over = paid - cheapest
+    mask = ~got
+    out = pd.DataFrame({
+        "block_number": heads[keep],
+        "delay": pd.arrays.IntegerArray((j + 1).astype(np.int64), mask),
+        "paid_wei": pd.arrays.IntegerArray(paid, mask.copy()),
+        "cheapest_wei": pd.arrays.IntegerArray(cheapest, mask.copy()),
+        "overpay_wei": pd.arrays.IntegerArray(over, mask.copy()),
+        "overpay_gwei": np.where(got, over / GWEI, np.nan),
+        "overpay_pct": np.where(got, 100 * over / np.maximum(cheapest, 1), np.nan),
+    })
+    out.attrs = dict(suggestions.attrs) | {"lowest_tip_source":
+                                           market.attrs.get("lowest_tip_source")}  # fmt: skip
+    return out
+
+
+def _summary(delay: np.ndarray, got: np.ndarray, gwei: np.ndarray, pct: np.ndarray,
+             horizon: int) -> dict[str, Any]:  # fmt: skip
+    n = len(delay)
+    waits = np.where(got, delay, np.inf)  # not included within the horizon: never
+    row: dict[str, Any] = {"suggestions": n}
+    for k in BACKTEST_WITHIN:
+        row[f"within_{k}"] = float(np.mean(got & (delay <= k))) if n and k <= horizon else np.nan
+    for name, q in (("median_delay", 50), ("p90_delay", 90)):
+        row[name] = float(np.percentile(waits, q, method="inverted_cdf")) if n else np.nan
+    paid = got.any()
+    row["overpay_gwei_median"] = float(np.median(gwei[got])) if paid else np.nan
+    row["overpay_gwei_mean"] = float(np.mean(gwei[got])) if paid else np.nan
+    row["overpay_pct_median"] = float(np.median(pct[got])) if paid else np.nan
+    return row
+
+
+def backtest(
+    suggestions: Mapping[str, pd.DataFrame],
+    market: pd.DataFrame,
+    *,
+    horizon: int = 10,
+    regimes: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Score estimators: share included within 1, 3 and 10 blocks, delays, overpayment.
+
+    Parameters
+    ----------
+    suggestions : mapping of str to DataFrame
+        Estimator name -> its suggestions frame (:mod:`feeslab.analysis.estimators`).
+    market : pandas.DataFrame
+        :func:`market_frame`'s frame.
+    horizon : int
+        The blocks a suggestion may wait [blocks] (10: the last share reported).
+    regimes : pandas.DataFrame, optional
+        ``block_number`` and ``regime`` (e.g. :func:`feeslab.analysis.fees.fee_regimes`'
+        frame): each suggestion is counted under its head block's regime as well as under
+        ``"all"``; suggestions whose head has no regime (an incomplete window) only under
+        ``"all"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per estimator and regime (``"all"`` first, then the regimes in their
+        categories' order): ``estimator``, ``regime``, ``suggestions`` (int),
+        ``within_1``, ``within_3``, ``within_10`` (float64: shares of all suggestions, 0..1),
+        ``median_delay`` and ``p90_delay`` (float64 [blocks]; ``inf`` when that share was
+        not included within the horizon), ``overpay_gwei_median``, ``overpay_gwei_mean``
+        [gwei] and ``overpay_pct_median`` [%] (over the included suggestions). ``attrs``:
+        the market's, with ``horizon`` and ``lowest_tip_source``.
+
+    References
+    ----------
+    .. [1] EIP-1559 (the effective gas price).
+    """
+    labels: pd.Series | None = None
+    order: list[str] = ["all"]
+    if regimes is not None:
+        labels = regimes.set_index("block_number")["regime"]
+        cats = getattr(labels.dtype, "categories", None)
+        order += [str(c) for c in (cats if cats is not None else pd.unique(labels.dropna()))]
+    rows = []
+    for name, frame in suggestions.items():
+        result = inclusion(frame, market, horizon=horizon)
+        delay = result["delay"].fillna(0).to_numpy(dtype=np.int64)
+        got = result["delay"].notna().to_numpy()
+        gwei = result["overpay_gwei"].to_numpy()
+        pct = result["overpay_pct"].to_numpy()
+        groups = {"all": np.ones(len(result), dtype=bool)}
+        if labels is not None:
+            regime = labels.reindex(result["block_number"].to_numpy()).astype(object).to_numpy()
+            for label in order[1:]:
+                groups[label] = regime == label
+        for label in order:
+            pick = groups[label]
+            rows.append({"estimator": name, "regime": label}
+                        | _summary(delay[pick], got[pick], gwei[pick], pct[pick], horizon))
+    out = pd.DataFrame(rows)
+    out.attrs = dict(market.attrs) | {"horizon": horizon}
+    return out
+
+
+# -- blobs -------------------------------------------------------------------------------------
+
+
+def blob_multiples(blob_fees: pd.DataFrame, *, within: int = 3) -> pd.DataFrame:
+    """The multiple k of block ``n``'s blob base fee a blob transaction sent after ``n``
+    needed to be included within ``within`` blocks: ``max(b[n+1..n+within]) / b[n]``.
+
+    A blob transaction is includable at ``n + j`` when its ``max_fee_per_blob_gas`` covers
+    ``b[n + j]``; with ``k x b[n]`` it is included within ``within`` blocks as soon as one of
+    them it covers, so the multiple needed is the *least* of those blocks' fees over
+    ``b[n]``: ``min(b[n+1..n+within]) / b[n]``. (Block space is not modelled: a block with room
+    is assumed.)
+
+    Parameters
+    ----------
+    blob_fees : pandas.DataFrame
+        ``block_number`` (consecutive) and ``base_fee_per_blob_gas_wei`` (Int64 or int64;
+        ``<NA>`` before Cancun), and ``timestamp`` or ``fork`` to be split by fork.
+    within : int
+        The blocks the transaction may wait [blocks].
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block ``n`` with a blob base fee and ``within`` such blocks after it:
+        ``block_number`` (int64), ``blob_base_fee_wei`` (int64) [wei], ``k_needed``
+        (float64 [1]: the ratio of two exact integers, rounded once), and ``fork`` when given.
+
+    References
+    ----------
+    .. [1] EIP-4844 (``max_fee_per_blob_gas``).
+    """
+    if within < 1:
+        raise ValueError(f"within must be at least 1 block, got {within!r}")
+    numbers = blob_fees["block_number"].to_numpy(dtype=np.int64)
+    if len(numbers) > 1 and not (np.diff(numbers) == 1).all():
+        raise ValueError("blob_multiples: block_number must be consecutive and ascending")
+    column = blob_fees["base_fee_per_blob_gas_wei"]
+    have = column.notna().to_numpy()
+    fees = column.fillna(0).to_numpy(dtype=np.int64)
+    n = len(fees)
+    if n <= within:
+        return pd.DataFrame({"block_number": np.zeros(0, np.int64),
+                             "blob_base_fee_wei": np.zeros(0, np.int64),
+                             "k_needed": np.zeros(0)})  # fmt: skip
+    ahead = np.lib.stride_tricks.sliding_window_view(fees[1:], within)[: n - within]
+    known = np.lib.stride_tricks.sliding_window_view(have[1:], within)[: n - within].all(axis=1)
+    keep = have[: n - within] & known & (fees[: n - within] > 0)
+    least = ahead.min(axis=1)[keep]
+    now = fees[: n - within][keep]
+    out = pd.DataFrame({"block_number": numbers[: n - within][keep], "blob_base_fee_wei": now,
+                        "k_needed": least / now})  # fmt: skip
+    if "fork" in blob_fees.columns:
+        out["fork"] = blob_fees["fork"].to_numpy()[: n - within][keep]
+    out.attrs = dict(blob_fees.attrs) | {"within": within}
+    return out
+
+
+def blob_multiples_by_fork(
+    blob_fees: pd.DataFrame,
+    *,
+    within: int = 3,
+    share: float = 0.99,
+    spec: ChainSpec | str | None = None,
+) -> pd.DataFrame:
+    """Per fork, the least k for which ``share`` of blob transactions priced at k x the
+    current blob base fee were included within ``within`` blocks.
+
+    Parameters
+    ----------
+    blob_fees : pandas.DataFrame
+        As :func:`blob_multiples` takes it, with a ``fork`` column, or ``timestamp`` (or
+        ``block_number``) and a chain spec to find each block's fork by
+        :func:`feeslab.analysis.blobs.blob_parameters`.
+    within : int
+        [blocks]
+    share : float
+        The share of transactions to be included (0.99).
+    spec : ChainSpec or str, optional
+        The chain's spec; default the frame's ``attrs["chain_spec"]`` (or chain 1's by
+        ``attrs["chain_id"]``). Only needed without a ``fork`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per fork in order of its first block: ``fork``, ``first_block``,
+        ``last_block`` (int64), ``blocks`` (int64: suggestions scored), ``k`` (float64 [1]: the
+        ``share`` quantile of :func:`blob_multiples`' ``k_needed``, the smallest observed
+        value that at least ``share`` of them are at or below), ``share_at_1`` (the share
+        included within ``within`` blocks at k = 1), ``k_max`` (the largest needed);
+        ``attrs`` the frame's with ``within`` and ``share``.
+
+    References
+    ----------
+    .. [1] EIP-4844; EIP-7691 (Prague's blob schedule); EIP-7892 (blob parameter only forks).
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    frame = blob_fees
+    if "fork" not in frame.columns:
+        chosen = spec or frame.attrs.get("chain_spec") or frame.attrs.get("chain_id")
+        if chosen is None:
+            raise ValueError("blob_multiples_by_fork: give a 'fork' column or a spec")
+        frame = frame.assign(fork=blob_parameters(frame, spec=ChainSpec.of(chosen))["fork"])
+    needed = blob_multiples(frame, within=within)
+    rows = []
+    for fork, group in needed.groupby("fork", sort=False):
+        k = group["k_needed"].to_numpy()
+        rows.append({
+            "fork": str(fork),
+            "first_block": int(group["block_number"].iloc[0]),
+            "last_block": int(group["block_number"].iloc[-1]),
+            "blocks": len(group),
+            "k": float(np.quantile(k, share, method="inverted_cdf")),
+            "share_at_1": float(np.mean(k <= 1)),
+            "k_max": float(k.max()),
+        })
+    out = pd.DataFrame(rows, columns=["fork", "first_block", "last_block", "blocks", "k",
+                                      "share_at_1", "k_max"])  # fmt: skip
+    out.attrs = dict(blob_fees.attrs) | {"within": within, "share": share}
+    return out
