@@ -30,6 +30,14 @@ def load_chains() -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(chains_json_bytes().decode("utf-8"))["chains"])
 
 
+@cache
+def load_upgrades() -> dict[str, Any]:
+    """The top-level ``upgrades`` of ``data/chains.json``: each upgrade's EIPs (with their
+    parameters and sources) and its activation per network."""
+    upgrades: dict[str, Any] = json.loads(chains_json_bytes().decode("utf-8")).get("upgrades", {})
+    return upgrades
+
+
 def chain_entry(chain_id: int) -> dict[str, Any]:
     """The entry of one chain, by chain id.
 

@@ -24,13 +24,13 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal, overload
 
 import pandas as pd
 
-from feeslab._chaindata import HEIGHTS, Heights, chain_entry, load_chains
+from feeslab._chaindata import HEIGHTS, Heights, chain_entry, load_chains, load_upgrades
 from feeslab._eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
 from feeslab._eip4844 import BlobRule, blob_schedule
 from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
@@ -43,6 +43,7 @@ __all__ = [
     "UncleRules",
     "frame_spec",
     "resolve_spec",
+    "upgrade_eips",
     "with_chain",
 ]
 
@@ -115,6 +116,9 @@ class ChainSpec:
         The blob parameters of each fork from Cancun on, oldest first (EIP-4844, EIP-7691,
         EIP-7892, EIP-7918); each rule's ``key`` says whether its ``start`` counts
         timestamps (the real chains) or block numbers (the devnet). Empty: no blobs.
+    unscheduled : tuple of str
+        Forks announced for this chain but not scheduled on it (mainnet's ``amsterdam``):
+        not in ``forks`` until :meth:`with_activation` gives one an activation.
     """
 
     chain_id: int
@@ -129,6 +133,7 @@ class ChainSpec:
     reward_sources: tuple[str, ...]
     uncles: UncleRules | None
     blob_schedule: tuple[BlobRule, ...] = ()
+    unscheduled: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"ChainSpec({self.label!r}: chain {self.chain_id}, {self.heights} heights)"
@@ -211,6 +216,93 @@ class ChainSpec:
         """The fork called ``name``, or None."""
         return next((f for f in self.forks if f.name == name), None)
 
+    def with_activation(
+        self, fork: str, *, timestamp: int | None = None, block: int | None = None
+    ) -> ChainSpec:
+        """This spec with ``fork`` activated at ``timestamp`` (or ``block``): a what-if.
+
+        The spec is frozen, so a new one is returned; it keeps this spec's :attr:`label`, so
+        pass it as ``spec=`` (a frame's ``attrs`` name the published spec, not the what-if).
+
+        Parameters
+        ----------
+        fork : str
+            A fork of :attr:`unscheduled` (``"amsterdam"`` on mainnet), or one of
+            :attr:`forks` to move.
+        timestamp : int, optional
+            Its activation time [s since the epoch], for a timestamp-scheduled fork.
+        block : int, optional
+            Its first block, when known (the devnet's heights count blocks).
+
+        Raises
+        ------
+        ConfigError
+            No activation given, an unknown fork, or one that would activate before a fork
+            that precedes it (or after one that follows it).
+
+        Examples
+        --------
+        >>> spec = ChainSpec.from_chain(1).with_activation("amsterdam", timestamp=1_800_000_000)
+        >>> spec.fork_at(timestamp=1_800_000_000)
+        'amsterdam'
+        """
+        if timestamp is None and block is None:
+            raise ConfigError(f"with_activation({fork!r}) needs timestamp= or block=")
+        for name, value in (("timestamp", timestamp), ("block", block)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):  # fmt: skip
+                raise ConfigError(f"{name} must be a non-negative int, not {value!r}")
+        known = [f.name for f in self.forks]
+        if fork not in self.unscheduled and fork not in known:
+            raise ConfigError(
+                f"{self.label} has no fork {fork!r} to activate (unscheduled: "
+                f"{', '.join(self.unscheduled) or 'none'}; scheduled: {', '.join(known)})"
+            )
+        forks = [f for f in self.forks if f.name != fork]
+        new = Fork(fork, block, timestamp)
+        before = [f for f in forks if _earlier(f, new)]
+        after = [f for f in forks if _earlier(new, f)]
+        order = known if fork in known else [*known, fork]  # an unscheduled fork comes last
+        position = order.index(fork)
+        if any(order.index(f.name) > position for f in before) or any(
+            order.index(f.name) < position for f in after
+        ):
+            raise ConfigError(
+                f"{fork!r} at {timestamp if timestamp is not None else block} would change "
+                f"the order of {self.label}'s forks ({', '.join(order)})"
+            )
+        forks.insert(position, new)
+        return replace(self, forks=tuple(forks),
+                       unscheduled=tuple(n for n in self.unscheduled if n != fork))  # fmt: skip
+
+    def fork_at(self, block_number: int | None = None, *, timestamp: int | None = None) -> str:
+        """The name of the last fork active at a block, given its number and (for the forks
+        scheduled by time) its timestamp [s since the epoch].
+
+        Raises
+        ------
+        ConfigError
+            Neither given, or a timestamp fork whose activation needs the ``timestamp``.
+        """
+        if block_number is None and timestamp is None:
+            raise ConfigError("fork_at needs block_number= or timestamp=")
+        found = "frontier"
+        for fork in self.forks:  # in activation order: the first not yet active ends it
+            if fork.timestamp is not None and timestamp is not None:
+                active = timestamp >= fork.timestamp
+            elif fork.block is not None and block_number is not None:
+                active = block_number >= fork.block
+            elif fork.block is not None:  # a block fork, only a time given: after it
+                active = True
+            else:
+                raise ConfigError(
+                    f"{self.label}: fork {fork.name!r} activates by time: pass timestamp="
+                )
+            if not active:
+                break
+            found = fork.name
+        return found
+
     def eip1559_rule_at(self, block_number: int) -> Eip1559Rule | None:
         """The EIP-1559 rule that computes block ``block_number``'s base fee; None before."""
         found = None
@@ -220,6 +312,30 @@ class ChainSpec:
         return found
 
 
+def _earlier(a: Fork, b: Fork) -> bool:
+    """Whether ``a`` activates strictly before ``b``, on the axis both have."""
+    if a.timestamp is not None and b.timestamp is not None:
+        return a.timestamp < b.timestamp
+    if a.block is not None and b.block is not None:
+        return a.block < b.block
+    return a.timestamp is None and b.timestamp is not None  # block forks precede time forks
+
+
+def upgrade_eips(name: str) -> tuple[dict[str, object], ...]:
+    """An upgrade's EIPs from ``data/chains.json`` (``upgrades``): each with ``eip``,
+    ``title``, ``parameters`` (None where feeslab does not use them) and ``source``.
+
+    Raises
+    ------
+    ConfigError
+        An upgrade the file does not describe.
+    """
+    upgrades = load_upgrades()
+    if name not in upgrades:
+        raise ConfigError(f"no upgrade {name!r} in data/chains.json (known: {', '.join(upgrades)})")
+    return tuple(dict(e) for e in upgrades[name]["eips"])
+
+
 @cache
 def _build(chain_id: int, heights: Heights) -> ChainSpec:
     try:
@@ -227,7 +343,7 @@ def _build(chain_id: int, heights: Heights) -> ChainSpec:
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
     protocol, half = entry["protocol"], entry[heights]
-    forks = []
+    forks, unscheduled = [], []
     for name, value in half["forks"].items():
         if isinstance(value, Mapping):
             stamp = value.get("timestamp") if heights == "protocol" else None
@@ -237,6 +353,9 @@ def _build(chain_id: int, heights: Heights) -> ChainSpec:
     for name, value in (half.get("timestamp_forks") or {}).items():  # Shanghai and later
         if isinstance(value, Mapping):
             block, stamp = value.get("block"), value.get("timestamp")
+            if block is None and stamp is None:  # announced, not scheduled on this chain
+                unscheduled.append(name)
+                continue
             forks.append(Fork(name, None if block is None else int(block),
                               None if stamp is None else int(stamp)))  # fmt: skip
     # in activation order (stable: forks at one block keep the file's order)
@@ -261,6 +380,7 @@ def _build(chain_id: int, heights: Heights) -> ChainSpec:
         reward_sources=tuple(r.get("source", "") for r in protocol["block_rewards_wei"]),
         uncles=uncles,
         blob_schedule=blob_schedule(chain_id, heights),
+        unscheduled=tuple(unscheduled),
     )
 
 

@@ -27,9 +27,14 @@ def test_a_spec_holds_what_chains_json_says(chain_id, heights):
         name: value["block"] if isinstance(value, dict) else value
         for name, value in half["forks"].items()
     }
+    unscheduled = []
     for name, value in half.get("timestamp_forks", {}).items():  # Shanghai and later
+        if value.get("timestamp") is None and value.get("block") is None:
+            unscheduled.append(name)  # announced, not scheduled on this chain
+            continue
         forks[name] = value.get("block")
     assert {f.name: f.block for f in spec.forks} == forks
+    assert list(spec.unscheduled) == unscheduled
     known = [f.block for f in spec.forks if f.block is not None]
     assert known == sorted(b for b in forks.values() if b is not None)  # in activation order
     rewards = [(r["from_block"], int(r["value"])) for r in half["block_rewards_wei"]]
@@ -202,3 +207,41 @@ def test_blob_schedules_are_go_ethereums_with_their_sources(chain_id):
     for item in ENTRIES[chain_id]["protocol"]["blob_schedule"]:
         assert "go-ethereum params/config.go" in item["source"], item["fork"]
         assert "EIP-" in item["source"], item["fork"]
+
+
+def test_amsterdam_is_scheduled_on_sepolia_and_a_what_if_on_mainnet():
+    sepolia = ChainSpec.from_chain(11155111)
+    assert sepolia.fork("amsterdam").timestamp == 1_791_294_816  # 2026-10-06 13:53:36 UTC
+    assert 1_655_733_600 + 353_024 * 32 * 12 == 1_791_294_816  # beacon genesis + Gloas epoch
+    assert sepolia.fork_at(timestamp=1_791_294_815) == "bpo2"
+    assert sepolia.fork_at(timestamp=1_791_294_816) == "amsterdam"
+    mainnet = ChainSpec.from_chain(1)
+    assert mainnet.unscheduled == ("amsterdam",) and mainnet.fork("amsterdam") is None
+    what_if = mainnet.with_activation("amsterdam", timestamp=1_800_000_000)
+    assert what_if.fork("amsterdam").timestamp == 1_800_000_000 and what_if.unscheduled == ()
+    assert what_if != mainnet and ChainSpec.from_chain(1) == mainnet  # a new spec; frozen
+    assert what_if.fork_at(24_000_000, timestamp=1_799_999_999) == "bpo2"
+    assert what_if.fork_at(24_000_000, timestamp=1_800_000_000) == "amsterdam"
+    # chains.json lists the forks whose rules feeslab follows (no Berlin)
+    assert mainnet.fork_at(12_965_000) == "london"
+    assert mainnet.fork_at(12_964_999) == "constantinople"
+    with pytest.raises(feeslab.errors.ConfigError, match="order"):
+        mainnet.with_activation("amsterdam", timestamp=1_700_000_000)  # before Osaka
+    with pytest.raises(feeslab.errors.ConfigError, match="no fork 'hegota'"):
+        mainnet.with_activation("hegota", timestamp=1_900_000_000)
+    with pytest.raises(feeslab.errors.ConfigError, match="timestamp= or block="):
+        mainnet.with_activation("amsterdam")
+    with pytest.raises(feeslab.errors.ConfigError, match="pass timestamp="):
+        mainnet.fork_at(23_000_000)  # past Prague's first block: Osaka's is not recorded
+    assert mainnet.fork_at(20_000_000) == "cancun"  # first blocks recorded up to Prague
+
+
+def test_amsterdams_eips_carry_parameters_and_sources():
+    eips = {e["eip"]: e for e in feeslab.chainspec.upgrade_eips("amsterdam")}
+    assert {"EIP-2780", "EIP-7778", "EIP-7976", "EIP-7981", "EIP-8037", "EIP-8038"} <= set(eips)
+    assert all(e["source"] for e in eips.values())
+    assert eips["EIP-7976"]["parameters"]["FLOOR_COST_PER_TOKEN"] == 16
+    hoodi = CHAINS["upgrades"]["amsterdam"]["activations"]["hoodi"]
+    assert hoodi["timestamp"] is None and "not found" in hoodi["note"]  # said, not invented
+    with pytest.raises(feeslab.errors.ConfigError, match="no upgrade"):
+        feeslab.chainspec.upgrade_eips("hegota")
