@@ -7,6 +7,7 @@
     lab = feeslab.connect(url=dev.url, api_key=..., api_key_secret=...)        # a running devnet
     lab = feeslab.connect(rpc_url="http://127.0.0.1:8545")                     # any JSON-RPC node
     lab = feeslab.connect(era1="~/era1/")                                      # archive files
+    lab = feeslab.connect(url=dev.url, api_key=..., era1="~/era1/")  # files below their end
 
 The options are declared once, as the fields of :class:`Settings` (default, type and
 documentation each); ``connect()``'s signature (what Jupyter completes, what type checkers
@@ -44,6 +45,7 @@ INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
 INFURA_IPFS = "https://ipfs.infura.io:5001"
 DEVNET_ROOT_NETWORK = "mainnet"  # served at a devnet's root; other networks under /{network}
+HISTORY_MODES = ("all", "postmerge")  # the devnet's --history.chain (feeslab.devnet.rpc)
 
 # the connections connect() makes, each chosen by one option (see _route)
 ERA1, NODE, ROOT, SERVICE, EMBEDDED = "era1", "node", "root", "service", "embedded"
@@ -125,7 +127,16 @@ class Settings:
     era1: Any = _option(  # noqa: RUF009
         None, "Read blocks, uncles and fee history from era1 files (mainnet's pre-merge "
         "archive): a file, a directory of ``*.era1``, a glob, or a sequence of them; no node, "
-        "no credits (``feeslab.sources.era1.Era1Source``).", on=frozenset({ERA1}))
+        "no credits (``feeslab.sources.era1.Era1Source``). Alone, the files are the source; "
+        "beside a node (``url``, ``rpc_url`` or ``api_key``), the blocks the files hold come "
+        "from them and the rest from the node, in one frame whose ``attrs[\"sources\"]`` say "
+        "which blocks each gave (``feeslab.sources.combined``): what a node with expired "
+        "history (EIP-4444) needs.", on=frozenset({ERA1, NODE, ROOT, SERVICE}))
+    history: str = _option(
+        "all", "Which history the embedded devnet serves, as geth's ``--history.chain`` "
+        "(EIP-4444): ``\"all\"``, or ``\"postmerge\"``: the bodies, uncles and receipts of "
+        "the blocks before each chain's merge are answered with error 4444 (``HistoryPruned``) "
+        "while headers stay served.", on=frozenset({EMBEDDED}))
 
 
 def _parameters_doc(declared: type) -> str:
@@ -209,8 +220,11 @@ _NAMES = [option.name for option in fields(Settings)]
 
 
 def _route(settings: Settings) -> tuple[str, str]:
-    """Which connection ``settings`` make, and what chose it (an option, or the variable)."""
-    if settings.era1 is not None:
+    """Which connection ``settings`` make, and what chose it (an option, or the variable):
+    ``era1`` alone reads the files; beside a node option, the node's connection (the files
+    join it)."""
+    if settings.era1 is not None and not (settings.rpc_url or settings.url
+                                          or settings.api_key):  # fmt: skip
         return ERA1, "era1="
     if settings.rpc_url is not None:
         return NODE, "rpc_url="
@@ -242,13 +256,16 @@ def _check(settings: Settings) -> None:
     if route == ROOT and not (settings.api_key or os.environ.get("INFURA_API_KEY")):
         raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
     pacing_rate(settings.credits_per_second)  # a value that is no rate, before a devnet starts
+    if settings.history not in HISTORY_MODES:
+        raise ConfigError(f"history={settings.history!r}: want one of "
+                          f"{', '.join(map(repr, HISTORY_MODES))} (geth's --history.chain)")
 
 
 def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> Lab:
     """A Lab for ``settings`` (checked by :func:`connect`): on ``devnet`` when given (a
     running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
     :func:`connect` says."""
-    if settings.era1 is not None:
+    if _route(settings)[0] == ERA1:
         from feeslab.sources.era1 import Era1Source
 
         return Lab(Era1Source(settings.era1), credits=CreditLedger())
@@ -269,7 +286,16 @@ def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> L
                            api_key_secret=devnet.api_key_secret, block_time=None,
                            wallet_url=settings.wallet_url or f"{devnet.ws_url}/wallet")
     where = endpoints(settings)
-    source = open_node(_node_spec(settings, where, devnet))
+    source: Any = open_node(_node_spec(settings, where, devnet))
+    if settings.era1 is not None:  # the files beside the node: old blocks from them
+        from feeslab.sources.combined import CombinedSource
+        from feeslab.sources.era1 import Era1Source
+
+        try:
+            source = CombinedSource(Era1Source(settings.era1), source)
+        except BaseException:
+            source.close()
+            raise
     key, secret = settings.api_key, settings.api_key_secret
     ipfs = None
     if where.ipfs is not None and key and secret:  # the storage API needs both
@@ -304,14 +330,29 @@ def _node_spec(settings: Settings, where: Endpoints, devnet: Any) -> NodeSpec:
         priced=settings.rpc_url is None,  # another node charges no credits
         devnet=True if devnet is not None else None, any_node=settings.rpc_url is not None,
         identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
+        history_cutoff=None if devnet is None else _devnet_cutoff(devnet, settings.network),
     )  # fmt: skip
+
+
+def _devnet_cutoff(devnet: Any, network: str) -> int | None:
+    """The embedded devnet's history cutoff on ``network`` (known: no call to learn it)."""
+    server = getattr(devnet, "devnet", None)
+    if server is None:
+        return None
+    by_id = server.history_cutoffs()
+    chain = next((c for c in server.chains if c.network == network), None)
+    return None if chain is None else by_id.get(chain.chain_id)
 
 
 def _start_devnet(settings: Settings) -> Any:
     import feeslab.devnet  # only here: a client with a key never loads the devnet
 
     feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
-    return feeslab.devnet.start(seed=settings.seed, block_time=settings.block_time)
+    handle = feeslab.devnet.start(seed=settings.seed, block_time=settings.block_time)
+    if settings.history != "all":
+        # start() takes no history option: set before any client knows where to reach it
+        handle.devnet.set_history(settings.history)
+    return handle
 
 
 def endpoints(settings: Settings) -> Endpoints:

@@ -12,12 +12,24 @@ it has ``partitions``). Which source serves it is the sources' business
 (:mod:`feeslab.sources.base`): a source that holds the dataset's rows (era1 files, a folder
 of partitions) is read; otherwise the dataset's own fetch asks the source for what it
 ``needs`` (a node's JSON-RPC, the Gas API).
+
+Two checks and one join apply to every dataset alike, with no per-dataset branch:
+
+- **History expiry (EIP-4444).** A dataset whose rows come from block bodies, uncles,
+  receipts or logs (:attr:`Dataset.bodies`) is refused with ``HistoryPruned`` before any of
+  its calls is sent when its range starts below the node's history cutoff (a node pruned as
+  geth's ``--history.chain postmerge``). The source learns the cutoff once (a devnet says it;
+  any other node is asked one small call, which :func:`plan` counts).
+- **Joined sources.** On a :class:`~feeslab.sources.base.SplitSource` (era1 files beside a
+  node) a dataset's range is cut where the source says, each part is run on its own source,
+  and the rows are joined into one result, tagged with the source of each part.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,7 +38,8 @@ import pandas as pd
 
 from feeslab._hexbytes import is_address
 from feeslab.fetch.credits import Plan
-from feeslab.sources.base import JSON_RPC, Source, require
+from feeslab.sources.base import JSON_RPC, Source, SplitSource, require
+from feeslab.sources.rpc import BODY_METHODS
 
 __all__ = [
     "BY_RANGE",
@@ -172,6 +185,12 @@ class Dataset:
         The ``fetch`` parameter a partition's share of ``PartsPlan.context`` is passed as.
     written : callable
         What ``feeslab fetch`` writes of the result, given the ``written_only`` options.
+    bodies : bool, optional
+        Whether ``fetch`` reads block bodies, uncles, receipts or logs, which a node with
+        expired history (EIP-4444) no longer serves below its cutoff: such a dataset's range
+        is checked against the cutoff before anything is sent. None (undeclared): whether the
+        dataset's module names one of the methods that read them
+        (``feeslab.sources.rpc.BODY_METHODS``, e.g. its ``METHOD`` constant).
     """
 
     name: str
@@ -187,6 +206,16 @@ class Dataset:
     plan_parts: Callable[..., PartsPlan] | None = None
     context: str | None = None
     written: Callable[..., pd.DataFrame] = _identity
+    bodies: bool | None = None
+
+    @property
+    def reads_bodies(self) -> bool:
+        """Whether the dataset needs what history expiry drops (see ``bodies``)."""
+        if self.bodies is not None:
+            return self.bodies
+        module = sys.modules.get(self.fetch.__module__)
+        named = vars(module).values() if module is not None else ()
+        return any(type(value) is str and value in BODY_METHODS for value in named)
 
     def takes(self, parameter: str) -> bool:
         """Whether ``fetch`` has ``parameter``."""
@@ -215,20 +244,91 @@ def holds(source: Source, dataset: Dataset) -> bool:
 
 def get(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Any:
     """``dataset`` of ``params`` from ``source``: read where the source holds its rows,
-    else fetched by the dataset from what the source offers (``SourceMismatch`` if neither).
+    else fetched by the dataset from what the source offers (``SourceMismatch`` if neither);
+    on a source of several, each part from its own and joined.
+
+    Raises
+    ------
+    HistoryPruned
+        Before anything is sent, when the dataset reads bodies (``Dataset.bodies``) of blocks
+        below the node's history cutoff (EIP-4444).
     """
+    return _get(dataset, source, params, check=True)
+
+
+def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: bool) -> Any:
+    if isinstance(source, SplitSource):
+        return _joined(dataset, source, params, check=check)
     if holds(source, dataset):
         return assemble(dataset, source, _read(dataset, source, params), params,
                         Plan([], title=_title(dataset, source)))  # fmt: skip
     require(source, dataset.needs, f"the {dataset.name} dataset")
+    if check:
+        _check_history(dataset, source, params)
     return dataset.fetch(source, **params)
 
 
 def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
-    """``dataset``'s rows of ``params`` (a partition's: what :func:`assemble` takes)."""
-    if holds(source, dataset):
+    """``dataset``'s rows of ``params`` (a partition's: what :func:`assemble` takes). The
+    history cutoff is not checked again: the job's plan checked the whole range."""
+    if holds(source, dataset) and not isinstance(source, SplitSource):
         return _read(dataset, source, params)
-    return dataset.rows(get(dataset, source, params))
+    return dataset.rows(_get(dataset, source, params, check=False))
+
+
+def _span(dataset: Dataset, params: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The blocks a call of ``dataset`` covers, (first, after the last), when it says."""
+    if dataset.partitions is not None:
+        return dataset.partitions.span(params)
+    if "start" in params and "stop" in params:
+        return int(params["start"]), int(params["stop"])
+    return None
+
+
+def _check_history(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> bool:
+    """Refuse (``HistoryPruned``) a dataset reading bodies below the node's cutoff, before
+    any call of it is sent; whether learning the cutoff cost a call (the probe)."""
+    check = getattr(source, "check_history", None)
+    if check is None or not dataset.reads_bodies:
+        return False
+    span = _span(dataset, params)
+    if span is None:
+        return False
+    probe = source.history_plan()  # type: ignore[attr-defined]
+    check(*span, dataset.name)
+    return bool(probe.lines)
+
+
+def _joined(dataset: Dataset, source: SplitSource, params: Mapping[str, Any], *,
+            check: bool) -> Any:  # fmt: skip
+    """``dataset`` of ``params`` on a source of several: each part on its own source, the
+    rows joined in block order, assembled and tagged by the joined source."""
+    span = _span(dataset, params)
+    ranged = dataset.partitions is not None and dataset.partitions.kind == "range"
+    parts = source.split(dataset.name, span if ranged else None)
+    if len(parts) == 1 and parts[0][1] == (span if ranged else None):
+        return _get(dataset, parts[0][0], params, check=check)  # one source for all of it
+    assert dataset.partitions is not None
+    if params.get("progress", False) is None:  # the files show bars as the node's client does
+        params = {**params, "progress": getattr(getattr(source, "node", None), "progress", None)}
+    frames, plans = [], []
+    for part, (first, stop) in parts:
+        result = _get(dataset, part, dataset.partitions.narrow(params, first, stop, None),
+                      check=check)  # fmt: skip
+        frames.append(dataset.rows(result))
+        planned = getattr(result, "plan", None)
+        if isinstance(planned, Plan):
+            plans.append(planned)
+    kept = [f for f in frames if len(f)] or frames[:1]
+    joined = kept[0].copy(deep=False) if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+    joined.attrs = {}  # the joined source says where the rows come from, not one part
+    title = f"{dataset.name} from " + " and ".join(p.label for p, _ in parts)
+    whole = sum(plans, Plan([], title=title))
+    whole.title = title
+    result = assemble(dataset, source, joined, params, whole)
+    if isinstance(result, pd.DataFrame):
+        source.tag(result)
+    return result
 
 
 def _read(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
@@ -238,13 +338,43 @@ def _read(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.Dat
 
 def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
     """What :func:`get` of the same arguments costs [credits]: nothing where the source holds
-    the rows."""
+    the rows; on a source of several, the parts' plans added up.
+
+    Raises
+    ------
+    HistoryPruned
+        Before anything of the dataset is sent (the node's cutoff learnt first, in one small
+        call that the plan counts), when it reads bodies below the node's history cutoff.
+    """
+    if isinstance(source, SplitSource):
+        span = _span(dataset, params)
+        ranged = dataset.partitions is not None and dataset.partitions.kind == "range"
+        parts = source.split(dataset.name, span if ranged else None)
+        if len(parts) == 1 and parts[0][1] == (span if ranged else None):
+            return plan(dataset, parts[0][0], params)
+        assert dataset.partitions is not None
+        title = f"{dataset.name} from " + " and ".join(p.label for p, _ in parts)
+        whole = Plan([], title=title)
+        for part, (first, stop) in parts:
+            whole = whole + plan(dataset, part, dataset.partitions.narrow(params, first, stop,
+                                                                          None))  # fmt: skip
+        whole.title = title
+        return whole
     if holds(source, dataset):
         return Plan([], title=_title(dataset, source))
     if dataset.plan is None:
         raise TypeError(f"the {dataset.name} dataset has no plan")
     require(source, dataset.needs, f"the {dataset.name} dataset")
-    return dataset.plan(source, **_accepted(dataset.plan, params))
+    probe = getattr(source, "history_plan", None)
+    spent = probe() if probe is not None and _span(dataset, params) is not None and \
+        dataset.reads_bodies else Plan([])  # fmt: skip
+    _check_history(dataset, source, params)
+    planned = dataset.plan(source, **_accepted(dataset.plan, params))
+    if not spent.lines:
+        return planned
+    with_probe = planned + spent  # the probe is spent: the plan says what it cost
+    with_probe.title = planned.title
+    return with_probe
 
 
 def assemble(dataset: Dataset, source: Source, rows: Any, params: Mapping[str, Any],

@@ -1347,16 +1347,23 @@ def pruning(dispatch: Callable[[Any, str, Any], Any], mode: str) -> Callable[[An
         return dispatch
     cutoffs: dict[int, int] = {}
 
+    def cutoff_of(chain: Any) -> int:
+        cutoff = cutoffs.get(chain.chain_id)
+        if cutoff is None:
+            cutoff = cutoffs[chain.chain_id] = history_cutoff(chain, mode)
+        return cutoff
+
     def pruned_dispatch(ctx: Any, method: str, params: Any) -> Any:
         check = _NEEDS_BODIES.get(method)
         if check is not None:
-            chain = ctx.chain
-            cutoff = cutoffs.get(chain.chain_id)
-            if cutoff is None:
-                cutoff = cutoffs[chain.chain_id] = history_cutoff(chain, mode)
+            cutoff = cutoff_of(ctx.chain)
             if cutoff:
                 _, decoders, required = METHODS[method]
                 params = check(ctx, cutoff, params, decoders, required)
+        elif method == "web3_clientVersion" and params in (None, []):
+            # a feeslab client learns the cutoff from what its set-up asks anyway
+            # (feeslab.sources.rpc); geth's version says nothing of it
+            return f"{CLIENT_VERSION}/history-{mode}-{cutoff_of(ctx.chain)}"
         return dispatch(ctx, method, params)
 
     pruned_dispatch.__wrapped__ = dispatch  # type: ignore[attr-defined]

@@ -14,6 +14,10 @@ a dataset's name   the source holds that dataset's rows already (``"blocks"``,
 =================  ==================================================================
 
 A pairing that cannot work raises :class:`SourceMismatch` naming what the source offers.
+
+A :class:`SplitSource` joins sources: it says which of them gives which blocks of a
+dataset's range (era1 files below their end, a node above: ``feeslab.sources.combined``), and
+the registry runs each part on its source and joins the rows.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import pandas as pd
 
 from feeslab.errors import ConfigError
 
-__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "require"]
+__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "SplitSource",
+           "require"]  # fmt: skip
 
 JSON_RPC = "json-rpc"
 GAS_API = "gas-api"
@@ -64,6 +69,16 @@ class FrameSource(Source, Protocol):
 
     def read(self, dataset: str, **parameters: Any) -> Any:
         """The rows of ``dataset`` for ``parameters``, as the dataset's own fetch gives them."""
+        ...
+
+
+@runtime_checkable
+class SplitSource(Source, Protocol):
+    """A source made of others, each giving some blocks of a range."""
+
+    def split(self, dataset: str, span: tuple[int, int] | None) -> list[tuple[Source, Any]]:
+        """``(source, (first, stop))`` for each part of ``dataset``'s blocks ``span`` (first,
+        block after the last), in block order; ``span`` None: one source for all of it."""
         ...
 
 

@@ -15,6 +15,7 @@ one to its workers (``feeslab.cluster.jobs``), which open it paced by the cluste
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -26,11 +27,17 @@ import pandas as pd
 from feeslab._costs import method_cost
 from feeslab._redact import register_secrets
 from feeslab.chainspec import ChainSpec, with_chain
-from feeslab.errors import ConfigError
+from feeslab.errors import ConfigError, HistoryPruned
 from feeslab.fetch.cache import MISSING
-from feeslab.fetch.credits import Budget, CreditLedger, Plan, ask_devnet_credits_per_second
+from feeslab.fetch.credits import (
+    Budget,
+    CreditLedger,
+    Plan,
+    PlanLine,
+    ask_devnet_credits_per_second,
+)
 from feeslab.fetch.gas import GasClient
-from feeslab.fetch.node import NodeClient
+from feeslab.fetch.node import NodeClient, block_of
 from feeslab.fetch.transport import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_CONCURRENCY,
@@ -42,9 +49,32 @@ from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
 
-__all__ = ["DEVNET_CLIENT", "NodeSpec", "RpcSource", "open_node"]
+__all__ = ["BODY_METHODS", "DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource",
+           "open_node"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
+# a devnet pruned as geth's --history.chain says so, and its chain's cutoff, in its version
+# ("feeslab-devnet/0.1.0/history-postmerge-164999"; feeslab.devnet.rpc.pruning): zero cost
+_DEVNET_HISTORY = re.compile(r"/history-(?P<mode>[a-z]+)-(?P<cutoff>\d+)$")
+
+BODY_METHODS = frozenset({
+    "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts",
+    "eth_getBlockTransactionCountByHash", "eth_getBlockTransactionCountByNumber",
+    "eth_getLogs", "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByBlockNumberAndIndex", "eth_getTransactionReceipt",
+    "eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
+    "eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber",
+})  # fmt: skip
+"""The JSON-RPC methods a node with expired history (EIP-4444) no longer answers below its
+cutoff: they read a block's body, uncles, receipts or logs (geth: eth/api_backend.go
+``BlockByNumber``/``BlockByHash``/``GetBody``, eth/filters/api.go, at go-ethereum
+02b73d4ea7181464175e0a6cbecc0a3a2655a562). Headers, state and fee history without reward
+percentiles stay served."""
+
+HISTORY_PROBE = RpcCall("eth_getBlockByNumber", ["earliest", False])
+"""How a node's cutoff is learnt, in one small call: geth answers ``earliest`` with the first
+block whose body it serves (eth/api_backend.go ``BlockByNumber``: ``EarliestBlockNumber`` is
+``HistoryPruningCutoff()``), a node keeping all history with its genesis block."""
 
 
 class RpcSource:
@@ -65,11 +95,15 @@ class RpcSource:
         devnet reached by URL is labelled one too.
     any_node : bool
         True for ``connect(rpc_url=)``: another node, not the service.
+    history_cutoff : int, optional
+        The first block whose body, uncles, receipts and logs the node serves (0: all), when
+        known (the embedded devnet); None: learnt when a fetch first needs it, from a
+        devnet's version for free, else with one small call (:data:`HISTORY_PROBE`).
     """
 
     def __init__(
         self, node: NodeClient, *, gas: Any = None, open_gas: Callable[[], Any] | None = None,
-        devnet: bool | None = None, any_node: bool = False,
+        devnet: bool | None = None, any_node: bool = False, history_cutoff: int | None = None,
     ) -> None:
         self.node = node
         self._gas = gas
@@ -79,6 +113,7 @@ class RpcSource:
         self._devnet = devnet  # asked once when None, then kept
         self._chain_id: int | None = None
         self._spec: tuple[ChainSpec | None] | None = None
+        self._cutoff = history_cutoff  # learnt once when None
 
     def __repr__(self) -> str:
         return f"<RpcSource {self.node!r}>"
@@ -108,9 +143,17 @@ class RpcSource:
     def is_devnet(self) -> bool:
         """Whether the node is a feeslab devnet (its client version says so; asked once)."""
         if self._devnet is None:
-            version = str(self.node.request("web3_clientVersion", []))
-            self._devnet = version.startswith(DEVNET_CLIENT)
+            self._read_version(self.node.request("web3_clientVersion", []))
+        assert self._devnet is not None
         return self._devnet
+
+    def _read_version(self, version: object) -> None:
+        """Whether the node is a devnet, and a devnet's history cutoff, from its version."""
+        text = str(version)
+        self._devnet = text.startswith(DEVNET_CLIENT)
+        if self._devnet and self._cutoff is None:
+            said = _DEVNET_HISTORY.search(text)
+            self._cutoff = 0 if said is None else int(said["cutoff"])
 
     @property
     def label(self) -> str:
@@ -163,7 +206,7 @@ class RpcSource:
             extra.append(RpcCall("eth_chainId", []))
         answers = node.prepare(extra)
         if ask_version:
-            self._devnet = str(answers.pop(0).unwrap()).startswith(DEVNET_CLIENT)
+            self._read_version(answers.pop(0).unwrap())
         if ask_chain:
             self._chain_id = int(answers.pop(0).unwrap(), 16)
 
@@ -187,12 +230,58 @@ class RpcSource:
             cache.put_chunks(dataset, kept, settled_below=settled)
 
     def run(self, calls: Sequence[RpcCall], **options: Any) -> list[RpcResult]:
-        """Answer ``calls`` in order, through the cache (``NodeClient.run``)."""
-        return self.node.run(calls, **options)
+        """Answer ``calls`` in order, through the cache (``NodeClient.run``); a node's 4444
+        (``HistoryPruned``) names the block and method of its call."""
+        answers = self.node.run(calls, **options)
+        for call, answer in zip(calls, answers, strict=True):
+            if isinstance(answer.error, HistoryPruned):
+                block = block_of(call)
+                if block is not None:
+                    answer.error.asked(block, method=call.method)
+        return answers
 
     def results(self, calls: Sequence[RpcCall], **options: Any) -> list[Any]:
         """The results of ``calls`` in order; the first error raised."""
-        return [answer.unwrap() for answer in self.node.run(calls, **options)]
+        return [answer.unwrap() for answer in self.run(calls, **options)]
+
+    # -- history expiry (EIP-4444) -------------------------------------------------------------
+
+    @property
+    def history_known(self) -> bool:
+        """Whether the node's history cutoff is known without a call."""
+        if self._cutoff is None and self._devnet is None:
+            self.prepare()  # a devnet says it in the version the set-up asks anyway
+        return self._cutoff is not None
+
+    def history_cutoff(self) -> int:
+        """The first block whose body, uncles, receipts and logs the node serves [block]: 0
+        for a node keeping all history. Learnt once: a devnet's version says it; any other
+        node is asked :data:`HISTORY_PROBE` (one call, 80 credits on the service), after the
+        set-up round trip.
+
+        References
+        ----------
+        .. [1] EIP-4444, "Bound Historical Data in Execution Clients".
+        """
+        if not self.history_known:
+            (answer,) = self.node.prepare([HISTORY_PROBE])
+            self._cutoff = _cutoff_of(answer)
+        assert self._cutoff is not None
+        return self._cutoff
+
+    def check_history(self, first: int, stop: int, what: str = "") -> None:
+        """Refuse (:class:`~feeslab.errors.HistoryPruned`) blocks ``first`` .. ``stop - 1``
+        when their bodies lie below the node's cutoff, before anything of them is sent."""
+        cutoff = self.history_cutoff()
+        if first < cutoff:
+            raise HistoryPruned(first=first, stop=stop, earliest=cutoff, method=what or None)
+
+    def history_plan(self) -> Plan:
+        """What learning the cutoff costs now: nothing when it is known (or free to learn)."""
+        if self.history_known:
+            return Plan([])
+        return Plan([PlanLine.of(HISTORY_PROBE.method, 1,
+                                 note="the node's history cutoff (EIP-4444)")])  # fmt: skip
 
     def head(self, *, refresh: bool = False) -> int:
         """The latest block number (asked once, then remembered unless ``refresh``)."""
@@ -250,6 +339,19 @@ class RpcSource:
                 self._gas.close()
 
 
+def _cutoff_of(answer: RpcResult) -> int:
+    """The cutoff a :data:`HISTORY_PROBE` answer says: the ``earliest`` block's number; a node
+    refusing even that says its earliest itself (reth) or nothing (then 0: its 4444s will
+    come as each call is answered)."""
+    if answer.error is not None:
+        earliest = getattr(answer.error, "earliest", None)
+        return int(earliest) if earliest is not None else 0
+    block = answer.result
+    if isinstance(block, dict) and isinstance(block.get("number"), str):
+        return int(block["number"], 16)
+    return 0
+
+
 # -- the one builder -----------------------------------------------------------------------------
 
 
@@ -289,6 +391,8 @@ class NodeSpec:
         Appended to the cache's identity (the embedded devnet's simulation digest).
     chain_id, head : int, optional
         What the caller knows already (a cluster's driver): answered without asking.
+    history_cutoff : int, optional
+        The first block whose body the node serves, when known (``RpcSource``).
     """
 
     url: str
@@ -307,6 +411,7 @@ class NodeSpec:
     identity_suffix: str | None = None
     chain_id: int | None = None
     head: int | None = None
+    history_cutoff: int | None = None
 
     def __repr__(self) -> str:
         scheme, _, rest = self.url.partition("//")
@@ -385,4 +490,5 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
             return GasClient(base_url=gas_url, api_key=api_key,
                              api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
 
-    return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node)
+    return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node,
+                     history_cutoff=spec.history_cutoff)
