@@ -9,6 +9,8 @@ checks run when it was copied.
 ``attack_gas_2016()``     the 2016 denial-of-service attack's blocks: gas, attack gas, uncles
 ``frontier_blocks()``     mainnet blocks 0 .. 8,191 (July 2015), from the first era1 file
 ``frontier_uncles()``     the 1,410 uncles those blocks include
+``blob_market()``         every block's blob fields, Cancun (19,426,587) .. 24,465,653 (Feb 2026)
+``post_merge_blocks()``   four whole post-merge blocks: headers, transactions, receipts
 ========================  =========================================================================
 
 References
@@ -17,25 +19,44 @@ References
    Transaction Fees, Waiting Time, and Consensus Security", ACM CCS 2022, arXiv:2201.05574.
 .. [2] V. Buterin, ethereum/research, ``uncle_regressions/`` (2016).
 .. [3] The era1 history archive, ``mainnet-00000-5ec1ffb8.era1`` (via paradigmxyz/reth).
+.. [4] ChainsCore Labs, Chainscore/score-da, ``protocol/Ethereum/data/blocks/`` (CC BY 4.0).
+.. [5] EIP-4844: Shard Blob Transactions; EIP-7691: Blob throughput increase; EIP-7892: Blob
+   Parameter Only Hardforks; EIP-7918: Blob base fee bounded by execution cost.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 
+import numpy as np
 import pandas as pd
 
+from feeslab._eip4844 import GAS_PER_BLOB
+from feeslab.analysis.blobs import blob_base_fee
+from feeslab.chainspec import ChainSpec
 from feeslab.frames import blocks_frame, uncles_frame
 
 __all__ = [
+    "BLOB_MARKET_ATTRIBUTION",
     "LONDON_BLOCK",
     "attack_gas_2016",
+    "blob_market",
     "frontier_blocks",
     "frontier_uncles",
     "uncle_counts_2021",
 ]
 
 LONDON_BLOCK = 12_965_000  # EIP-1559's activation on mainnet
+
+#: The credit CC BY 4.0 asks for, with the changes feeslab made (also ``attrs["attribution"]``).
+BLOB_MARKET_ATTRIBUTION = (
+    "Block data: ChainsCore Labs, Chainscore/score-da "
+    "(https://github.com/Chainscore/score-da, commit cea6c6373ffe06692032bf67d13312aff1100596, "
+    "protocol/Ethereum/data/blocks/), Copyright 2025 ChainsCore Labs, licensed under CC BY 4.0 "
+    "(https://creativecommons.org/licenses/by/4.0/). Changed by feeslab: 705 daily CSV files "
+    "joined and stored as Parquet, timestamps in seconds, blob_gas_used derived from blob_count, "
+    "blob base fee and fork computed from feeslab's mainnet blob schedule."
+)
 
 
 def _read(name: str) -> pd.DataFrame:
@@ -116,3 +137,83 @@ def frontier_uncles() -> pd.DataFrame:
     frame = uncles_frame(stored)
     frame.attrs = dict(stored.attrs)  # what the file says of itself (its network)
     return _attrs(frame, "era1", "mainnet-00000-5ec1ffb8.era1")
+
+
+def blob_market() -> pd.DataFrame:
+    """The blob fields of every mainnet block from Cancun's first to 15 February 2026.
+
+    5,039,067 consecutive blocks, 19,426,587 .. 24,465,653 (2024-03-13 .. 2026-02-15 UTC),
+    across five blob forks: Cancun, Prague, Osaka, BPO1 and BPO2. Loads in about a second.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, in block order, RangeIndex. The columns ``Lab.blocks`` also has
+        keep its names and dtypes (:data:`feeslab.frames.BLOCK_DTYPES`):
+
+        ``block_number`` (int64)
+            Every block, none missing.
+        ``timestamp`` (datetime64[ns, UTC])
+            Block time [s resolution].
+        ``blob_count`` (int64)
+            Blobs the block carries (0 .. the fork's maximum: 6, 9, 9, 15, 21).
+        ``blob_gas_used`` (Int64) [gas]
+            ``blobGasUsed``: ``2**17 * blob_count`` (EIP-4844 ``GAS_PER_BLOB``).
+        ``excess_blob_gas`` (Int64) [gas]
+            ``excessBlobGas``, as the source gives it.
+        ``blob_base_fee_wei`` (int64) [wei per blob gas]
+            The block's blob base fee, ``fake_exponential(1, excess_blob_gas,
+            update_fraction)`` with its own fork's fraction, computed by feeslab
+            (:func:`feeslab.analysis.blobs.blob_base_fee`): the source has no fee.
+        ``fork`` (category, in activation order)
+            The blob fork in force at the block's timestamp: ``cancun``, ``prague``,
+            ``osaka``, ``bpo1``, ``bpo2`` (forks switch by time, EIP-7892).
+
+        ``attrs``: ``chain_id`` 1, ``chain_spec`` ``"mainnet"`` (so the analysis functions
+        take the mainnet blob schedule from the frame), ``source`` ``"Chainscore/score-da"``,
+        ``reference``, ``licence`` ``"CC BY 4.0"`` and ``attribution``
+        (:data:`BLOB_MARKET_ATTRIBUTION`: credit it where the data is shown).
+
+    Notes
+    -----
+    The source has no execution base fee, so EIP-7918's reserve price (from Osaka) cannot be
+    recomputed; each block's excess follows from its parent's by one of the rule's two
+    branches, which ``tests/test_samples_blobs.py`` checks for every block.
+
+    References
+    ----------
+    .. [1] Chainscore/score-da @ cea6c637, ``protocol/Ethereum/data/blocks/<date>.csv``
+       (rows from the public BigQuery table ``crypto_ethereum.blocks``), CC BY 4.0.
+    .. [2] EIP-4844 (``fake_exponential``, ``GAS_PER_BLOB``); EIP-7691, EIP-7892, EIP-7918.
+    """
+    stored = _read("blob_market.parquet")
+    spec = ChainSpec.from_chain(1)
+    rules = spec.blob_schedule
+    seconds = stored["timestamp"].to_numpy(dtype=np.int64)
+    # forks switch by time (EIP-7892); every block here is at or after Cancun's start
+    fork = np.searchsorted([rule.start for rule in rules], seconds, side="right") - 1
+    count = stored["blob_count"].to_numpy(dtype=np.int64)
+    excess = stored["excess_blob_gas"].to_numpy(dtype=np.int64)
+    fee = np.empty(len(excess), dtype=np.int64)
+    # fake_exponential fork by fork (contiguous rows: time only grows), exact in int64 (the
+    # largest fee here is ~8.4e12 wei)
+    edges = np.searchsorted(fork, np.arange(len(rules) + 1))
+    for rule, start, stop in zip(rules, edges[:-1], edges[1:], strict=True):
+        if stop > start:
+            fee[start:stop] = blob_base_fee(excess[start:stop], rule.update_fraction)
+    present = np.zeros(len(count), dtype=bool)  # no row lacks a value: the mask of IntegerArray
+    frame = pd.DataFrame({
+        "block_number": stored["block_number"].to_numpy(dtype=np.int64),
+        "timestamp": pd.to_datetime(seconds, unit="s", utc=True).as_unit("ns"),
+        "blob_count": count,
+        "blob_gas_used": pd.arrays.IntegerArray(count * GAS_PER_BLOB, present),
+        "excess_blob_gas": pd.arrays.IntegerArray(excess, present),
+        "blob_base_fee_wei": fee,
+        "fork": pd.Categorical.from_codes(fork, categories=[rule.fork for rule in rules]),
+    }, copy=False)  # fmt: skip
+    frame.attrs.update({
+        "chain_id": 1, "chain_spec": spec.label, "source": "Chainscore/score-da",
+        "reference": "Chainscore/score-da @ cea6c637, protocol/Ethereum/data/blocks/",
+        "licence": "CC BY 4.0", "attribution": BLOB_MARKET_ATTRIBUTION,
+    })  # fmt: skip
+    return frame
