@@ -55,3 +55,76 @@ def test_a_field_that_is_not_hex_is_named() -> None:
     block["stateRoot"] = 7
     with pytest.raises(ValueError, match="'stateRoot' must be a 0x-hex"):
         header_rlp(block)
+
+
+# -- Amsterdam and after: no public Amsterdam header is in a fixture, so an Amsterdam header
+# (geth's Prague block with EIP-7928's and EIP-7843's fields) is checked against an RLP
+# encoding written here from go-ethereum core/types/block.go Header (02b73d4), not feeslab's
+
+PRAGUE_ORDER = (
+    ("parentHash", "b"), ("sha3Uncles", "b"), ("miner", "b"), ("stateRoot", "b"),
+    ("transactionsRoot", "b"), ("receiptsRoot", "b"), ("logsBloom", "b"), ("difficulty", "i"),
+    ("number", "i"), ("gasLimit", "i"), ("gasUsed", "i"), ("timestamp", "i"),
+    ("extraData", "b"), ("mixHash", "b"), ("nonce", "b"), ("baseFeePerGas", "i"),
+    ("withdrawalsRoot", "b"), ("blobGasUsed", "i"), ("excessBlobGas", "i"),
+    ("parentBeaconBlockRoot", "b"), ("requestsHash", "b"),
+)  # fmt: skip
+
+
+def reference_hash(block: dict, order) -> str:
+    import rlp
+    from eth_hash.auto import keccak
+
+    items = [int(block[n], 16) if kind == "i" else bytes.fromhex(block[n][2:]) for n, kind in order]
+    return "0x" + keccak(rlp.encode(items)).hex()
+
+
+def amsterdam_block() -> dict:
+    block = geth_block("get-block-prague-fork.io")
+    block["blockAccessListHash"] = "0x" + "ab" * 32
+    block["slotNumber"] = "0x1c3"
+    block["hash"] = reference_hash(block, (*PRAGUE_ORDER, ("blockAccessListHash", "b"),
+                                           ("slotNumber", "i")))  # fmt: skip
+    return block
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import feeslab.headers
+
+    monkeypatch.setattr(feeslab.headers, "_warned", set())
+
+
+def test_an_amsterdam_header_hashes_as_an_independent_encoding_does() -> None:
+    block = amsterdam_block()
+    assert HEADER_FIELDS[-2:] == ("blockAccessListHash", "slotNumber")
+    assert header_hash(block) == block["hash"]
+    assert header_hash({**block, "slotNumber": "0x1c4"}) != block["hash"]
+    without = {k: v for k, v in block.items() if k != "slotNumber"}
+    assert header_hash(without) != block["hash"]  # the field counts
+
+
+@pytest.mark.parametrize("value", ["0x" + "cd" * 32, "0x2a"], ids=["data", "quantity"])
+def test_an_invented_header_field_is_kept_in_the_hash_with_a_warning_once(value: str) -> None:
+    import warnings
+
+    from feeslab.headers import UnknownHeaderFieldWarning, unknown_header_fields
+
+    block = amsterdam_block()
+    block["futureRoot"] = value  # a field of a fork after Amsterdam, as a node would serve it
+    kind = "i" if value == "0x2a" else "b"
+    block["hash"] = reference_hash(block, (*PRAGUE_ORDER, ("blockAccessListHash", "b"),
+                                           ("slotNumber", "i"), ("futureRoot", kind)))  # fmt: skip
+    with pytest.warns(UnknownHeaderFieldWarning, match="'futureRoot'"):
+        assert header_hash(block) == block["hash"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once: the second block says nothing
+        assert unknown_header_fields(block) == ("futureRoot",)
+        assert header_hash(block) == block["hash"]
+
+
+def test_a_served_key_outside_the_header_does_not_break_the_hash_check() -> None:
+    block = geth_block("get-block-prague-fork.io")
+    block["l1BlockNumber"] = "0x10"  # an extra key some clients serve, not a header field
+    with pytest.warns(UserWarning, match="l1BlockNumber"):
+        assert header_hash(block) == block["hash"]

@@ -13,6 +13,8 @@ References
    https://eips.ethereum.org/EIPS/eip-1559
 .. [3] EIP-4844: Shard Blob Transactions (``blobGasUsed``, ``excessBlobGas``),
    https://eips.ethereum.org/EIPS/eip-4844
+.. [4] go-ethereum ``core/types/block.go`` ``Header`` at 02b73d4 (every field through
+   Amsterdam: EIP-7928 ``blockAccessListHash``, EIP-7843 ``slotNumber``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_DTYPES", "blocks_frame", "gas_used_ratio", "parse_blocks", "slim_block"]
+from feeslab.headers import HEADER_FIELDS, header_hash, unknown_header_fields
+
+__all__ = [
+    "BLOCK_DTYPES",
+    "HEADER_FIELD_DTYPES",
+    "blocks_frame",
+    "gas_used_ratio",
+    "parse_blocks",
+    "parse_header_fields",
+    "slim_block",
+]
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -47,6 +59,48 @@ BLOCK_DTYPES: dict[str, str] = {
     "blob_gas_used": "Int64",
     "excess_blob_gas": "Int64",
 }
+
+
+#: Columns and dtypes of :func:`parse_header_fields`' frame, in order: every header field of
+#: every fork through Amsterdam, in RLP order, snake_case; a fork's fields are missing
+#: (None / ``<NA>``) in blocks before it.
+HEADER_FIELD_DTYPES: dict[str, str] = {
+    "block_number": "int64",
+    "hash": "str",
+    "parent_hash": "str",
+    "sha3_uncles": "str",
+    "miner": "str",
+    "state_root": "str",
+    "transactions_root": "str",
+    "receipts_root": "str",
+    "logs_bloom": "str",
+    "difficulty": "object",
+    "gas_limit": "int64",
+    "gas_used": "int64",
+    "timestamp": "datetime64[ns, UTC]",
+    "extra_data": "str",
+    "mix_hash": "str",
+    "nonce": "str",
+    "base_fee_wei": "Int64",  # London
+    "withdrawals_root": "object",  # Shanghai
+    "blob_gas_used": "Int64",  # Cancun
+    "excess_blob_gas": "Int64",
+    "parent_beacon_block_root": "object",
+    "requests_hash": "object",  # Prague
+    "block_access_list_hash": "object",  # Amsterdam
+    "slot_number": "Int64",
+    "hash_verified": "bool",
+}
+_HEADER_KEYS = dict(zip(
+    ("parentHash", "sha3Uncles", "miner", "stateRoot", "transactionsRoot", "receiptsRoot",
+     "logsBloom", "extraData", "mixHash", "nonce"),
+    ("parent_hash", "sha3_uncles", "miner", "state_root", "transactions_root", "receipts_root",
+     "logs_bloom", "extra_data", "mix_hash", "nonce"), strict=True))  # fmt: skip
+_OPTIONAL_DATA = {"withdrawalsRoot": "withdrawals_root",
+                  "parentBeaconBlockRoot": "parent_beacon_block_root",
+                  "requestsHash": "requests_hash", "blockAccessListHash": "block_access_list_hash"}
+_OPTIONAL_QUANTITIES = {"baseFeePerGas": "base_fee_wei", "blobGasUsed": "blob_gas_used",
+                        "excessBlobGas": "excess_blob_gas", "slotNumber": "slot_number"}
 
 
 # -- helpers shared by the frames modules ------------------------------------------------------
@@ -265,6 +319,35 @@ _READ = ("number", "hash", "parentHash", "timestamp", "miner", "difficulty", "to
          "excessBlobGas")
 
 
+# what a block may carry besides an unknown (newer) header field
+_KNOWN_KEYS = frozenset(HEADER_FIELDS) | {"hash", "size", "totalDifficulty", "transactions",
+                                          "uncles", "withdrawals", "sealFields", "author",
+                                          "blockAccessList", "requests", "executionWitness"}
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def _extra_columns(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame) -> pd.DataFrame:
+    """Header fields feeslab does not know, kept as ``str`` columns (snake_case, as served;
+    None where a block lacks one) and named in ``attrs["extra_header_fields"]``, with a
+    warning once per field (``feeslab.headers.UnknownHeaderFieldWarning``)."""
+    names: dict[str, None] = {}
+    for item in items:
+        if not _KNOWN_KEYS.issuperset(item):
+            names.update(dict.fromkeys(unknown_header_fields(item)))
+    if not names:
+        return frame
+    for name in names:
+        column = _snake(name)
+        if column in frame.columns:
+            column = f"extra_{column}"
+        frame[column] = _object_series([item.get(name) for item in items])
+    frame.attrs["extra_header_fields"] = tuple(names)
+    return frame
+
+
 def slim_block(block: Any) -> Any:
     """What :func:`parse_blocks` reads of a header: its fields, the transactions by their count
     only (a ``range`` of it). A streaming fetch keeps this of each header as it arrives: a
@@ -276,6 +359,8 @@ def slim_block(block: Any) -> Any:
     if not isinstance(block, Mapping):
         return block
     slim = {key: block[key] for key in _READ if key in block}
+    if len(block) > len(slim) + 1 and not _KNOWN_KEYS.issuperset(block):  # a new fork's field
+        slim.update((key, block[key]) for key in block if key not in _KNOWN_KEYS)
     if "transactions" in block:
         transactions = block["transactions"]
         slim["transactions"] = (range(len(transactions)) if isinstance(transactions, list)
@@ -390,7 +475,8 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     items = _as_list(blocks, "blocks")
     _check_not_null(items, "blocks", lambda i: "the node knows no such block")
     what = "blocks"
-    return blocks_frame({  # block_number first: it names a block that is not a JSON object
+    # block_number first: it names a block that is not a JSON object
+    return _extra_columns(items, blocks_frame({
         "block_number": _hex_int64(items, "number", what),
         **_header_columns(items, what),
         "parent_hash": _strings(items, "parentHash", what),
@@ -400,4 +486,54 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         "uncle_hashes": _field(items, "uncles", what),
         "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
         "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
-    })  # fmt: skip
+    }))  # fmt: skip
+
+
+def parse_header_fields(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every header field of every block, through Amsterdam, and whether its hash checks.
+
+    :func:`parse_blocks` keeps what the fee analysis reads; this keeps the whole header: the
+    yellow paper's fields, London's base fee, Shanghai's withdrawals root, Cancun's blob
+    fields and beacon root, Prague's requests hash, Amsterdam's block access list hash
+    (EIP-7928) and slot number (EIP-7843), and any field feeslab does not know.
+
+    Parameters
+    ----------
+    blocks : iterable of dict
+        ``eth_getBlockByNumber`` / ``eth_getBlockByHash`` (or ``eth_getUncleBy*``) results.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, RangeIndex, the columns of :data:`HEADER_FIELD_DTYPES`: 0x hex
+        ``str`` for byte fields as served (``object``, None before the fork, for the
+        optional ones), ``int64``/``Int64`` [gas] or [wei] for quantities, ``difficulty``
+        exact (object), ``timestamp`` UTC, and ``hash_verified`` (bool):
+        ``keccak256(rlp(header)) == hash`` with the fields as served
+        (:func:`feeslab.headers.header_hash`). A field feeslab does not know becomes one
+        more column (its snake_case name, ``str`` as served), named in
+        ``attrs["extra_header_fields"]``, with a warning once per field.
+
+    Raises
+    ------
+    ValueError
+        A null block, a missing required field, or one that is not hex.
+    """
+    items = _as_list(blocks, "blocks")
+    _check_not_null(items, "blocks", lambda i: "the node knows no such block")
+    what = "blocks"
+    columns: dict[str, Any] = {
+        "block_number": _hex_int64(items, "number", what),
+        "hash": _strings(items, "hash", what),
+        **{column: _strings(items, key, what) for key, column in _HEADER_KEYS.items()},
+        "difficulty": _hex_exact(items, "difficulty", what),
+        "gas_limit": _hex_int64(items, "gasLimit", what),
+        "gas_used": _hex_int64(items, "gasUsed", what),
+        "timestamp": _hex_int64(items, "timestamp", what),
+        **{column: _nullable_int64(items, key, what)
+           for key, column in _OPTIONAL_QUANTITIES.items()},
+        **{column: [item.get(key) for item in items] for key, column in _OPTIONAL_DATA.items()},
+    }  # fmt: skip
+    columns["hash_verified"] = np.fromiter(
+        (header_hash(item) == item["hash"] for item in items), dtype=bool, count=len(items))
+    return _extra_columns(items, _typed_frame(HEADER_FIELD_DTYPES, columns))
