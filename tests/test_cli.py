@@ -106,3 +106,47 @@ def test_serve_passes_the_wallet_user_it_is_given(monkeypatch, capsys):
     assert "chains[1]" in capsys.readouterr().err and not seen
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--wallet-accounts", "some"])
+
+
+def test_serve_history_postmerge_prunes_as_geth_and_says_so():
+    """``feeslab serve --history postmerge``: geth's --history.chain; the banner names each
+    chain's cutoff, a pre-merge body answers 4444 and the head stays served."""
+    assert build_parser().parse_args(["serve"]).history == "all"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--history", "postprague"])  # no devnet cut there
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feeslab.cli", "serve", "--port", str(port), "--seed", "3",
+         "--history", "postmerge"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        lines = []
+        while not lines or not lines[-1].startswith("Press Ctrl-C"):
+            line = proc.stdout.readline()
+            assert line, f"no banner: {''.join(lines)} {proc.stderr.read()}"
+            lines.append(line)
+        banner = dict(re.findall(r"^(URL|WS URL|API key|API secret):\s+(\S+)$", "".join(lines),
+                                 flags=re.MULTILINE))  # fmt: skip
+        assert ("history:         postmerge (4444 below each chain's cutoff: 1: 164,999, "
+                "11155111: 15,000)\n") in lines  # fmt: skip
+        node = f"{banner['URL']}/v3/{banner['API key']}"
+
+        def call(method, *params):
+            return httpx.post(node, timeout=60, json={"jsonrpc": "2.0", "id": 1,
+                                                      "method": method, "params": list(params)})
+
+        assert call("eth_getUncleCountByBlockNumber", "0x10").json()["error"] == {
+            "code": 4444, "message": "pruned history unavailable"}  # fmt: skip
+        assert call("eth_blockNumber").json()["result"] == hex(210_000)
+        info = httpx.get(f"{banner['URL']}/devnet/info", timeout=60,
+                         auth=(banner["API key"], banner["API secret"])).json()  # fmt: skip
+        assert info["history"] == "postmerge"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -79,11 +79,12 @@ def test_settings_show_no_key_secret_or_node_url():
 
 # -- options that conflict ----------------------------------------------------------------------
 
+# url=, rpc_url= and api_key= choose a node beside the files (tests/test_history_expiry.py)
 NOT_WITH_ERA1 = [
-    ("api_key", KEY), ("api_key_secret", SECRET), ("url", "http://127.0.0.1:1"),
-    ("rpc_url", f"http://127.0.0.1:1/v3/{KEY}"), ("network", "sepolia"), ("seed", 3),
+    ("api_key_secret", SECRET), ("network", "sepolia"), ("seed", 3),
     ("websocket", True), ("block_time", 0.5), ("wallet_url", "ws://127.0.0.1:1/wallet"),
     ("credits_per_second", 100), ("max_batch", 10), ("max_concurrency", 2),
+    ("history", "postmerge"),
 ]
 
 
@@ -124,6 +125,12 @@ def test_era1_takes_cache_and_progress_as_a_script_passes_them():
         ({"api_key": KEY, "block_time": 0.2}, r"^block_time=0\.2 and api_key= conflict"),
         ({"api_key_secret": SECRET},
          r"^api_key_secret= has no effect without api_key= \(or INFURA_API_KEY\)"),
+        # the embedded devnet's history mode: a running devnet or node has its own
+        ({"url": "http://127.0.0.1:1", "api_key": KEY, "history": "postmerge"},
+         r"^history='postmerge' and url= conflict: url= is a running devnet's root"),
+        ({"rpc_url": "http://127.0.0.1:2", "history": "postmerge"},
+         r"^history='postmerge' and rpc_url= conflict"),
+        ({"history": "prune"}, r"^history='prune': want one of 'all', 'postmerge'"),
     ],
 )  # fmt: skip
 def test_options_that_conflict_are_refused_naming_both(options, pattern):

@@ -185,12 +185,13 @@ class Dataset:
         The ``fetch`` parameter a partition's share of ``PartsPlan.context`` is passed as.
     written : callable
         What ``feeslab fetch`` writes of the result, given the ``written_only`` options.
-    bodies : bool, optional
+    bodies : bool or callable, optional
         Whether ``fetch`` reads block bodies, uncles, receipts or logs, which a node with
         expired history (EIP-4444) no longer serves below its cutoff: such a dataset's range
-        is checked against the cutoff before anything is sent. None (undeclared): whether the
-        dataset's module names one of the methods that read them
-        (``feeslab.sources.rpc.BODY_METHODS``, e.g. its ``METHOD`` constant).
+        is checked against the cutoff before anything is sent. A callable decides from the
+        parameters (``eth_feeHistory`` reads bodies and receipts only for reward
+        percentiles). None (undeclared): whether the dataset's module names one of the
+        methods that read them (``feeslab.sources.rpc.BODY_METHODS``, e.g. its ``METHOD``).
     """
 
     name: str
@@ -206,11 +207,12 @@ class Dataset:
     plan_parts: Callable[..., PartsPlan] | None = None
     context: str | None = None
     written: Callable[..., pd.DataFrame] = _identity
-    bodies: bool | None = None
+    bodies: bool | Callable[[Mapping[str, Any]], bool] | None = None
 
-    @property
-    def reads_bodies(self) -> bool:
+    def reads_bodies(self, params: Mapping[str, Any]) -> bool:
         """Whether the dataset needs what history expiry drops (see ``bodies``)."""
+        if callable(self.bodies):
+            return bool(self.bodies(params))
         if self.bodies is not None:
             return self.bodies
         module = sys.modules.get(self.fetch.__module__)
@@ -289,7 +291,7 @@ def _check_history(dataset: Dataset, source: Source, params: Mapping[str, Any]) 
     """Refuse (``HistoryPruned``) a dataset reading bodies below the node's cutoff, before
     any call of it is sent; whether learning the cutoff cost a call (the probe)."""
     check = getattr(source, "check_history", None)
-    if check is None or not dataset.reads_bodies:
+    if check is None or not dataset.reads_bodies(params):
         return False
     span = _span(dataset, params)
     if span is None:
@@ -367,7 +369,7 @@ def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
     require(source, dataset.needs, f"the {dataset.name} dataset")
     probe = getattr(source, "history_plan", None)
     spent = probe() if probe is not None and _span(dataset, params) is not None and \
-        dataset.reads_bodies else Plan([])  # fmt: skip
+        dataset.reads_bodies(params) else Plan([])  # fmt: skip
     _check_history(dataset, source, params)
     planned = dataset.plan(source, **_accepted(dataset.plan, params))
     if not spent.lines:
