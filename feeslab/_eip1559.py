@@ -12,6 +12,9 @@ References
 .. [2] 0xPolygon/bor ``consensus/misc/eip1559/eip1559.go`` ``CalcBaseFee``: fork parameters
    are chosen by the *parent's* number (``BaseFeeChangeDenominator(config.Bor,
    parent.Number)``, ``IsDandeli(parent.Number)``).
+.. [3] EIP-7778: Block gas accounting without refunds; EIP-8037 (a block's gas used is the
+   larger of its execution and state gas); go-ethereum ``core/gaspool.go`` ``GasPool.Used``
+   at 02b73d4ea7181464175e0a6cbecc0a3a2655a562.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: 
 
     ``gas_target_percent`` replaces ``parent_gas_limit // elasticity_multiplier`` as the
     gas target by ``parent_gas_limit * gas_target_percent // 100`` (Polygon after Dandeli).
+
+    ``parent_gas_used`` is the parent header's ``gasUsed``, whose meaning is the parent's
+    fork's: before Amsterdam the sum of its receipts' gas, after refunds; from Amsterdam
+    (EIP-7778, EIP-8037) gas before refunds, the larger of the execution and the state sums.
+    :func:`block_gas_used` computes it either way from a block's transactions. The rule
+    itself did not change.
     """
     if gas_target_percent is None:
         target = parent_gas_limit // elasticity_multiplier
@@ -46,6 +55,27 @@ def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: 
         return parent_base_fee + max(1, delta)
     delta = parent_base_fee * (target - parent_gas_used) // target // max_change_denominator
     return parent_base_fee - delta
+
+
+def block_gas_used(execution_gas: Sequence[int], state_gas: Sequence[int] = (), *,
+                   two_dimensional: bool = False) -> int:  # fmt: skip
+    """A block's ``gasUsed``: what its successor's base fee follows [gas].
+
+    Parameters
+    ----------
+    execution_gas : sequence of int
+        Per transaction, what the block counts of it [gas]: before Amsterdam the receipt's
+        gas (after refunds, at least the EIP-7623 floor); from Amsterdam its gas before
+        refunds less its state gas, at least the floor (EIP-7778).
+    state_gas : sequence of int
+        Per transaction, its EIP-8037 state gas (Amsterdam) [gas]; empty before.
+    two_dimensional : bool
+        Amsterdam's accounting (EIP-8037): ``max(sum(execution), sum(state))``; otherwise
+        the sum of both (the state sum being empty).
+    """
+    execution = sum(int(g) for g in execution_gas)
+    state = sum(int(g) for g in state_gas)
+    return max(execution, state) if two_dimensional else execution + state
 
 
 def nearest_rank_index(count: int, percentile: float) -> int:

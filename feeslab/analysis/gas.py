@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feeslab import _eip1559
 from feeslab.errors import ConfigError, FeeslabError
 from feeslab.frames import reward_column, transaction_cost
 from feeslab.frames.blocks import _empty, _object_series
@@ -565,9 +566,9 @@ def block_gas_used(
         rows: Sequence[Mapping[str, Any]] = transactions.to_dict("records")
     else:
         rows = transactions
-    execution = sum(int(r["block_execution_gas"]) for r in rows)
-    state = sum(int(r.get("block_state_gas", 0)) for r in rows)
-    return max(execution, state) if rules.state_gas else execution + state
+    return _eip1559.block_gas_used([int(r["block_execution_gas"]) for r in rows],
+                                   [int(r.get("block_state_gas", 0)) for r in rows],
+                                   two_dimensional=rules.state_gas)  # fmt: skip
 
 def estimate_accuracy(frame: pd.DataFrame, labels: Sequence[str] | None = None) -> pd.DataFrame:
     """How far ``eth_estimateGas`` is above the least gas each transaction needs.

@@ -181,3 +181,19 @@ def test_forks_between_gas_forks_follow_the_last_one_and_unknown_ones_are_refuse
         gas.gas_rules("berlin")
     with pytest.raises(ValueError, match="Prague"):
         gas.intrinsic_gas(authorizations=1, fork="cancun")
+
+
+def test_the_base_fee_follows_each_forks_gas_used() -> None:
+    from feeslab._eip1559 import next_base_fee
+
+    # a block at its 15M target before refunds, 12M after: the fee falls under Osaka's
+    # accounting and holds under Amsterdam's (EIP-7778)
+    tx = {"gas_before_refund": 150_000, "refund": 30_000}
+    osaka = [gas.transaction_gas_used(tx["gas_before_refund"], tx["refund"], fork="osaka")] * 100
+    amsterdam = [gas.transaction_gas_used(tx["gas_before_refund"], tx["refund"],
+                                          fork="amsterdam")] * 100  # fmt: skip
+    used_osaka = gas.block_gas_used(osaka, fork="osaka")
+    used_amsterdam = gas.block_gas_used(amsterdam, fork="amsterdam")
+    assert (used_osaka, used_amsterdam) == (12_000_000, 15_000_000)
+    assert next_base_fee(10**9, used_osaka, 30_000_000) == 10**9 - 10**9 * 3 // 15 // 8
+    assert next_base_fee(10**9, used_amsterdam, 30_000_000) == 10**9
