@@ -26,23 +26,31 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import rlp
+from eth_hash.auto import keccak
 
 from feeslab._eip4844 import GAS_PER_BLOB
 from feeslab.analysis.blobs import blob_base_fee
 from feeslab.chainspec import ChainSpec
-from feeslab.frames import blocks_frame, uncles_frame
+from feeslab.frames import blocks_frame, parse_blocks, uncles_frame
+from feeslab.frames.transactions import parse_transactions
+from feeslab.headers import HEADER_FIELDS
 
 __all__ = [
     "BLOB_MARKET_ATTRIBUTION",
     "LONDON_BLOCK",
+    "PostMergeBlocks",
     "attack_gas_2016",
     "blob_market",
     "frontier_blocks",
     "frontier_uncles",
+    "post_merge_blocks",
     "uncle_counts_2021",
 ]
 
@@ -217,3 +225,175 @@ def blob_market() -> pd.DataFrame:
         "licence": "CC BY 4.0", "attribution": BLOB_MARKET_ATTRIBUTION,
     })  # fmt: skip
     return frame
+
+
+# -- whole blocks: consensus RLP turned into the JSON a node answers ------------------------------
+
+_HEADER_QUANTITIES = frozenset({"difficulty", "number", "gasLimit", "gasUsed", "timestamp",
+                                "baseFeePerGas", "blobGasUsed", "excessBlobGas"})  # fmt: skip
+# each typed transaction's RLP fields in order (EIP-2718 payloads), after the type byte; the
+# fields as a node's JSON names them
+_TX_LAYOUTS: dict[int, tuple[str, ...]] = {
+    0: ("nonce", "gasPrice", "gas", "to", "value", "input", "v", "r", "s"),
+    1: ("chainId", "nonce", "gasPrice", "gas", "to", "value", "input", "accessList", "yParity",
+        "r", "s"),  # EIP-2930
+    2: ("chainId", "nonce", "maxPriorityFeePerGas", "maxFeePerGas", "gas", "to", "value",
+        "input", "accessList", "yParity", "r", "s"),  # EIP-1559
+    3: ("chainId", "nonce", "maxPriorityFeePerGas", "maxFeePerGas", "gas", "to", "value",
+        "input", "accessList", "maxFeePerBlobGas", "blobVersionedHashes", "yParity", "r",
+        "s"),  # EIP-4844
+    4: ("chainId", "nonce", "maxPriorityFeePerGas", "maxFeePerGas", "gas", "to", "value",
+        "input", "accessList", "authorizationList", "yParity", "r", "s"),  # EIP-7702
+}  # fmt: skip
+_TX_QUANTITIES = frozenset({"nonce", "gasPrice", "gas", "value", "v", "r", "s", "chainId",
+                            "yParity", "maxPriorityFeePerGas", "maxFeePerGas",
+                            "maxFeePerBlobGas"})  # fmt: skip
+
+
+def _hex(value: bytes) -> str:
+    return "0x" + value.hex()
+
+
+def _quantity(value: bytes) -> str:
+    return hex(int.from_bytes(value, "big"))
+
+
+def _header_json(header: bytes) -> dict[str, Any]:
+    """A header's RLP as ``eth_getBlockByNumber`` names its fields (hex), with its hash."""
+    fields = rlp.decode(header)
+    block: dict[str, Any] = {
+        name: (_quantity(value) if name in _HEADER_QUANTITIES else _hex(value))
+        for name, value in zip(HEADER_FIELDS, fields, strict=False)
+    }
+    block["hash"] = _hex(keccak(header))
+    return block
+
+
+def _transaction_json(raw: Any, index: int, number: int, base_fee: int) -> dict[str, Any]:
+    """One body transaction (a legacy RLP list or EIP-2718 ``type || payload`` bytes) as a
+    node's full-block JSON: fee fields, ``hash`` (keccak of its encoding) and the
+    ``gasPrice`` a node reports (the effective price for typed fee-market transactions)."""
+    if isinstance(raw, list):
+        kind, fields, encoded = 0, raw, rlp.encode(raw)
+    else:
+        kind, fields, encoded = raw[0], rlp.decode(raw[1:]), bytes(raw)
+    layout = _TX_LAYOUTS[kind]
+    tx: dict[str, Any] = {"type": hex(kind), "hash": _hex(keccak(encoded)),
+                          "blockNumber": hex(number), "transactionIndex": hex(index)}  # fmt: skip
+    for name, value in zip(layout, fields, strict=True):
+        if name in _TX_QUANTITIES:
+            tx[name] = _quantity(value)
+        elif name == "blobVersionedHashes":
+            tx[name] = [_hex(h) for h in value]
+        elif name in ("accessList", "authorizationList"):
+            tx[name] = value  # kept as decoded: nothing here reads them
+        else:  # to (empty: contract creation), input
+            tx[name] = None if name == "to" and not value else _hex(value)
+    if "maxFeePerGas" in tx:  # geth reports the price paid: min(max fee, base fee + tip)
+        tip = int(tx["maxPriorityFeePerGas"], 16)
+        tx["gasPrice"] = hex(min(int(tx["maxFeePerGas"], 16), base_fee + tip))
+    return tx
+
+
+def _receipts_json(receipts: bytes, transactions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The receipts as ``eth_getBlockReceipts`` answers them, from their RLP.
+
+    The shipped receipts are eth/69's ``[type, status, cumulative gas, logs]`` (no bloom,
+    EIP-7642); each ``gasUsed`` is the step in the cumulative gas and ``effectiveGasPrice``
+    the transaction's price paid, as geth derives them (``DeriveFields``).
+    """
+    decoded = rlp.decode(receipts)
+    if len(decoded) != len(transactions):
+        raise ValueError(f"{len(decoded)} receipts for {len(transactions)} transactions")
+    out, before = [], 0
+    for tx, fields in zip(transactions, decoded, strict=True):
+        kind, status, cumulative = (int.from_bytes(v, "big") for v in fields[:3])
+        if hex(kind) != tx["type"]:
+            raise ValueError(f"receipt of type {kind} for transaction {tx['hash']} "
+                             f"of type {tx['type']}")  # fmt: skip
+        out.append({
+            "transactionHash": tx["hash"], "transactionIndex": tx["transactionIndex"],
+            "blockNumber": tx["blockNumber"], "type": tx["type"], "status": hex(status),
+            "cumulativeGasUsed": hex(cumulative), "gasUsed": hex(cumulative - before),
+            "effectiveGasPrice": tx["gasPrice"],
+        })  # fmt: skip
+        before = cumulative
+    return out
+
+
+def _whole_block_json(
+    header: bytes, body: bytes, receipts: bytes
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(eth_getBlockByNumber(n, true), eth_getBlockReceipts(n))`` of one block's RLP."""
+    block = _header_json(header)
+    transactions, uncles, *rest = rlp.decode(body)
+    number, base_fee = int(block["number"], 16), int(block.get("baseFeePerGas", "0x0"), 16)
+    block["transactions"] = [_transaction_json(raw, i, number, base_fee)
+                             for i, raw in enumerate(transactions)]  # fmt: skip
+    block["uncles"] = [_hex(keccak(rlp.encode(u))) for u in uncles]
+    if rest:  # Shanghai's withdrawals (index, validator, address, amount [gwei])
+        block["withdrawals"] = [
+            {"index": _quantity(w[0]), "validatorIndex": _quantity(w[1]),
+             "address": _hex(w[2]), "amount": _quantity(w[3])} for w in rest[0]
+        ]  # fmt: skip
+    # a node's size: the RLP of the whole block, [header, transactions, uncles, withdrawals]
+    block["size"] = hex(len(rlp.encode([rlp.decode(header), transactions, uncles, *rest])))
+    return block, _receipts_json(receipts, block["transactions"])
+
+
+class PostMergeBlocks(NamedTuple):
+    """What :func:`post_merge_blocks` returns: ``blocks, transactions = post_merge_blocks()``."""
+
+    blocks: pd.DataFrame
+    """One row per block, the columns of ``Lab.blocks`` (:func:`feeslab.frames.parse_blocks`)."""
+    transactions: pd.DataFrame
+    """One row per transaction (:func:`feeslab.frames.transactions.parse_transactions`)."""
+
+
+def post_merge_blocks() -> PostMergeBlocks:
+    """Four whole mainnet blocks after the merge: each header, transaction and receipt.
+
+    Shanghai's first block (17,034,870), Cancun's (19,426,587), Prague's (22,431,084) and
+    22,869,878 (July 2025, with EIP-7702 set-code and blob transactions): 617 transactions.
+    The shipped consensus RLP is decoded into the JSON a node answers
+    (``eth_getBlockByNumber(n, true)`` and ``eth_getBlockReceipts(n)``, with the fields geth
+    derives: the hashes, each receipt's ``gasUsed`` and ``effectiveGasPrice``) and parsed by
+    the same frame code as a node's answers.
+
+    Returns
+    -------
+    PostMergeBlocks
+        ``blocks``: the columns and dtypes of :func:`feeslab.frames.parse_blocks`
+        (``total_difficulty`` None: nodes drop it after the merge; ``hash`` is keccak256 of
+        the header's RLP). ``transactions``: one row per transaction, the columns of
+        :func:`~feeslab.frames.transactions.parse_transactions`: ``block_number``,
+        ``transaction_index`` (int64), ``hash`` (str), ``type`` (int64: 0 legacy, 1 access
+        list, 2 EIP-1559, 3 blob, 4 set code), ``gas_limit``, ``gas_used`` (int64) [gas],
+        ``effective_gas_price_wei``, ``max_fee_per_gas_wei``,
+        ``max_priority_fee_per_gas_wei``, ``effective_tip_wei`` (Int64) [wei per gas],
+        ``blob_count`` (int64) and ``max_fee_per_blob_gas_wei`` (Int64) [wei per blob gas].
+        Both frames' ``attrs``: ``chain_id`` 1, ``chain_spec`` ``"mainnet"``, ``source``
+        ``"ethereum/portal-spec-tests"``, ``reference``, ``licence`` ``"MIT"``.
+
+    References
+    ----------
+    .. [1] ethereum/portal-spec-tests @ 938744a8, ``tests/mainnet/history/block_data/``
+       (MIT, Copyright (c) 2025 Portal Network Contributors).
+    .. [2] EIP-2718 (typed transactions and receipts), EIP-2930, EIP-1559, EIP-4844,
+       EIP-7702 (the transaction layouts); go-ethereum ``core/types/receipt.go``
+       (``DeriveFields``: gas used, effective gas price).
+    """
+    stored = _read("post_merge_blocks.parquet")
+    answers = [_whole_block_json(h, b, r) for h, b, r in zip(
+        stored["header_rlp"], stored["body_rlp"], stored["receipts_rlp"], strict=True)]  # fmt: skip
+    blocks = parse_blocks([block for block, _ in answers])
+    transactions = parse_transactions([block for block, _ in answers],
+                                      [receipts for _, receipts in answers])  # fmt: skip
+    for frame in (blocks, transactions):
+        frame.attrs.update({
+            "chain_id": 1, "chain_spec": "mainnet", "source": "ethereum/portal-spec-tests",
+            "reference": "ethereum/portal-spec-tests @ 938744a8, "
+                         "tests/mainnet/history/block_data/block-data-<N>.yaml",
+            "licence": "MIT",
+        })  # fmt: skip
+    return PostMergeBlocks(blocks, transactions)
