@@ -528,7 +528,7 @@ class HistoryPruned(RpcError):
 
     def __str__(self) -> str:
         if self.first is None:
-            asked = "blocks"
+            asked = "the blocks asked for"
         elif self.stop is None or self.stop == self.first + 1:
             asked = f"block {self.first:,}"
         else:

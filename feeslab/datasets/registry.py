@@ -37,6 +37,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from feeslab._hexbytes import is_address
+from feeslab.errors import HistoryPruned
 from feeslab.fetch.credits import Plan
 from feeslab.sources.base import JSON_RPC, Source, SplitSource, require
 from feeslab.sources.rpc import BODY_METHODS
@@ -267,7 +268,13 @@ def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: 
     require(source, dataset.needs, f"the {dataset.name} dataset")
     if check:
         _check_history(dataset, source, params)
-    return dataset.fetch(source, **params)
+    try:
+        return dataset.fetch(source, **params)
+    except HistoryPruned as pruned:  # a 4444 met on the way: it names the range asked
+        span = _span(dataset, params)
+        if span is not None:
+            pruned.asked(*span, method=dataset.name)
+        raise
 
 
 def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
