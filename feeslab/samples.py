@@ -35,7 +35,7 @@ import pandas as pd
 import rlp
 from eth_hash.auto import keccak
 
-from feeslab._eip4844 import GAS_PER_BLOB
+from feeslab._eip4844 import GAS_PER_BLOB, BlobRule
 from feeslab.analysis.blobs import blob_base_fee
 from feeslab.chainspec import ChainSpec
 from feeslab.frames import blocks_frame, parse_blocks, uncles_frame
@@ -147,6 +147,32 @@ def frontier_uncles() -> pd.DataFrame:
     return _attrs(frame, "era1", "mainnet-00000-5ec1ffb8.era1")
 
 
+def _reserve_branch(
+    rules: Sequence[BlobRule], fork: np.ndarray, used: np.ndarray, excess: np.ndarray
+) -> pd.arrays.BooleanArray:
+    """Whether each block's excess took EIP-7918's branch, read off the excess alone.
+
+    From its parent's excess ``e`` and use ``u`` (the previous row: the rows are consecutive;
+    Cancun's first block's parent had none), the child's fork's target ``t`` and max ``m``
+    [blobs]: EIP-4844 gives ``e + u - t * 2**17``, the reserve price ``e + u * (m - t) // m``
+    (0 for both when ``e + u`` is below target). ``<NA>`` where the two agree (after a full
+    parent) or the excess follows neither; False before Osaka.
+    """
+    target = np.array([r.target_blob_gas for r in rules], dtype=np.int64)[fork]
+    target_blobs = np.array([r.target_blobs for r in rules], dtype=np.int64)[fork]
+    most = np.array([r.max_blobs for r in rules], dtype=np.int64)[fork]
+    applies = np.array([r.reserve_price for r in rules], dtype=bool)[fork]
+    parent_excess = np.concatenate([[0], excess[:-1]])
+    parent_used = np.concatenate([[0], used[:-1]])
+    total = parent_excess + parent_used
+    below = total < target
+    eip4844 = np.where(below, 0, total - target)
+    eip7918 = np.where(below, 0, parent_excess + parent_used * (most - target_blobs) // most)
+    bound = applies & (excess == eip7918) & (eip7918 != eip4844)
+    unknown = applies & ((eip7918 == eip4844) | ((excess != eip4844) & (excess != eip7918)))
+    return pd.arrays.BooleanArray(bound, unknown)
+
+
 def blob_market() -> pd.DataFrame:
     """The blob fields of every mainnet block from Cancun's first to 15 February 2026.
 
@@ -176,6 +202,12 @@ def blob_market() -> pd.DataFrame:
         ``fork`` (category, in activation order)
             The blob fork in force at the block's timestamp: ``cancun``, ``prague``,
             ``osaka``, ``bpo1``, ``bpo2`` (forks switch by time, EIP-7892).
+        ``reserve_price_bound`` (boolean, nullable)
+            Whether the block's excess blob gas took EIP-7918's reserve-price branch
+            (``parent excess + parent used * (max - target) // max``) rather than
+            EIP-4844's (``parent excess + parent used - target``), read off the data (the
+            source has no base fee to recompute the condition). False before Osaka;
+            ``<NA>`` where both branches give the same excess (after a full parent block).
 
         ``attrs``: ``chain_id`` 1, ``chain_spec`` ``"mainnet"`` (so the analysis functions
         take the mainnet blob schedule from the frame), ``source`` ``"Chainscore/score-da"``,
@@ -184,9 +216,10 @@ def blob_market() -> pd.DataFrame:
 
     Notes
     -----
-    The source has no execution base fee, so EIP-7918's reserve price (from Osaka) cannot be
-    recomputed; each block's excess follows from its parent's by one of the rule's two
-    branches, which ``tests/test_samples_blobs.py`` checks for every block.
+    The source has no execution base fee, so EIP-7918's reserve-price condition (from Osaka)
+    cannot be recomputed; each block's excess follows from its parent's by one of the rule's
+    two branches (``reserve_price_bound`` says which), which ``tests/test_samples_blobs.py``
+    checks for every block.
 
     References
     ----------
@@ -218,6 +251,7 @@ def blob_market() -> pd.DataFrame:
         "excess_blob_gas": pd.arrays.IntegerArray(excess, present),
         "blob_base_fee_wei": fee,
         "fork": pd.Categorical.from_codes(fork, categories=[rule.fork for rule in rules]),
+        "reserve_price_bound": _reserve_branch(rules, fork, count * GAS_PER_BLOB, excess),
     }, copy=False)  # fmt: skip
     frame.attrs.update({
         "chain_id": 1, "chain_spec": spec.label, "source": "Chainscore/score-da",

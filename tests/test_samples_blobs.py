@@ -60,18 +60,26 @@ def test_every_block_follows_from_its_parent_by_feeslabs_rule_in_every_fork(mark
     assert list(market["fork"].cat.categories) == FORKS
     assert (market["fork"].value_counts() > 0).all()  # every fork is in the sample
     assert rule_violations(market).size == 0
-    # the rule's branches are both exercised: the reserve price binds somewhere after Osaka
+    # the rule's branches are both exercised: the reserve price binds after Osaka, and
+    # reserve_price_bound says so exactly where the excess is the reserve branch's alone
     rules = {r.fork: r for r in blob_schedule(1)}
     after = market.index[market["fork"].isin(["osaka", "bpo1", "bpo2"])]
-    child = market.loc[after[1:]]
-    parent = market.loc[after[:-1]]
+    child = market.loc[after]
+    parent = market.loc[after - 1]  # Osaka's first block's parent is Prague's last
     top = child["fork"].map({f: r.max_blobs for f, r in rules.items()}).to_numpy(dtype=np.int64)
     tgt = child["fork"].map({f: r.target_blobs for f, r in rules.items()}).to_numpy(np.int64)
     p_excess = parent["excess_blob_gas"].to_numpy(dtype=np.int64)
     p_used = parent["blob_gas_used"].to_numpy(dtype=np.int64)
-    reserve_only = (child["excess_blob_gas"].to_numpy(dtype=np.int64)
-                    == p_excess + p_used * (top - tgt) // top) & (p_used > 0)  # fmt: skip
-    assert reserve_only.sum() > 1000
+    excess = child["excess_blob_gas"].to_numpy(dtype=np.int64)
+    reserve = p_excess + p_used * (top - tgt) // top
+    plain = p_excess + p_used - tgt * GAS_PER_BLOB
+    full = p_used == top * GAS_PER_BLOB  # there the two branches agree
+    assert (full == (reserve == plain)).all()
+    bound = child["reserve_price_bound"]
+    assert bound.isna().to_numpy().tolist() == full.tolist()
+    assert (bound[~full].to_numpy(dtype=bool) == (excess == reserve)[~full]).all()
+    assert 400_000 < bound.sum() < len(child)  # it binds in most blocks after Osaka, not all
+    assert not market.loc[market["fork"].isin(["cancun", "prague"]), "reserve_price_bound"].any()
 
 
 def test_the_check_catches_a_block_off_the_rule(market):
@@ -87,7 +95,8 @@ def test_the_check_catches_a_block_off_the_rule(market):
 
 def test_columns_match_lab_blocks_and_attrs_credit_the_source(market):
     assert list(market.columns) == ["block_number", "timestamp", "blob_count", "blob_gas_used",
-                                    "excess_blob_gas", "blob_base_fee_wei", "fork"]  # fmt: skip
+                                    "excess_blob_gas", "blob_base_fee_wei", "fork",
+                                    "reserve_price_bound"]  # fmt: skip
     for name in ("block_number", "timestamp", "blob_gas_used", "excess_blob_gas"):
         assert str(market[name].dtype) == BLOCK_DTYPES[name], name
     assert market["blob_count"].dtype == "int64" and market["blob_base_fee_wei"].dtype == "int64"
