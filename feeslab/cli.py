@@ -419,7 +419,9 @@ def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     where.add_argument(
         "--era1",
         metavar="PATH",
-        help="read era1 files instead (a file, a directory or a glob): no node, no credits",
+        help="read era1 files (a file, a directory or a glob): alone, no node and no "
+        "credits; with --url or a key, the blocks the files hold from them and the rest from "
+        "the node (a node with expired history, EIP-4444)",
     )
     run = common.add_argument_group("running")
     run.add_argument(
