@@ -416,7 +416,7 @@ class Watch:
             self._driven(self._catch_up)  # what came while no subscription was open
             try:
                 for header in sub:
-                    received = time.monotonic_ns()
+                    received = sub.received_ns or time.monotonic_ns()  # off the socket
                     self._ingest([header], received)
                     if self._stop.is_set():
                         break

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
@@ -93,21 +94,27 @@ class AsyncSubscription:
         The subscription id the node gave.
     kind : str
         E.g. ``"newHeads"``.
+    received_ns : int or None
+        When the notification last returned was read off the socket
+        (``time.monotonic_ns()``) [ns]: how long it waited before the caller took it is the
+        caller's lag (``feeslab.watch`` measures from it).
     """
 
     def __init__(self, transport: AsyncWebSocketTransport, sub_id: str, kind: str) -> None:
         self.id = sub_id
         self.kind = kind
         self._transport = transport
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()  # results (JSON), then _END
+        # (result (JSON), monotonic ns read), then _END
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._error: FeeslabError | None = None
         self._closed = False
+        self.received_ns: int | None = None
 
     def __repr__(self) -> str:
         return f"<AsyncSubscription {self.kind} {self.id}>"
 
     def _push(self, value: object) -> None:
-        self._queue.put_nowait(value)
+        self._queue.put_nowait((value, time.monotonic_ns()))
 
     def _end(self, error: FeeslabError | None) -> None:
         self._error = error
@@ -126,7 +133,8 @@ class AsyncSubscription:
             if self._error is not None:
                 raise self._error
             raise StopAsyncIteration
-        return value
+        result, self.received_ns = value
+        return result
 
     async def aclose(self) -> None:
         """Unsubscribe (``eth_unsubscribe``) and end the iteration."""
@@ -489,6 +497,11 @@ class Subscription:
 
     def __repr__(self) -> str:
         return f"<Subscription {self.kind} {self.id}>"
+
+    @property
+    def received_ns(self) -> int | None:
+        """When the notification last returned was read off the socket (monotonic) [ns]."""
+        return self._inner.received_ns
 
     def __iter__(self) -> Iterator[Any]:
         return self
