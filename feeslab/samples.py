@@ -158,18 +158,27 @@ def _reserve_branch(
     (0 for both when ``e + u`` is below target). ``<NA>`` where the two agree (after a full
     parent) or the excess follows neither; False before Osaka.
     """
-    target = np.array([r.target_blob_gas for r in rules], dtype=np.int64)[fork]
-    target_blobs = np.array([r.target_blobs for r in rules], dtype=np.int64)[fork]
-    most = np.array([r.max_blobs for r in rules], dtype=np.int64)[fork]
-    applies = np.array([r.reserve_price for r in rules], dtype=bool)[fork]
-    parent_excess = np.concatenate([[0], excess[:-1]])
-    parent_used = np.concatenate([[0], used[:-1]])
+    n = len(excess)
+    reserve = [i for i, rule in enumerate(rules) if rule.reserve_price]
+    # the rows from Osaka on (a tail: time only grows); before them the answer is False
+    start = int(np.searchsorted(fork, reserve[0])) if reserve else n
+    bound, unknown = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if start == n:
+        return pd.arrays.BooleanArray(bound, unknown)
+    child = fork[start:]
+    target = np.array([r.target_blob_gas for r in rules], dtype=np.int64)[child]
+    target_blobs = np.array([r.target_blobs for r in rules], dtype=np.int64)[child]
+    most = np.array([r.max_blobs for r in rules], dtype=np.int64)[child]
+    applies = np.array([r.reserve_price for r in rules], dtype=bool)[child]
+    parent_excess = np.concatenate([[0], excess])[start : n]  # row -1: Cancun's parent, 0 and 0
+    parent_used = np.concatenate([[0], used])[start : n]
     total = parent_excess + parent_used
     below = total < target
     eip4844 = np.where(below, 0, total - target)
     eip7918 = np.where(below, 0, parent_excess + parent_used * (most - target_blobs) // most)
-    bound = applies & (excess == eip7918) & (eip7918 != eip4844)
-    unknown = applies & ((eip7918 == eip4844) | ((excess != eip4844) & (excess != eip7918)))
+    here = excess[start:]
+    bound[start:] = applies & (here == eip7918) & (eip7918 != eip4844)
+    unknown[start:] = applies & ((eip7918 == eip4844) | ((here != eip4844) & (here != eip7918)))
     return pd.arrays.BooleanArray(bound, unknown)
 
 
@@ -245,7 +254,7 @@ def blob_market() -> pd.DataFrame:
     present = np.zeros(len(count), dtype=bool)  # no row lacks a value: the mask of IntegerArray
     frame = pd.DataFrame({
         "block_number": stored["block_number"].to_numpy(dtype=np.int64),
-        "timestamp": pd.to_datetime(seconds, unit="s", utc=True).as_unit("ns"),
+        "timestamp": pd.to_datetime((seconds * 10**9).view("datetime64[ns]"), utc=True),
         "blob_count": count,
         "blob_gas_used": pd.arrays.IntegerArray(count * GAS_PER_BLOB, present),
         "excess_blob_gas": pd.arrays.IntegerArray(excess, present),
