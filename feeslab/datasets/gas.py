@@ -1,6 +1,13 @@
 """Gas: ``eth_estimateGas`` of transactions priced at a block's base fee, and the least gas
 each one succeeds with, found exactly by finishing geth's binary search with ``eth_call``.
 
+Both work under the gas rules of the fork of the block they are asked about
+(:func:`feeslab.analysis.gas.gas_rules`): the frame's ``attrs["fork"]`` names it and
+``attrs["least_gas_limit"]`` gives each transaction's least acceptable gas limit
+(``max(intrinsic gas, calldata floor)``), and a transaction a node would refuse for the
+EIP-7825 gas cap raises :class:`feeslab.analysis.gas.TransactionGasCapExceeded` before any
+estimate is sent.
+
 References
 ----------
 .. [1] EIP-150: Gas cost changes for IO-heavy operations (the 63/64 rule),
@@ -15,15 +22,16 @@ from typing import Any
 
 import pandas as pd
 
+from feeslab.analysis import gas as gas_rules
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets._checks import block_number, rpc
 from feeslab.datasets.registry import Dataset
-from feeslab.errors import RevertError
+from feeslab.errors import ConfigError, RevertError
 from feeslab.fetch.credits import Budget, Plan
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates
-from feeslab.frames.calls import ZERO_ADDRESS
+from feeslab.frames.calls import ZERO_ADDRESS, call_gas_inputs
 from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "get", "needed", "plan"]
@@ -49,6 +57,45 @@ def _number(node: RpcSource, block: int | str) -> int:
     if isinstance(block, str):
         raise ValueError(f'block must be a block number or "latest", not {block!r}')
     return block_number(block)
+
+
+def _block_fork(node: RpcSource, number: int, header: Mapping[str, Any]) -> str | None:
+    """The fork whose gas rules apply at the block (None: unknown chain, or before London)."""
+    spec = node.chain_spec
+    if spec is None:
+        return None
+    try:
+        fork = spec.fork_at(number, timestamp=int(header["timestamp"], 16))
+        gas_rules.gas_rules(fork)
+    except ConfigError:
+        return None
+    return fork
+
+
+def _least_limits(objects: Sequence[Mapping[str, Any]], fork: str | None) -> list[int | None]:
+    """Each transaction's least gas limit under ``fork``; refuses, as a node does, one over
+    the EIP-7825 cap (its ``gas``, or from Amsterdam its intrinsic gas or floor)."""
+    if fork is None:
+        return [None] * len(objects)
+    rules = gas_rules.gas_rules(fork)
+    limits: list[int | None] = []
+    for i, obj in enumerate(objects):
+        inputs = call_gas_inputs(obj)
+        authorizations = inputs.pop("authorizations")
+        intrinsic = gas_rules.intrinsic_gas(authorizations=authorizations, fork=rules, **inputs)
+        floor = gas_rules.calldata_floor(fork=rules, **inputs)
+        least = max(intrinsic, floor or 0)
+        limit = int(obj["gas"], 16) if "gas" in obj else max(least, rules.tx_gas_cap or least)
+        try:
+            gas_rules.check_gas_limit(limit, intrinsic=intrinsic, floor=floor, fork=rules)
+        except gas_rules.TransactionGasCapExceeded as exc:
+            raise gas_rules.TransactionGasCapExceeded(
+                f"transaction {i}: {exc} (the block is under {fork}'s rules)"
+            ) from None
+        except ValueError:
+            pass  # too little gas: the node says so in that transaction's error
+        limits.append(least)
+    return limits
 
 
 def plan(source: RpcSource, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
@@ -103,7 +150,16 @@ def get(
         [gas], ``base_fee_wei``, ``priority_fee_wei`` [wei/gas] and ``cost_wei`` [wei]
         (exact Python ints, object), ``cost_gwei``, ``cost_eth`` (float64), ``error`` (the
         decoded revert or the node's error for that transaction; it does not raise). See
-        ``feeslab.frames.parse_cost_estimates``.
+        ``feeslab.frames.parse_cost_estimates``. ``attrs["fork"]`` names the block's fork
+        (None when the chain or fork has no known gas rules) and
+        ``attrs["least_gas_limit"]`` each transaction's ``max(intrinsic gas, calldata
+        floor)`` under its rules [gas] (``feeslab.analysis.gas.least_gas_limit``).
+
+    Raises
+    ------
+    feeslab.analysis.gas.TransactionGasCapExceeded
+        A transaction over the fork's EIP-7825 cap, as a node refuses it, before the
+        estimates are sent (the block's header is read first, to know its fork).
     """
     node = rpc(source, "eth_estimateGas")
     objects = _objects(transactions)
@@ -113,6 +169,8 @@ def get(
         (header,) = blocks_dataset.headers(node, [number], progress=False)
         if header is None:
             raise node.missing(number)
+        fork = _block_fork(node, number, header)
+        least = _least_limits(objects, fork)  # refuses over the cap before the estimates
         results = node.run(batch, progress=progress, description="eth_estimateGas")
     base_fee = header.get("baseFeePerGas")
     answers: list[Any] = [a.result if a.ok else a.error for a in results]
@@ -123,6 +181,7 @@ def get(
         priority_fee_wei=priority_fee_wei,
         abi=abi,
     )
+    frame.attrs.update({"fork": fork, "least_gas_limit": least})
     return node.tag(frame)
 
 

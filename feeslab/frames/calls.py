@@ -40,6 +40,7 @@ __all__ = [
     "COST_DTYPES",
     "ZERO_ADDRESS",
     "FunctionSpec",
+    "call_gas_inputs",
     "call_object",
     "decode_output",
     "encode_call",
@@ -496,6 +497,39 @@ def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
             value = "0x" + bytes(value).hex()
         out[key] = value
     return out
+
+
+def call_gas_inputs(call: Mapping[str, Any]) -> dict[str, Any]:
+    """What a call object's intrinsic gas depends on, as ``feeslab.analysis.gas``'s
+    ``intrinsic_gas`` takes it.
+
+    Parameters
+    ----------
+    call : dict
+        A transaction or :func:`call_object`'s answer: ``to`` (absent or None for a
+        creation), ``from``, ``data`` or ``input``, ``value``, ``accessList`` and
+        ``authorizationList`` (EIP-7702).
+
+    Returns
+    -------
+    dict
+        ``data`` (bytes), ``create``, ``access_list`` (JSON-RPC's entries), ``authorizations``
+        (a count), ``value`` [wei] and ``to_self`` (``from`` equals ``to``).
+    """
+    obj = call_object(call)
+    raw = obj.get("data", obj.get("input", "0x"))
+    if not isinstance(raw, str) or raw[:2] not in ("0x", "0X") or len(raw) % 2:
+        raise ValueError(f"transaction data must be 0x hex with whole bytes, not {raw!r}")
+    value = obj.get("value", "0x0")
+    to, sender = obj.get("to"), obj.get("from")
+    return {
+        "data": bytes.fromhex(raw[2:]),
+        "create": to is None,
+        "access_list": list(obj.get("accessList") or ()),
+        "authorizations": len(obj.get("authorizationList") or ()),
+        "value": int(value, 16) if isinstance(value, str) else int(value),
+        "to_self": to is not None and sender is not None and to.lower() == sender.lower(),
+    }
 
 
 def transaction_cost(gas: int, base_fee_wei: int, priority_fee_wei: int = 0) -> int:
