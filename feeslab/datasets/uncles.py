@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +54,8 @@ COUNT_METHOD = "eth_getUncleCountByBlockNumber"
 # the inner pieces
 PIECE = 4_000  # a multiple of connect()'s batches (1,000 counts): a piece sends only full ones
 AHEAD = 3  # pieces whose counts are in flight while the one before is read (ints: cheap)
-NOTE_AFTER = 1.0  # [s] a piece in flight this long has its batches' counts noted (_Notes),
-# and a finished piece held this long is cached with those held with it (_Runs)
 RUN = 25  # finished pieces at most in one cached file (a run: 100,000 blocks)
+NOTE_AFTER = 1.0  # [s] a piece in flight, or a run held, this long is written as it goes
 SWEEP = 4  # pieces between sweeps of the young generations (the collector is paused)
 DATASET = "uncles/v1"  # the cache's name for the pieces' frames
 NOTES = "uncle_counts/v1"  # and for the count batches of unfinished pieces
@@ -169,7 +168,7 @@ def _inside(frame: pd.DataFrame, run: tuple[int, int], piece: tuple[int, int]) -
 
 
 def _kept_runs(source: RpcSource, start: int, stop: int) -> dict[tuple[int, int], str]:
-    """The cached runs of pieces (:class:`_Runs`, any scan's) that may hold blocks of
+    """The cached runs of pieces (:class:`_Keeper`, any scan's) that may hold blocks of
     ``start`` .. ``stop - 1``, with their keys: those ending in the range or up to :data:`RUN`
     pieces past it (a longer run, none of this version's, is only not reused)."""
     cache = source.node.cache if source.node.caching else None
@@ -253,64 +252,42 @@ def _counts(source: RpcSource, numbers: Sequence[int], results: Sequence[RpcResu
     return out
 
 
+# The streaming part, the one piece of this module no other dataset shares (why: a scan is two
+# stages, counts then uncles, pipelined across pieces; the job path's partitions run it whole):
+# _stream keeps AHEAD pieces' counts in flight and asks each piece's uncles as soon as its
+# counts are in; _Keeper caches what finishes, on one writing thread, so a rerun reads it back.
+
+
 def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int],
-            sampled: dict[int, int], progress: bool | None, runs: _Runs | None
+            sampled: dict[int, int], keeper: _Keeper
             ) -> Iterator[tuple[tuple[int, int], pd.DataFrame, bool]]:
     """Each piece of ``todo`` in order, as ``(piece, uncles frame, complete)``; ``known``: uncle
     counts already read (the plan's sample), ``sampled``: filled with the counts of those
-    sample numbers the scan reads; ``runs``: where the caller keeps the finished pieces (with
-    a cache), whose writing thread notes the counts too. ``complete`` is False when a node
-    answered null for an uncle its header lists (a lagging node): such a piece is not
-    cached."""
-    node = source.node
-    pieces = iter(todo)
+    sample numbers the scan reads. ``complete`` is False when a node answered null for an
+    uncle its header lists (a lagging node): such a piece is not cached."""
+    node, pieces, swept = source.node, iter(todo), 0
     counting: deque[tuple[Any, ...]] = deque()  # (piece, numbers asked, future of counts)
     uncles: deque[tuple[Any, ...]] = deque()  # (piece, wanted, future or None)
-    bar = _bar(source, sum(b - a for a, b in todo), progress)
-    notes = _Notes(source, runs.writer, todo) if runs is not None else None
-    note = notes if bar is None else _counting(notes, bar)
-    swept = 0
-
-    def wait(future: Future[Any]) -> Any:
-        """``future.result()``; meanwhile the notes of pieces in flight long enough go, and
-        the finished pieces held long enough."""
-        while notes is not None and runs is not None:
-            try:
-                return future.result(timeout=NOTE_AFTER)
-            except TimeoutError:
-                if future.done():  # done meanwhile, or the fetch's own timeout: as it is
-                    return future.result()
-                notes.due()
-                runs.due()
-        return future.result()
 
     def ask_counts() -> None:
-        while len(counting) < AHEAD:
-            piece = next(pieces, None)
-            if piece is None:
-                return
+        while len(counting) < AHEAD and (piece := next(pieces, None)) is not None:
             ask = [n for n in range(*piece) if n not in known]
-            if notes is not None:
-                notes.asked(piece)
-            counting.append((piece, ask, node.submit(count_calls(ask), on_batch=note,
-                                                    reduce=_uncle_count) if ask else None))
+            keeper.asking(piece)
+            counting.append((piece, ask, node.submit(
+                count_calls(ask), on_batch=keeper.on_batch, reduce=_uncle_count) if ask else None))
 
     def finish() -> tuple[tuple[int, int], pd.DataFrame, bool]:
         piece, wanted, future = uncles.popleft()
-        objects = [a.unwrap() for a in wait(future)] if future is not None else []
+        objects = [a.unwrap() for a in future.result()] if future is not None else []
         rows = [(n, i, u) for (n, i), u in zip(wanted, objects, strict=True) if u is not None]
-        complete = len(rows) == len(wanted)
-        if notes is not None:
-            notes.done(piece, kept=complete)
-        return piece, parse_uncles(rows), complete
+        return piece, parse_uncles(rows), len(rows) == len(wanted)
 
     try:
         ask_counts()
         while counting:
             (a, b), ask, future = counting.popleft()
-            counts = np.zeros(b - a, dtype=np.int64)
             try:
-                answers = wait(future) if future is not None else []
+                answers = future.result() if future is not None else []
             except BaseException:  # e.g. out of credits: the pieces before may still finish
                 while uncles:
                     try:
@@ -319,18 +296,16 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
                         break
                     yield done
                 raise
+            counts = np.zeros(b - a, dtype=np.int64)
             if answers:
                 counts[np.asarray(ask, dtype=np.int64) - a] = _counts(source, ask, answers)
-            del answers
+            del answers, future
             for n in range(a, b):
                 if n in known:
                     counts[n - a] = known[n]
-            if bar is not None:  # the blocks read before the scan (the plan's sample)
-                bar.update(b - a - len(ask))
-            del future
+            keeper.counted(b - a - len(ask))  # the blocks read before the scan (the sample)
             # the collector is paused (decoding makes no cycles), but the HTTP machinery's
-            # few cyclic leftovers would pile up over a long scan: sweep the young ones now
-            # and then
+            # few cyclic leftovers would pile up over a long scan: sweep the young ones
             swept += 1
             if swept % SWEEP == 0:
                 gc.collect(1)
@@ -346,91 +321,52 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
         while uncles:
             yield finish()
     except BaseException:
-        for _, _, pending in (*counting, *uncles):
+        for *_, pending in (*counting, *uncles):
             if pending is not None:
                 pending.cancel()
-        if notes is not None:
-            notes.flush()
-            # count batches already sent are paid for: noted as they land, as long as the
-            # transport lets a failed request's batches in flight land
-            futures.wait([f for _, _, f in counting if f is not None], timeout=LAND_WITHIN)
+        keeper.stop_early()
+        # count batches already sent are paid for: noted as they land, as long as the
+        # transport lets a failed request's batches in flight land
+        futures.wait([f for *_, f in counting if f is not None], timeout=LAND_WITHIN)
         raise
-    finally:
-        if bar is not None:
-            bar.close()
 
 
-class _Runs:
-    """Finished pieces' uncles frames, cached by the scan's one writing thread (``writer``) in
-    runs of consecutive pieces, a Parquet file a run keyed ``"start-stop"`` (:func:`_cached`
-    finds a piece inside any run). A run is written when its first piece has been held for
-    :data:`NOTE_AFTER`, when it has :data:`RUN` pieces, when a piece that cannot join it
-    comes, and when the scan ends or stops early: a fast scan writes a few files (one file
-    a piece, each small frame made Arrow beside the thread decoding answers, made a first
-    scan 1.16x slower than one without a cache), a slow one a file a piece as before."""
+class _Keeper:
+    """What a scan keeps in the cache, written in order by its one writing thread.
 
-    def __init__(self, source: RpcSource, writer: Any) -> None:
-        self.source, self.writer = source, writer
-        self.settled = source.node.settled_below()
-        self.held: list[tuple[tuple[int, int], pd.DataFrame]] = []
-        self.since = 0.0  # when the first held piece came
+    - Finished, settled pieces' uncles frames, a run of consecutive pieces to a Parquet file
+      keyed ``"start-stop"`` (:func:`_cached` finds a piece inside any run): written when the
+      run has :data:`RUN` pieces or its first piece is :data:`NOTE_AFTER` old, when a piece
+      that cannot join it comes, and when the scan ends or stops early. One file a piece made
+      a fast first scan 1.16x slower than one without a cache.
+    - Each count batch's counts (notes), held as bytes by piece as they land (``on_batch``)
+      and dropped when the piece finishes; written once the piece has been in flight
+      :data:`NOTE_AFTER` (checked as batches land: a paced or slow scan, even one killed
+      outright, then pays again only for the batches in flight), when the scan stops early,
+      and for a piece a lagging node left incomplete. Writing every note made a fast first
+      scan 1.25x slower.
+    """
 
-    def add(self, piece: tuple[int, int], frame: pd.DataFrame, complete: bool) -> None:
-        """Hold ``piece``'s frame if it is to be kept (``complete``, settled)."""
-        keep = complete and piece[1] <= self.settled
-        if self.held and not (keep and self.held[-1][0][1] == piece[0]):
-            self.write()  # the run ends: a gap, or a piece not kept
-        if keep:
-            if not self.held:
-                self.since = time.monotonic()
-            self.held.append((piece, frame))
-        if len(self.held) >= RUN:
-            self.write()
-        else:
-            self.due()
-
-    def due(self) -> None:
-        """Write the run held if its first piece came :data:`NOTE_AFTER` ago or more."""
-        if self.held and time.monotonic() - self.since >= NOTE_AFTER:
-            self.write()
-
-    def write(self) -> None:
-        """Hand the run held to the writing thread (its frames joined there)."""
-        if not self.held:
-            return
-        held, self.held = self.held, []
-        with contextlib.suppress(RuntimeError):  # the writer is shut: the scan has ended
-            self.writer.submit(_keep, self.source, held[0][0][0], held[-1][0][1],
-                               [frame for _, frame in held])
-
-
-class _Notes:
-    """An ``on_batch`` noting each settled batch's uncle counts in the cache (written by the
-    scan's one writing thread), so that an interrupted scan pays again only for the batches
-    in flight: held back while their piece is younger than :data:`NOTE_AFTER` (a piece done
-    by then is kept whole as Parquet, and its notes would be dropped unread; writing them all
-    made a first scan 1.25x slower than one without a cache), written as they come after
-    that, and all of them when the scan stops early (an error, Ctrl-C, out of credits)."""
-
-    def __init__(self, source: RpcSource, writer: Any, todo: list[tuple[int, int]]) -> None:
+    def __init__(self, source: RpcSource, todo: list[tuple[int, int]], bar: Any) -> None:
         node = source.node
-        self.cache, self.settled, self.writer = node.cache, node.settled_below(), writer
-        self.todo, self.starts = todo, [a for a, _ in todo]
+        self.source, self.todo, self.starts, self.bar = source, todo, [a for a, _ in todo], bar
+        self.cache = node.cache if node.caching and todo else None
+        self.settled = node.settled_below() if self.cache is not None else 0
+        self.writer = ThreadPoolExecutor(1, "feeslab-keep") if self.cache is not None else None
         self.lock = threading.Lock()
-        # notes made as their batch lands, (key, bytes, newest block): bytes, which the
-        # collector does not track; holding the batches' answers made each of the scan's
-        # sweeps of the young generations (its collector is paused) twice as long
-        self.held: dict[tuple[int, int], list[tuple[str, bytes, int]]] = {}
-        self.since: dict[tuple[int, int], float] = {}  # pieces asked for, notes held back
-        self.open: set[tuple[int, int]] = set()  # pieces whose notes are written as they come
-        self.stopped = False  # the scan stopped early: every note is written as it comes
+        self.notes: dict[tuple[int, int], list[tuple[str, bytes, int]]] = {}
+        self.asked: dict[tuple[int, int], float] = {}  # pieces in flight, notes held: since
+        self.run: list[tuple[tuple[int, int], pd.DataFrame]] = []
+        self.since, self.stopped = 0.0, False  # when the run's first piece came
+        if self.cache is None and bar is None:
+            self.on_batch = None  # type: ignore[assignment]  # nothing to do per batch
 
-    def asked(self, piece: tuple[int, int]) -> None:
-        with self.lock:
-            self.since[piece] = time.monotonic()
-
-    def __call__(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
-        if not sent:
+    def on_batch(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
+        """A count batch landed (on a transport thread): the bar moves (under pacing a piece's
+        uncle call waits behind the next pieces' counts) and its settled counts are held."""
+        if self.bar is not None:
+            self.bar.update(len(sent))
+        if self.cache is None or not sent:
             return
         first, last = int(sent[0].params[0], 16), int(sent[-1].params[0], 16)  # they ascend
         counts = [answer.result for answer in results]  # as _uncle_count left them
@@ -439,61 +375,66 @@ class _Notes:
         numbers = (np.arange(first, last + 1, dtype=np.int64) if last - first + 1 == len(sent)
                    else [int(call.params[0], 16) for call in sent])  # around known counts
         note = (f"{first}-{last}", np.array([numbers, counts], dtype=np.int64).tobytes(), last)
-        piece = self.todo[bisect.bisect_right(self.starts, first) - 1]
+        now, due = time.monotonic(), [note]
         with self.lock:
-            if piece not in self.open and not self.stopped:
-                self.held.setdefault(piece, []).append(note)
-                return
-        self._write([note])
+            piece = self.todo[bisect.bisect_right(self.starts, first) - 1]
+            if not self.stopped and piece in self.asked:
+                self.notes.setdefault(piece, []).append(note)
+                due = []
+            for old in [p for p, t in self.asked.items() if now - t >= NOTE_AFTER]:
+                del self.asked[old]  # from now on its notes are written as they land
+                due += self.notes.pop(old, [])
+        self._note(due)
 
-    def due(self) -> None:
-        """Write the held notes of pieces in flight for :data:`NOTE_AFTER` or longer."""
-        now = time.monotonic()
-        items = []
+    def asking(self, piece: tuple[int, int]) -> None:
         with self.lock:
-            for piece in [p for p, t in self.since.items() if now - t >= NOTE_AFTER]:
-                del self.since[piece]
-                self.open.add(piece)
-                items += self.held.pop(piece, [])
-        self._write(items)
+            self.asked[piece] = time.monotonic()
 
-    def done(self, piece: tuple[int, int], kept: bool) -> None:
-        """``piece``'s frame is made: its held notes are dropped if the frame is to be kept."""
+    def counted(self, blocks: int) -> None:
+        if self.bar is not None:
+            self.bar.update(blocks)
+
+    def finished(self, piece: tuple[int, int], frame: pd.DataFrame, complete: bool) -> None:
         with self.lock:
-            self.since.pop(piece, None)
-            self.open.discard(piece)
-            items = self.held.pop(piece, [])
-        if not kept:
-            self._write(items)
+            self.asked.pop(piece, None)
+            notes = self.notes.pop(piece, [])
+        keep = complete and piece[1] <= self.settled and self.cache is not None
+        if not complete:
+            self._note(notes)
+        if self.run and not (keep and self.run[-1][0][1] == piece[0]):
+            self.write()  # the run ends: a gap, or a piece not kept
+        if keep:
+            self.since = self.since if self.run else time.monotonic()
+            self.run.append((piece, frame))
+            if len(self.run) >= RUN or time.monotonic() - self.since >= NOTE_AFTER:
+                self.write()
 
-    def flush(self) -> None:
-        """The scan stops early: every count held back is noted, and every count still to
-        land is noted as it lands."""
+    def stop_early(self) -> None:
+        """Every count held is noted, and every count still to land is noted as it lands."""
         with self.lock:
             self.stopped = True
-            items = [item for held in self.held.values() for item in held]
-            self.held.clear()
-        self._write(items)
+            notes = [note for held in self.notes.values() for note in held]
+            self.notes.clear()
+        self._note(notes)
 
-    def _write(self, items: list[tuple[str, bytes, int]]) -> None:
-        if items and self.cache is not None:  # (notes are made only with a cache)
-            # RuntimeError: the writer is shut (the scan stopped while this was held)
-            with contextlib.suppress(RuntimeError):
-                self.writer.submit(self.cache.put_chunks, NOTES, items,
-                                   settled_below=self.settled)
+    def write(self) -> None:
+        run, self.run = self.run, []
+        if run:
+            self._submit(_keep, self.source, run[0][0][0], run[-1][0][1], [f for _, f in run])
 
+    def close(self) -> None:
+        self.write()  # what is held, even if the scan stopped early
+        if self.writer is not None:
+            self.writer.shutdown(wait=True)
 
-def _counting(note: Any, bar: Any) -> Any:
-    """``note`` that also moves ``bar`` as each count batch arrives: under pacing a piece's
-    uncle call waits behind the next pieces' counts, so a bar moved by whole pieces stood
-    at 0 % for the first half of a paced scan."""
+    def _note(self, notes: list[tuple[str, bytes, int]]) -> None:
+        if notes and self.cache is not None:
+            self._submit(self.cache.put_chunks, NOTES, notes, settled_below=self.settled)
 
-    def on_batch(sent: Sequence[Any], results: Sequence[Any]) -> None:
-        bar.update(len(sent))
-        if note is not None:
-            note(sent, results)
-
-    return on_batch
+    def _submit(self, *job: Any, **options: Any) -> None:
+        if self.writer is not None:
+            with contextlib.suppress(RuntimeError):  # the writer is shut: the scan has ended
+                self.writer.submit(*job, **options)
 
 
 def _noted_counts(source: RpcSource, start: int, stop: int) -> dict[int, int]:
@@ -647,19 +588,16 @@ def get(
             source.credits.record_cached(COUNT_METHOD, sum(b - a for a, b in cached))
             source.credits.record_cached(METHOD, sum(len(f) for f in cached.values()))
         frames = dict(cached)
-        # the cache is written on a thread of its own, beside the fetch: in order, so a piece's
-        # notes are written before they are dropped, and all of it before the scan returns
-        writer = ThreadPoolExecutor(1, "feeslab-keep") if source.node.caching and todo else None
-        runs = _Runs(source, writer) if writer is not None else None
+        bar = _bar(source, sum(b - a for a, b in todo), progress)
+        keeper = _Keeper(source, todo, bar)
         try:
-            for piece, frame, complete in _stream(source, todo, known, sampled, progress, runs):
+            for piece, frame, complete in _stream(source, todo, known, sampled, keeper):
                 frames[piece] = frame
-                if runs is not None:
-                    runs.add(piece, frame, complete)
+                keeper.finished(piece, frame, complete)
         finally:
-            if runs is not None:
-                runs.write()  # what is held, even if the scan stopped early
-                runs.writer.shutdown(wait=True)
+            keeper.close()
+            if bar is not None:
+                bar.close()
         if budget is None:
             planned = _plan_of(start, stop, todo, sampled, cached)
         parts = [frames[p] for p in sorted(frames) if len(frames[p])] or [parse_uncles([])]
