@@ -126,6 +126,47 @@ def market_frame(
     return out
 
 
+def _included(
+    suggestions: pd.DataFrame, market: pd.DataFrame, horizon: int
+) -> tuple[np.ndarray, ...]:
+    """(heads kept, their market rows, included, delay, paid, cheapest) as arrays."""
+    what = "inclusion"
+    if horizon < 1:
+        raise ValueError(f"horizon must be at least 1 block, got {horizon!r}")
+    blocks = market["block_number"].to_numpy(dtype=np.int64)
+    floor = market["cheapest_price_wei"].to_numpy(dtype=np.int64)
+    low = market["lowest_tip_wei"].to_numpy(dtype=np.int64)
+    base = market["base_fee_wei"].to_numpy(dtype=np.int64)
+    heads = suggestions["block_number"].to_numpy(dtype=np.int64)
+    first = int(blocks[0]) if len(blocks) else 0
+    row = heads - first
+    keep = (row >= 0) & (row + horizon < len(blocks))
+    row = row[keep]
+    max_fee = _ints(suggestions, "max_fee_per_gas_wei", what)[keep]
+    tip = _ints(suggestions, "max_priority_fee_per_gas_wei", what)[keep]
+    n = len(row)
+    # one block offset at a time: slices where the heads are consecutive (the usual case)
+    run = n > 0 and int(row[-1] - row[0]) == n - 1 and bool((np.diff(row) == 1).all())
+    delay = np.zeros(n, dtype=np.int64)  # 0: not (yet) included
+    waiting = np.ones(n, dtype=bool)
+    for j in range(1, horizon + 1):
+        if run:
+            at = slice(int(row[0]) + j, int(row[0]) + j + n)
+            ok = (max_fee >= floor[at]) & (tip >= low[at])
+        else:
+            ok = (max_fee >= floor[row + j]) & (tip >= low[row + j])
+        ok &= waiting
+        delay[ok] = j
+        waiting &= ~ok
+        if not waiting.any():
+            break
+    got = ~waiting
+    at_block = np.where(got, row + delay, 0)
+    paid = np.minimum(max_fee, base[at_block] + tip)
+    cheapest = floor[at_block]
+    return heads[keep], row, got, delay, paid, cheapest
+
+
 def inclusion(
     suggestions: pd.DataFrame, market: pd.DataFrame, *, horizon: int = 10
 ) -> pd.DataFrame:
@@ -150,38 +191,12 @@ def inclusion(
         ``overpay_wei`` (Int64) [wei], ``overpay_gwei`` and ``overpay_pct`` (float64; NaN when
         not included).
     """
-    what = "inclusion"
-    if horizon < 1:
-        raise ValueError(f"horizon must be at least 1 block, got {horizon!r}")
-    blocks = market["block_number"].to_numpy(dtype=np.int64)
-    floor = market["cheapest_price_wei"].to_numpy(dtype=np.int64)
-    low = market["lowest_tip_wei"].to_numpy(dtype=np.int64)
-    base = market["base_fee_wei"].to_numpy(dtype=np.int64)
-    heads = suggestions["block_number"].to_numpy(dtype=np.int64)
-    first = int(blocks[0]) if len(blocks) else 0
-    row = heads - first
-    keep = (row >= 0) & (row + horizon < len(blocks))
-    row = row[keep]
-    max_fee = _ints(suggestions, "max_fee_per_gas_wei", what)[keep]
-    tip = _ints(suggestions, "max_priority_fee_per_gas_wei", what)[keep]
-    if len(row) and len(blocks) > horizon:
-        # the next `horizon` blocks of each head: views, no copy
-        floors = np.lib.stride_tricks.sliding_window_view(floor[1:], horizon)[row]
-        lows = np.lib.stride_tricks.sliding_window_view(low[1:], horizon)[row]
-        ok = (max_fee[:, None] >= floors) & (tip[:, None] >= lows)
-        got = ok.any(axis=1)
-        j = ok.argmax(axis=1)
-    else:
-        got = np.zeros(len(row), dtype=bool)
-        j = np.zeros(len(row), dtype=np.int64)
-    at = np.where(got, row + 1 + j, 0)
-    paid = np.minimum(max_fee, base[at] + tip)
-    cheapest = floor[at]
+    heads, _, got, delay, paid, cheapest = _included(suggestions, market, horizon)
     over = paid - cheapest
     mask = ~got
     out = pd.DataFrame({
-        "block_number": heads[keep],
-        "delay": pd.arrays.IntegerArray((j + 1).astype(np.int64), mask),
+        "block_number": heads,
+        "delay": pd.arrays.IntegerArray(delay, mask),
         "paid_wei": pd.arrays.IntegerArray(paid, mask.copy()),
         "cheapest_wei": pd.arrays.IntegerArray(cheapest, mask.copy()),
         "overpay_wei": pd.arrays.IntegerArray(over, mask.copy()),
@@ -193,19 +208,29 @@ def inclusion(
     return out
 
 
-def _summary(delay: np.ndarray, got: np.ndarray, gwei: np.ndarray, pct: np.ndarray,
+def _summary(delay: np.ndarray, got: np.ndarray, over: np.ndarray, cheapest: np.ndarray,
              horizon: int) -> dict[str, Any]:  # fmt: skip
     n = len(delay)
-    waits = np.where(got, delay, np.inf)  # not included within the horizon: never
     row: dict[str, Any] = {"suggestions": n}
+    # delays are whole blocks 1..horizon (or never): their percentiles from counts
+    counts = np.bincount(np.where(got, delay, horizon + 1), minlength=horizon + 2)
+    cumulative = np.cumsum(counts)
     for k in BACKTEST_WITHIN:
-        row[f"within_{k}"] = float(np.mean(got & (delay <= k))) if n and k <= horizon else np.nan
-    for name, q in (("median_delay", 50), ("p90_delay", 90)):
-        row[name] = float(np.percentile(waits, q, method="inverted_cdf")) if n else np.nan
-    paid = got.any()
-    row["overpay_gwei_median"] = float(np.median(gwei[got])) if paid else np.nan
-    row["overpay_gwei_mean"] = float(np.mean(gwei[got])) if paid else np.nan
-    row["overpay_pct_median"] = float(np.median(pct[got])) if paid else np.nan
+        row[f"within_{k}"] = float(cumulative[k] / n) if n and k <= horizon else np.nan
+    for name, q in (("median_delay", 0.5), ("p90_delay", 0.9)):
+        if not n:
+            row[name] = np.nan
+            continue
+        rank = int(np.searchsorted(cumulative, q * n, side="left"))  # inverted CDF
+        row[name] = float(rank) if rank <= horizon else np.inf
+    if got.any():
+        paid_over, base = over[got], cheapest[got]
+        row["overpay_gwei_median"] = float(np.median(paid_over)) / GWEI
+        row["overpay_gwei_mean"] = float(paid_over.mean()) / GWEI
+        row["overpay_pct_median"] = float(np.median(100 * paid_over / np.maximum(base, 1)))
+    else:
+        row["overpay_gwei_median"] = row["overpay_gwei_mean"] = np.nan
+        row["overpay_pct_median"] = np.nan
     return row
 
 
@@ -247,28 +272,31 @@ def backtest(
     ----------
     .. [1] EIP-1559 (the effective gas price).
     """
-    labels: pd.Series | None = None
     order: list[str] = ["all"]
+    codes: np.ndarray | None = None  # each market row's regime, -1 where it has none
     if regimes is not None:
-        labels = regimes.set_index("block_number")["regime"]
+        labels = regimes["regime"]
         cats = getattr(labels.dtype, "categories", None)
-        order += [str(c) for c in (cats if cats is not None else pd.unique(labels.dropna()))]
+        names = [str(c) for c in (cats if cats is not None else pd.unique(labels.dropna()))]
+        order += names
+        by_block = pd.Series(pd.Categorical(labels.astype(object), categories=names).codes,
+                             index=regimes["block_number"].to_numpy())  # fmt: skip
+        codes = by_block.reindex(market["block_number"].to_numpy()).fillna(-1).to_numpy(
+            dtype=np.int64)
     rows = []
     for name, frame in suggestions.items():
-        result = inclusion(frame, market, horizon=horizon)
-        delay = result["delay"].fillna(0).to_numpy(dtype=np.int64)
-        got = result["delay"].notna().to_numpy()
-        gwei = result["overpay_gwei"].to_numpy()
-        pct = result["overpay_pct"].to_numpy()
-        groups = {"all": np.ones(len(result), dtype=bool)}
-        if labels is not None:
-            regime = labels.reindex(result["block_number"].to_numpy()).astype(object).to_numpy()
-            for label in order[1:]:
-                groups[label] = regime == label
+        _, at, got, delay, paid, cheapest = _included(frame, market, horizon)
+        over = paid - cheapest
+        groups = {"all": np.ones(len(at), dtype=bool)}
+        if codes is not None:
+            regime = codes[at]
+            for code, label in enumerate(order[1:]):
+                groups[label] = regime == code
         for label in order:
             pick = groups[label]
             rows.append({"estimator": name, "regime": label}
-                        | _summary(delay[pick], got[pick], gwei[pick], pct[pick], horizon))
+                        | _summary(delay[pick], got[pick], over[pick], cheapest[pick],
+                                   horizon))  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs = dict(market.attrs) | {"horizon": horizon}
     return out

@@ -220,6 +220,21 @@ def _windows(values: np.ndarray, count: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(values, count, axis=0)
 
 
+# Knuth's 9-comparator sorting network for 5 values (TAOCP vol. 3, 5.3.4)
+_NETWORK_5 = ((0, 1), (3, 4), (2, 4), (2, 3), (0, 3), (0, 2), (1, 4), (1, 3), (1, 2))
+
+
+def _median_of_5(values: np.ndarray) -> np.ndarray:
+    """MetaMask's medianOf over each 5 consecutive values (the 3rd smallest), by a sorting
+    network on 5 shifted columns: no 2-D sort of strided windows."""
+    n = len(values) - 4
+    lanes = [values[i : i + n].copy() for i in range(5)]
+    for a, b in _NETWORK_5:
+        low, high = np.minimum(lanes[a], lanes[b]), np.maximum(lanes[a], lanes[b])
+        lanes[a], lanes[b] = low, high
+    return lanes[2]
+
+
 def _head_rows(frame: pd.DataFrame, what: str) -> pd.DataFrame:
     """The rows of blocks that are heads: the fee history's extra row (the block after the
     newest: a base fee and no gas ratio) is left out."""
@@ -475,8 +490,7 @@ def _levels(
         raise ValueError(f"{what}: reward p{settings['percentile']} is missing at block "
                          f"{int(numbers[at])}")  # fmt: skip
     # medianOf: sort, take index floor((len - 1) / 2): the lower middle, the 3rd of 5
-    window = np.sort(_windows(rewards, METAMASK_BLOCKS), axis=1)
-    median = window[:, (METAMASK_BLOCKS - 1) // 2]
+    median = _median_of_5(rewards)
     tip = np.maximum(median * settings["tip_pct"] // 100, settings["min_tip"])
     head_rows = np.arange(METAMASK_BLOCKS - 1, n)
     if next_base_fee:  # the block after the head: the next row, which must exist
