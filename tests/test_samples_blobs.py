@@ -13,6 +13,7 @@ import pytest
 
 from feeslab import _eip4844, samples
 from feeslab._eip4844 import GAS_PER_BLOB, blob_schedule
+from feeslab.analysis.blobs import blob_base_fees, blob_parameters
 from feeslab.frames import BLOCK_DTYPES
 
 FIRST, LAST = 19_426_587, 24_465_653  # Cancun's first block; the last of 2026-02-15 UTC
@@ -143,3 +144,13 @@ def test_blob_base_fees_equal_the_scalar_rule(market):
     # the span's highest fee: block 20,134,283 (20 June 2024), ~8,405 gwei per blob gas
     peak = market.loc[market["blob_base_fee_wei"].idxmax()]
     assert (peak["block_number"], peak["blob_base_fee_wei"]) == (20_134_283, 8_405_020_945_159)
+
+
+def test_the_analysis_reads_the_chain_spec_from_attrs(market):
+    """feeslab's vectorised blob rule takes the frame as it is (spec from attrs["chain_spec"])."""
+    every = market.iloc[::97].copy()  # ~52,000 rows across the five forks
+    every.attrs = dict(market.attrs)
+    fees = blob_base_fees(every)
+    assert (fees.to_numpy(dtype=np.int64) == every["blob_base_fee_wei"].to_numpy()).all()
+    forks = blob_parameters(every)["fork"]
+    assert (forks.to_numpy() == every["fork"].astype(str).to_numpy()).all()
