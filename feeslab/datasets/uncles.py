@@ -252,6 +252,18 @@ def _counts(source: RpcSource, numbers: Sequence[int], results: Sequence[RpcResu
     return out
 
 
+def _noted_counts(source: RpcSource, start: int, stop: int) -> dict[int, int]:
+    """The uncle counts an interrupted scan of blocks in ``start`` .. ``stop - 1`` noted."""
+    cache = source.node.cache if source.node.caching else None
+    if cache is None:
+        return {}
+    known: dict[int, int] = {}
+    for _, data in cache.chunks_between(NOTES, start, stop):
+        numbers, counts = np.frombuffer(data, dtype=np.int64).reshape(2, -1).tolist()
+        known.update(zip(numbers, counts, strict=True))
+    return known
+
+
 # The streaming part, the one piece of this module no other dataset shares (why: a scan is two
 # stages, counts then uncles, pipelined across pieces; the job path's partitions run it whole):
 # _stream keeps AHEAD pieces' counts in flight and asks each piece's uncles as soon as its
@@ -259,12 +271,11 @@ def _counts(source: RpcSource, numbers: Sequence[int], results: Sequence[RpcResu
 
 
 def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int],
-            sampled: dict[int, int], keeper: _Keeper
+            keeper: _Keeper
             ) -> Iterator[tuple[tuple[int, int], pd.DataFrame, bool]]:
-    """Each piece of ``todo`` in order, as ``(piece, uncles frame, complete)``; ``known``: uncle
-    counts already read (the plan's sample), ``sampled``: filled with the counts of those
-    sample numbers the scan reads. ``complete`` is False when a node answered null for an
-    uncle its header lists (a lagging node): such a piece is not cached."""
+    """Each piece of ``todo`` as ``(piece, uncles frame, complete)``, in order; ``known``: counts
+    read before (not asked). Not ``complete``: a node answered null for an uncle its header
+    lists (not to be cached)."""
     node, pieces, swept = source.node, iter(todo), 0
     counting: deque[tuple[Any, ...]] = deque()  # (piece, numbers asked, future of counts)
     uncles: deque[tuple[Any, ...]] = deque()  # (piece, wanted, future or None)
@@ -289,12 +300,9 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
             try:
                 answers = future.result() if future is not None else []
             except BaseException:  # e.g. out of credits: the pieces before may still finish
-                while uncles:
-                    try:
-                        done = finish()
-                    except Exception:
-                        break
-                    yield done
+                with contextlib.suppress(Exception):
+                    while uncles:
+                        yield finish()
                 raise
             counts = np.zeros(b - a, dtype=np.int64)
             if answers:
@@ -303,15 +311,11 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
             for n in range(a, b):
                 if n in known:
                     counts[n - a] = known[n]
-            keeper.counted(b - a - len(ask))  # the blocks read before the scan (the sample)
-            # the collector is paused (decoding makes no cycles), but the HTTP machinery's
-            # few cyclic leftovers would pile up over a long scan: sweep the young ones
-            swept += 1
-            if swept % SWEEP == 0:
+            if keeper.bar is not None:  # the blocks read before the scan (the sample)
+                keeper.bar.update(b - a - len(ask))
+            swept += 1  # the collector is paused: the HTTP machinery's few cyclic leftovers
+            if swept % SWEEP == 0:  # would pile up over a long scan, so sweep the young ones
                 gc.collect(1)
-            for n in sampled:
-                if a <= n < b:
-                    sampled[n] = int(counts[n - a])
             ask_counts()
             where = np.flatnonzero(counts)
             wanted = [(a + int(j), i) for j in where for i in range(int(counts[j]))]
@@ -332,20 +336,14 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
 
 
 class _Keeper:
-    """What a scan keeps in the cache, written in order by its one writing thread.
-
-    - Finished, settled pieces' uncles frames, a run of consecutive pieces to a Parquet file
-      keyed ``"start-stop"`` (:func:`_cached` finds a piece inside any run): written when the
-      run has :data:`RUN` pieces or its first piece is :data:`NOTE_AFTER` old, when a piece
-      that cannot join it comes, and when the scan ends or stops early. One file a piece made
-      a fast first scan 1.16x slower than one without a cache.
-    - Each count batch's counts (notes), held as bytes by piece as they land (``on_batch``)
-      and dropped when the piece finishes; written once the piece has been in flight
-      :data:`NOTE_AFTER` (checked as batches land: a paced or slow scan, even one killed
-      outright, then pays again only for the batches in flight), when the scan stops early,
-      and for a piece a lagging node left incomplete. Writing every note made a fast first
-      scan 1.25x slower.
-    """
+    """What a scan caches, written in order by its one writing thread: finished pieces' uncles
+    frames, a run of consecutive pieces to a Parquet file (written at :data:`RUN` pieces,
+    :data:`NOTE_AFTER` after its first, at a gap and at the end; a file a piece made a fast
+    first scan 1.16x slower), and the count batches of pieces in flight as notes (held by
+    piece as they land, dropped when it finishes, written once it has been in flight
+    :data:`NOTE_AFTER`, when the scan stops early, or when a lagging node left it incomplete:
+    a slow scan, even one killed outright, pays again only for the batches in flight; writing
+    every note made a fast first scan 1.25x slower)."""
 
     def __init__(self, source: RpcSource, todo: list[tuple[int, int]], bar: Any) -> None:
         node = source.node
@@ -357,13 +355,13 @@ class _Keeper:
         self.notes: dict[tuple[int, int], list[tuple[str, bytes, int]]] = {}
         self.asked: dict[tuple[int, int], float] = {}  # pieces in flight, notes held: since
         self.run: list[tuple[tuple[int, int], pd.DataFrame]] = []
-        self.since, self.stopped = 0.0, False  # when the run's first piece came
+        self.since = 0.0  # when the run's first piece came
         if self.cache is None and bar is None:
             self.on_batch = None  # type: ignore[assignment]  # nothing to do per batch
 
     def on_batch(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
-        """A count batch landed (on a transport thread): the bar moves (under pacing a piece's
-        uncle call waits behind the next pieces' counts) and its settled counts are held."""
+        """A count batch landed (on a transport thread): the bar moves (a paced piece's uncles
+        wait behind later pieces' counts) and its settled counts are held."""
         if self.bar is not None:
             self.bar.update(len(sent))
         if self.cache is None or not sent:
@@ -378,7 +376,7 @@ class _Keeper:
         now, due = time.monotonic(), [note]
         with self.lock:
             piece = self.todo[bisect.bisect_right(self.starts, first) - 1]
-            if not self.stopped and piece in self.asked:
+            if piece in self.asked:
                 self.notes.setdefault(piece, []).append(note)
                 due = []
             for old in [p for p, t in self.asked.items() if now - t >= NOTE_AFTER]:
@@ -389,10 +387,6 @@ class _Keeper:
     def asking(self, piece: tuple[int, int]) -> None:
         with self.lock:
             self.asked[piece] = time.monotonic()
-
-    def counted(self, blocks: int) -> None:
-        if self.bar is not None:
-            self.bar.update(blocks)
 
     def finished(self, piece: tuple[int, int], frame: pd.DataFrame, complete: bool) -> None:
         with self.lock:
@@ -409,10 +403,9 @@ class _Keeper:
             if len(self.run) >= RUN or time.monotonic() - self.since >= NOTE_AFTER:
                 self.write()
 
-    def stop_early(self) -> None:
-        """Every count held is noted, and every count still to land is noted as it lands."""
+    def stop_early(self) -> None:  # every count held is noted, and those to land as they land
         with self.lock:
-            self.stopped = True
+            self.asked.clear()
             notes = [note for held in self.notes.values() for note in held]
             self.notes.clear()
         self._note(notes)
@@ -435,18 +428,6 @@ class _Keeper:
         if self.writer is not None:
             with contextlib.suppress(RuntimeError):  # the writer is shut: the scan has ended
                 self.writer.submit(*job, **options)
-
-
-def _noted_counts(source: RpcSource, start: int, stop: int) -> dict[int, int]:
-    """The uncle counts an interrupted scan of blocks in ``start`` .. ``stop - 1`` noted."""
-    cache = source.node.cache if source.node.caching else None
-    if cache is None:
-        return {}
-    known: dict[int, int] = {}
-    for _, data in cache.chunks_between(NOTES, start, stop):
-        numbers, counts = np.frombuffer(data, dtype=np.int64).reshape(2, -1).tolist()
-        known.update(zip(numbers, counts, strict=True))
-    return known
 
 
 def _bar(source: RpcSource, total: int, progress: bool | None) -> Any:
@@ -591,17 +572,19 @@ def get(
         bar = _bar(source, sum(b - a for a, b in todo), progress)
         keeper = _Keeper(source, todo, bar)
         try:
-            for piece, frame, complete in _stream(source, todo, known, sampled, keeper):
+            for piece, frame, complete in _stream(source, todo, known, keeper):
                 frames[piece] = frame
                 keeper.finished(piece, frame, complete)
         finally:
             keeper.close()
             if bar is not None:
                 bar.close()
-        if budget is None:
-            planned = _plan_of(start, stop, todo, sampled, cached)
         parts = [frames[p] for p in sorted(frames) if len(frames[p])] or [parse_uncles([])]
         uncles = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        if budget is None:  # the sample's counts, as the scan found them
+            found = uncles["block_number"].value_counts()
+            sampled = {n: known[n] if n in known else int(found.get(n, 0)) for n in sampled}
+            planned = _plan_of(start, stop, todo, sampled, cached)
         uncles = source.tag(uncles)
         counts = source.tag(uncle_scan_frame(np.arange(start, stop, dtype=np.int64), uncles))
         return UncleScan(uncles=uncles, blocks=counts, plan=planned)
