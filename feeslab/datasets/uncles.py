@@ -12,6 +12,12 @@ a few pieces' counts are in flight while the one before is read, and each piece'
 asked for while later pieces' counts are still coming. Memory stays flat however long the
 range. The settled pieces' uncles frames are cached as Parquet, a run of consecutive pieces to
 a file, so a rerun reads frames back without decoding an answer.
+
+This streaming (``_stream`` and ``_Keeper``, one marked section) is the one part of the scan
+the other datasets do not share: two stages pipelined across pieces. Everything else goes
+the registry's one way: plan, partitions (``plan_parts``: the sample bought once, its counts
+handed to every partition), an executor (in this process, or ``feeslab.cluster``'s workers,
+each running :func:`get` on its partition), and resume from the same cache either way.
 """
 
 from __future__ import annotations
