@@ -37,6 +37,7 @@ from feeslab.frames.blocks import _empty, _object_series
 
 __all__ = [
     "COST_HISTORY_DTYPES",
+    "FORK_GAS_DTYPES",
     "GAS_FORKS",
     "GasRules",
     "TransactionGasCapExceeded",
@@ -46,6 +47,7 @@ __all__ = [
     "cost_over_history",
     "cost_summary",
     "estimate_accuracy",
+    "fork_gas_table",
     "gas_rules",
     "intrinsic_gas",
     "least_gas_limit",
@@ -792,3 +794,101 @@ def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return _empty(dtypes).rename_axis("transaction")
     return pd.DataFrame(rows).set_index("transaction").astype(dtypes)
+
+
+# -- what example transactions cost, fork by fork -----------------------------------------------
+
+#: Columns and dtypes of :func:`fork_gas_table`'s frame, in order.
+FORK_GAS_DTYPES: dict[str, str] = {
+    "transaction": "str",
+    "fork": "str",
+    "intrinsic_gas": "int64",
+    "floor_gas": "Int64",
+    "execution_gas": "int64",
+    "gas": "int64",
+    "base_fee_wei": "object",
+    "cost_wei": "object",
+    "cost_eth": "float64",
+}
+
+
+def fork_gas_table(
+    transactions: Mapping[str, Mapping[str, Any]],
+    *,
+    base_fee_wei: int,
+    forks: Sequence[str] = GAS_FORKS,
+) -> pd.DataFrame:
+    """What each transaction costs under each fork's rules, in gas and in ETH at one base fee.
+
+    ``gas`` is what the transaction is charged: ``max(intrinsic_gas + execution_gas,
+    floor_gas)`` (EIP-7623's floor from Prague), with no refund. ``execution_gas`` is what the
+    caller says its code costs under that fork (0 by default: a transfer, or calldata sent to
+    an account without code, runs no code); feeslab does not price EVM execution, so a call
+    into a contract is only its intrinsic part unless ``execution_gas`` is given.
+
+    Parameters
+    ----------
+    transactions : mapping of str to mapping
+        By name, the keyword arguments of :func:`intrinsic_gas` (``data``, ``create``,
+        ``access_list``, ``authorizations``, ``value``, ``to_self``), and optionally
+        ``execution_gas``: an int [gas], or a mapping of fork to int (a fork it leaves out
+        counts 0).
+    base_fee_wei : int
+        The base fee to price them at [wei/gas]; no priority fee.
+    forks : sequence of str
+        The forks, in the order the rows take (default :data:`GAS_FORKS`, London to
+        Amsterdam).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per transaction and fork (transaction-major), RangeIndex, the columns of
+        :data:`FORK_GAS_DTYPES`: ``intrinsic_gas``, ``floor_gas`` (``<NA>`` before Prague),
+        ``execution_gas``, ``gas`` [gas]; ``base_fee_wei``, ``cost_wei`` [wei] exact ints;
+        ``cost_eth`` [ETH] float64. ``attrs["source"]`` says the figures are computed from
+        the rules, not read from a chain.
+
+    Raises
+    ------
+    ValueError
+        A negative base fee or execution gas.
+
+    References
+    ----------
+    .. [1] EIP-1559 (the base fee), and the rules of :func:`intrinsic_gas` and
+       :func:`calldata_floor`.
+    """
+    if isinstance(base_fee_wei, bool) or operator.index(base_fee_wei) < 0:
+        raise ValueError(f"base_fee_wei must be a non-negative int [wei/gas], not {base_fee_wei!r}")
+    if isinstance(transactions, str) or not isinstance(transactions, Mapping):
+        raise TypeError("transactions must map names to intrinsic_gas's keyword arguments")
+    rows: dict[str, list[Any]] = {name: [] for name in FORK_GAS_DTYPES}
+    for name, tx in transactions.items():
+        kwargs = dict(tx)
+        execution = kwargs.pop("execution_gas", 0)
+        authorizations = kwargs.pop("authorizations", 0)
+        data = kwargs.pop("data", b"")
+        for fork in forks:
+            rules = gas_rules(fork)
+            run = execution.get(fork, 0) if isinstance(execution, Mapping) else execution
+            run = operator.index(run)
+            if run < 0:
+                raise ValueError(f"execution_gas of {name!r} under {fork} is negative: {run}")
+            intrinsic = intrinsic_gas(data, authorizations=authorizations, fork=rules, **kwargs)
+            floor = calldata_floor(data, fork=rules, **kwargs)
+            used = max(intrinsic + run, floor or 0)
+            for column, value in (("transaction", name), ("fork", fork),
+                                  ("intrinsic_gas", intrinsic), ("floor_gas", floor),
+                                  ("execution_gas", run), ("gas", used),
+                                  ("base_fee_wei", int(base_fee_wei)),
+                                  ("cost_wei", used * int(base_fee_wei))):  # fmt: skip
+                rows[column].append(value)
+            rows["cost_eth"].append(used * int(base_fee_wei) / WEI_PER_ETH)
+    frame = pd.DataFrame({
+        name: (_object_series(values) if dtype == "object"
+               else pd.array(values, dtype="Int64") if dtype == "Int64"
+               else pd.Series(values, dtype=dtype))
+        for (name, dtype), values in zip(FORK_GAS_DTYPES.items(), rows.values(), strict=True)
+    })  # fmt: skip
+    frame.attrs["source"] = "computed from each fork's gas rules (feeslab.analysis.gas)"
+    return frame
