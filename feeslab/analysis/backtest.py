@@ -318,8 +318,10 @@ def blob_multiples(blob_fees: pd.DataFrame, *, within: int = 3) -> pd.DataFrame:
     Parameters
     ----------
     blob_fees : pandas.DataFrame
-        ``block_number`` (consecutive) and ``base_fee_per_blob_gas_wei`` (Int64 or int64;
-        ``<NA>`` before Cancun), and ``timestamp`` or ``fork`` to be split by fork.
+        ``block_number`` (consecutive) and the blob base fee [wei]: ``blob_base_fee_wei``
+        (:func:`feeslab.samples.blob_market`) or ``base_fee_per_blob_gas_wei``
+        (``Lab.fee_history``; Int64, ``<NA>`` before Cancun); and ``fork`` (or ``timestamp``,
+        for :func:`blob_multiples_by_fork`) to be split by fork.
     within : int
         The blocks the transaction may wait [blocks].
 
@@ -339,7 +341,11 @@ def blob_multiples(blob_fees: pd.DataFrame, *, within: int = 3) -> pd.DataFrame:
     numbers = blob_fees["block_number"].to_numpy(dtype=np.int64)
     if len(numbers) > 1 and not (np.diff(numbers) == 1).all():
         raise ValueError("blob_multiples: block_number must be consecutive and ascending")
-    column = blob_fees["base_fee_per_blob_gas_wei"]
+    names = [c for c in ("blob_base_fee_wei", "base_fee_per_blob_gas_wei") if c in blob_fees]
+    if not names:
+        raise ValueError("blob_multiples: the frame needs 'blob_base_fee_wei' (blocks, "
+                         "samples.blob_market) or 'base_fee_per_blob_gas_wei' (fee history)")
+    column = blob_fees[names[0]]
     have = column.notna().to_numpy()
     fees = column.fillna(0).to_numpy(dtype=np.int64)
     n = len(fees)
@@ -347,15 +353,21 @@ def blob_multiples(blob_fees: pd.DataFrame, *, within: int = 3) -> pd.DataFrame:
         return pd.DataFrame({"block_number": np.zeros(0, np.int64),
                              "blob_base_fee_wei": np.zeros(0, np.int64),
                              "k_needed": np.zeros(0)})  # fmt: skip
-    ahead = np.lib.stride_tricks.sliding_window_view(fees[1:], within)[: n - within]
-    known = np.lib.stride_tricks.sliding_window_view(have[1:], within)[: n - within].all(axis=1)
-    keep = have[: n - within] & known & (fees[: n - within] > 0)
-    least = ahead.min(axis=1)[keep]
-    now = fees[: n - within][keep]
-    out = pd.DataFrame({"block_number": numbers[: n - within][keep], "blob_base_fee_wei": now,
-                        "k_needed": least / now})  # fmt: skip
+    m = n - within
+    # the least fee and whether all are known over the next `within` blocks: shifted slices
+    least = np.minimum.reduce([fees[1 + i : 1 + i + m] for i in range(within)])
+    known = np.logical_and.reduce([have[1 + i : 1 + i + m] for i in range(within)])
+    keep = have[:m] & known & (fees[:m] > 0)
+    now = fees[:m][keep]
+    out = pd.DataFrame({"block_number": numbers[:m][keep], "blob_base_fee_wei": now,
+                        "k_needed": least[keep] / now})  # fmt: skip
     if "fork" in blob_fees.columns:
-        out["fork"] = blob_fees["fork"].to_numpy()[: n - within][keep]
+        forks = blob_fees["fork"]
+        if isinstance(forks.dtype, pd.CategoricalDtype):  # by its codes: no strings per row
+            codes = forks.cat.codes.to_numpy()[:m][keep]
+            out["fork"] = pd.Categorical.from_codes(codes, dtype=forks.dtype)
+        else:
+            out["fork"] = forks.to_numpy()[:m][keep]
     out.attrs = dict(blob_fees.attrs) | {"within": within}
     return out
 
@@ -391,7 +403,9 @@ def blob_multiples_by_fork(
         ``last_block`` (int64), ``blocks`` (int64: suggestions scored), ``k`` (float64 [1]: the
         ``share`` quantile of :func:`blob_multiples`' ``k_needed``, the smallest observed
         value that at least ``share`` of them are at or below), ``share_at_1`` (the share
-        included within ``within`` blocks at k = 1), ``k_max`` (the largest needed);
+        included within ``within`` blocks at k = 1), ``k_max`` (the largest needed),
+        ``median_blob_base_fee_wei`` (int64 [wei]: near the 1 wei floor a fee moves in whole
+        wei, so one step is a large ratio);
         ``attrs`` the frame's with ``within`` and ``share``.
 
     References
@@ -408,18 +422,36 @@ def blob_multiples_by_fork(
         frame = frame.assign(fork=blob_parameters(frame, spec=ChainSpec.of(chosen))["fork"])
     needed = blob_multiples(frame, within=within)
     rows = []
-    for fork, group in needed.groupby("fork", sort=False):
-        k = group["k_needed"].to_numpy()
+    forks = needed["fork"]
+    if isinstance(forks.dtype, pd.CategoricalDtype):
+        all_codes = forks.cat.codes.to_numpy()
+        present, first = np.unique(all_codes, return_index=True)
+        ordered = present[np.argsort(first)]  # in order of first appearance
+        uniques = [forks.cat.categories[c] for c in ordered]
+        codes = np.full(len(all_codes), -1)
+        for i, c in enumerate(ordered):
+            codes[all_codes == c] = i
+    else:
+        codes, uniques = pd.factorize(forks, sort=False)  # in order of first appearance
+    ratios = needed["k_needed"].to_numpy()
+    numbers = needed["block_number"].to_numpy()
+    fees = needed["blob_base_fee_wei"].to_numpy()
+    for code, fork in enumerate(uniques):
+        pick = codes == code
+        k = ratios[pick]
+        at = numbers[pick]
         rows.append({
             "fork": str(fork),
-            "first_block": int(group["block_number"].iloc[0]),
-            "last_block": int(group["block_number"].iloc[-1]),
-            "blocks": len(group),
+            "first_block": int(at[0]),
+            "last_block": int(at[-1]),
+            "blocks": len(k),
             "k": float(np.quantile(k, share, method="inverted_cdf")),
             "share_at_1": float(np.mean(k <= 1)),
             "k_max": float(k.max()),
+            "median_blob_base_fee_wei": int(np.median(fees[pick])),
         })
     out = pd.DataFrame(rows, columns=["fork", "first_block", "last_block", "blocks", "k",
-                                      "share_at_1", "k_max"])  # fmt: skip
+                                      "share_at_1", "k_max",
+                                      "median_blob_base_fee_wei"])  # fmt: skip
     out.attrs = dict(blob_fees.attrs) | {"within": within, "share": share}
     return out

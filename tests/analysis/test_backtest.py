@@ -117,3 +117,17 @@ def test_inputs_are_checked():
         backtest.market_frame(_history().iloc[[0, 2]])
     with pytest.raises(ValueError, match="reward_p0_wei"):
         backtest.market_frame(_history().drop(columns="reward_p0_wei"))
+
+
+def test_blob_k_on_the_real_blob_market():
+    from feeslab import samples
+
+    market = samples.blob_market()
+    table = backtest.blob_multiples_by_fork(market, within=3, share=0.99)
+    assert table["fork"].tolist() == ["cancun", "prague", "osaka", "bpo1", "bpo2"]
+    needed = backtest.blob_multiples(market, within=3)
+    for row in table.itertuples():
+        k = needed.loc[needed["fork"] == row.fork, "k_needed"].to_numpy()
+        assert len(k) == row.blocks
+        assert np.mean(k <= row.k) >= 0.99 > np.mean(k < row.k)  # the least such k observed
+    assert table["blocks"].sum() == len(market) - 3
