@@ -1,4 +1,10 @@
-"""Calls and gas: intrinsic gas, estimates against the gas a call needs, costs over fee history.
+"""Calls and gas: each fork's transaction gas rules, estimates against the gas a call needs,
+costs over fee history.
+
+The rules (:func:`gas_rules`, :func:`intrinsic_gas`, :func:`calldata_floor`,
+:func:`check_gas_limit`, :func:`transaction_gas_used`, :func:`block_gas_used`) are exact for
+every fork from London to Amsterdam (``docs/gas.md``); :func:`fork_gas_table` prices example
+transactions fork by fork.
 
 Pure functions on the frames :class:`feeslab.Lab` returns: :meth:`~feeslab.Lab.gas_needed`
 (``eth_estimateGas`` beside the least gas with which ``eth_call`` succeeds) and
@@ -18,6 +24,13 @@ References
 .. [6] EIP-150: Gas cost changes for IO-heavy operations (all but one 64th of the gas is
    passed to a call), https://eips.ethereum.org/EIPS/eip-150
 .. [7] EIP-3529: Reduction in refunds, https://eips.ethereum.org/EIPS/eip-3529
+.. [8] EIP-7623: Increase calldata cost; EIP-7702: Set code for EOAs; EIP-7825: Transaction gas
+   limit cap; EIP-2780, EIP-7778, EIP-7954, EIP-7976, EIP-7981, EIP-8037, EIP-8038 (Amsterdam),
+   https://eips.ethereum.org
+.. [9] ethereum/execution-specs ``src/ethereum/forks/<fork>/transactions.py`` (the
+   ``ethereum-execution`` package 2.20.0) for London to Osaka; go-ethereum
+   ``core/state_transition.go``, ``core/gaspool.go`` and ``params/protocol_params.go`` at
+   02b73d4ea7181464175e0a6cbecc0a3a2655a562 (2026-08-20) for Amsterdam.
 """
 
 from __future__ import annotations
