@@ -34,8 +34,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,10 +48,11 @@ from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
 from feeslab.fetch.credits import Plan
 from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport
-from feeslab.frames.io import frame_from_bytes
+from feeslab.frames.io import frame_from_bytes, write_bytes
 from feeslab.frames.partitions import (
     MANIFEST,
     concat_partitions,
+    partition_bytes,
     read_partition,
     write_partition,
 )
@@ -75,8 +77,9 @@ DEFAULT_PARTITION_BLOCKS = 8_192
 MANIFEST_SECONDS = 2.0  # [s] the manifest is rewritten at most this often while a job runs
 PROGRESS_SECONDS = 1.0  # [s] the bar's credits are asked of the scheduler this often
 _FORMAT = 1
-WRITER, ROWS, SPENT = "feeslab_run", "feeslab_rows", "feeslab_credits"  # ... who wrote it, and
-# what it cost: read back when a killed attempt wrote the file before it could answer
+WRITER, ROWS, SPENT, LINKS = "feeslab_run", "feeslab_rows", "feeslab_credits", "feeslab_links"
+# a partition file's attrs: who wrote it, what it cost and an era1 file's end links, read back
+# when a killed attempt wrote the file before it could answer
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt() parameters
 _MMAP_THRESHOLD_MAX = 32 * 2**20  # [bytes] where glibc's own sliding thresholds stop (64-bit),
 _TRIM_THRESHOLD_MAX = 2 * _MMAP_THRESHOLD_MAX  # which a process dask did not start reaches
@@ -272,6 +275,7 @@ class _Task:
     node: _NodeSpec | None = None
     run: str = ""  # this run of the job: a partition file names the run that wrote it
     tune_malloc: bool = True  # glibc's heap as in a process dask did not start (_process_heap)
+    write_behind: bool = False  # the file's disk write left to the process's writer (_Writes)
 
 
 # -- the plan ------------------------------------------------------------------------------------
@@ -401,11 +405,18 @@ def read_partitions(out: str | os.PathLike[str]) -> pd.DataFrame:
     return _concat([_read_partition(p) for p in paths])
 
 
-def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str) -> None:
+def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str,
+                     links: dict[str, str] | None = None) -> None:  # fmt: skip
     """``frame`` as ``path`` (``feeslab.frames.partitions``), saying the run that wrote it,
-    its rows and the credits they cost; without the frame's own ``attrs`` (the driver tags
-    the whole frame)."""
-    write_partition(frame, path, {WRITER: run, ROWS: len(frame), SPENT: spent})
+    its rows, the credits they cost and an era1 file's end links; without the frame's own
+    ``attrs`` (the driver tags the whole frame)."""
+    write_partition(frame, path, _attrs(frame, spent, run, links or {}))
+
+
+def _attrs(frame: pd.DataFrame, spent: int, run: str, links: dict[str, str]) -> dict[str, Any]:
+    """What a partition file says of itself: the run that wrote it, its rows, the credits
+    they cost, an era1 file's end links."""
+    return {WRITER: run, ROWS: len(frame), SPENT: spent, LINKS: links}
 
 
 _read_partition = read_partition
@@ -427,21 +438,6 @@ def _node_source(task: _Task) -> RpcSource:
     bucket = ClusterGovernor(get_worker(), task.bucket, spec.credits_per_second or math.inf,
                              task.workers)  # fmt: skip
     return open_node(spec, bucket=bucket)
-
-
-def _era1_links(part: Partition) -> dict[str, str]:
-    """The hash links at a file's ends that one process checks across files and a partition
-    cannot: its first block's parent and its last block's hash (the scan has checked both
-    against the file's accumulator)."""
-    from feeslab.sources.era1 import Era1File
-
-    links = {}
-    with Era1File(part.file) as handle:  # type: ignore[arg-type]
-        if part.start == handle.start:
-            links["first_parent"] = "0x" + handle.first_parent_hash().hex()
-        if part.stop == handle.stop:
-            links["last_hash"] = "0x" + handle.last_hash().hex()
-    return links
 
 
 def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
@@ -549,9 +545,8 @@ def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]
             return {"file": part.name, "skipped": True}
         # this run's attempt, killed after the file's rename, before its answer: the file
         # says what it read and spent
-        links = {} if part.file is None else _era1_links(part)
         return {"file": part.name, "rows": written.get(ROWS, 0), "credits": written.get(SPENT, 0),
-                **links, "earlier_attempt": True}  # fmt: skip
+                **written.get(LINKS, {}), "earlier_attempt": True}  # fmt: skip
     source: Any = None
     try:
         if part.file is not None:
@@ -568,11 +563,76 @@ def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]
     finally:
         if source is not None:
             source.close()
-    links = {} if part.file is None else _era1_links(part)
+    # an era1 file's end links, as its read noted them (checked across files on the driver)
+    links = {} if part.file is None else source.ends[Path(part.file)]
     spent = 0 if part.file is not None else source.credits.spent
-    _write_partition(frame, path, spent, task.run)
+    data = partition_bytes(frame, _attrs(frame, spent, task.run, links))
+    if task.write_behind:
+        _WRITES.submit(task.run, data, path)
+    else:
+        write_bytes(data, path)
     frame.attrs.clear()  # as _read_partition gives it
     return {"file": part.name, "rows": len(frame), "credits": spent, **links, "frame": frame}
+
+
+class _Writes:
+    """A worker's partition files written to the disk on a thread of its own (write-behind).
+
+    A partition's file is encoded by its task, but written, flushed (``fsync``: 3-15 ms a
+    file, waiting on the disk) and renamed here, while the worker's next partition is
+    computed. The driver :meth:`settle`s a run's writes on every worker once the tasks have
+    answered, and writes any file still missing (a worker gone since) from the rows it was
+    handed. So when a job ends every file is on the disk, and a file under its name is whole.
+    """
+
+    KEPT_RUNS = 64  # runs whose writes are noted (a dead driver's are never settled)
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._pool: ThreadPoolExecutor | None = None
+        self._runs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def submit(self, run: str, data: bytes, path: Path) -> None:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="feeslab-writes")
+            if run not in self._runs:
+                self._runs[run] = {"pending": 0, "cpu": {}}
+                while len(self._runs) > self.KEPT_RUNS:
+                    self._runs.popitem(last=False)
+            self._runs[run]["pending"] += 1
+            self._pool.submit(self._write, self._runs[run], data, path)
+
+    def _write(self, noted: dict[str, Any], data: bytes, path: Path) -> None:
+        cpu = time.thread_time()
+        try:
+            write_bytes(data, path)
+        except OSError:  # the file stays missing: the driver writes it (or raises the error)
+            pass
+        finally:
+            with self._lock:
+                noted["cpu"][path.name] = time.thread_time() - cpu
+                noted["pending"] -= 1
+                self._lock.notify_all()
+
+    def settle(self, run: str) -> dict[str, Any]:
+        """Once ``run``'s writes in this process are done (written, or failed): the CPU
+        seconds each took, by file name (``cpu``)."""
+        with self._lock:
+            noted = self._runs.get(run)
+            if noted is None:
+                return {"cpu": {}}
+            self._lock.wait_for(lambda: noted["pending"] == 0)
+            self._runs.pop(run, None)
+        return {"cpu": noted["cpu"]}
+
+
+_WRITES = _Writes()  # this process's (a worker's) partition writes
+
+
+def _settle_writes(run: str) -> dict[str, Any]:
+    """On a worker: :meth:`_Writes.settle` of ``run``."""
+    return _WRITES.settle(run)
 
 
 # -- on the driver -------------------------------------------------------------------------
@@ -596,6 +656,27 @@ def _node_spec(source: RpcSource) -> NodeSpec:
                     max_concurrency=limits.max_concurrency, credits_per_second=rate,
                     devnet=source.is_devnet, any_node=source.any_node,
                     chain_id=source.chain_id(), head=source.head())  # fmt: skip
+
+
+def _settle(client: Any, job: JobPlan, run: str, written: dict[str, dict[str, Any]],
+            frames: dict[str, pd.DataFrame]) -> None:  # fmt: skip
+    """Every file this run's tasks computed on the disk: each worker's writes waited for
+    (:class:`_Writes`; their CPU added to the partition's ``cpu_seconds``), then any file
+    still missing (its worker gone since, or its write failed there) written here from the
+    rows its task handed back."""
+    for answer in client.run(_settle_writes, run, on_error="return").values():
+        if not isinstance(answer, dict):  # a worker gone meanwhile: its files are checked below
+            continue
+        for name, cpu in answer["cpu"].items():
+            if "cpu_seconds" in written.get(name, {}):
+                written[name]["cpu_seconds"] = round(written[name]["cpu_seconds"] + cpu, 4)
+    for name, frame in frames.items():
+        if not (job.out / name).exists():
+            noted = written[name]
+            links: dict[str, str] = {k: noted[k] for k in ("first_parent", "last_hash")
+                                     if k in noted}  # fmt: skip
+            _write_partition(frame.copy(deep=False), job.out / name, noted["credits"], run,
+                             links)  # fmt: skip
 
 
 def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
@@ -726,7 +807,7 @@ def run_job(
                     group=buckets[0] if i else None)  # fmt: skip
         threads = max(1, sum(client.nthreads().values())) if specs else 1
         task = _Task(spec, str(job.out), buckets[0] if buckets else "", threads, run=run,
-                     tune_malloc=tune_malloc)  # fmt: skip
+                     tune_malloc=tune_malloc, write_behind=True)  # fmt: skip
         tasks = [replace(task, bucket=buckets[i % len(buckets)], node=specs[i % len(specs)])
                  if specs else task for i in range(len(todo))]  # fmt: skip
         # one graph for all the partitions (one message to the scheduler, not one each)
@@ -781,8 +862,12 @@ def run_job(
                     noted = time.monotonic()
                 if bar is not None:
                     bar.update(1)
-        except BaseException:
+            _settle(client, job, run, written, frames)
+        except BaseException as exc:
             client.cancel(list(pending))
+            if isinstance(exc, Exception):  # the partitions computed are kept all the same
+                with contextlib.suppress(Exception):
+                    _settle(client, job, run, written, frames)
             raise
         finally:
             _write_manifest(job, written, done)

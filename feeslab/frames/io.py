@@ -17,11 +17,17 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from pandas.api.types import infer_dtype
 
-__all__ = ["FORMATS", "exact_int_columns", "frame_from_bytes", "frame_to_bytes", "write_frame"]
+__all__ = ["FORMATS", "exact_int_columns", "frame_from_bytes", "frame_to_bytes", "write_bytes",
+           "write_frame"]
 
 FORMATS = ("parquet", "csv")
 _EXACT_INTS = b"feeslab.exact_int_columns"  # Parquet metadata key: the columns to read as ints
+
+
+_PLAIN = frozenset({int, type(None), float, type(pd.NA)})  # ints and missing values (None,
+# NaN, pd.NA) once infer_dtype has said "integer" (so that any float there is NaN)
 
 
 def exact_int_columns(frame: pd.DataFrame) -> list[str]:
@@ -30,8 +36,15 @@ def exact_int_columns(frame: pd.DataFrame) -> list[str]:
     for name, column in frame.items():
         if column.dtype != object:
             continue
-        values = [v for v in column.tolist() if not pd.isna(v)]
-        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        # pandas' C scan first (ints, missing values skipped; no bool): most columns are
+        # told apart there, without a Python call per value
+        if infer_dtype(column, skipna=True) != "integer":
+            continue
+        values = column.tolist()
+        kinds = set(map(type, values))
+        if (int in kinds and kinds <= _PLAIN) or all(
+                isinstance(v, int) and not isinstance(v, bool) for v in values
+                if not pd.isna(v)):  # fmt: skip
             found.append(name)
     return found
 
@@ -53,8 +66,9 @@ def frame_to_bytes(frame: pd.DataFrame, format: str = "parquet") -> bytes:
     portable.attrs = {}  # pandas deep-copies attrs into every column it hands out: put back below
     exact = exact_int_columns(portable)
     for name in exact:
-        portable[name] = [None if v is None or v is pd.NA or v != v else str(v)
-                          for v in portable[name].tolist()]
+        values = portable[name].tolist()
+        portable[name] = ([None if v is None or v is pd.NA or v != v else str(v) for v in values]
+                          if portable[name].hasnans else list(map(str, values)))  # fmt: skip
     if format == "csv":
         text: str = portable.to_csv(index=False)
         return text.encode("utf-8")
@@ -112,7 +126,20 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     format = path.suffix.lower().lstrip(".")
     if format not in FORMATS:
         raise ValueError(f"write FILE.parquet or FILE.csv, not {path.name!r}")
-    data = frame_to_bytes(frame, format)
+    return write_bytes(frame_to_bytes(frame, format), path)
+
+
+def write_bytes(data: bytes, path: str | os.PathLike[str]) -> Path:
+    """Write ``data`` to ``path`` atomically and durably: a temporary file beside it, flushed
+    to the disk (``fsync``), then renamed over it; a failure removes the temporary file and
+    leaves ``path`` as it was.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:

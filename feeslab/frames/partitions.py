@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feeslab.frames.io import frame_from_bytes, write_frame
+from feeslab.frames.io import frame_from_bytes, frame_to_bytes, write_bytes
 
-__all__ = ["JOB", "MANIFEST", "TUPLES", "concat_partitions", "read_partition",
+__all__ = ["JOB", "MANIFEST", "TUPLES", "concat_partitions", "partition_bytes", "read_partition",
            "write_partition"]
 
 TUPLES = "feeslab_tuples"  # a partition file's attrs: its columns of tuples
@@ -27,15 +27,21 @@ JOB = "_job.json"  # what a finished job computed: its dataset, parameters and f
 
 
 def write_partition(frame: pd.DataFrame, path: Path, attrs: Mapping[str, Any]) -> None:
-    """``frame`` as ``path``, atomically, its ``attrs`` replaced by ``attrs`` (and the names of
-    its columns of tuples)."""
+    """``frame`` as ``path``, atomically and durably (:func:`partition_bytes` written by
+    ``feeslab.frames.io.write_bytes``)."""
+    write_bytes(partition_bytes(frame, attrs), path)
+
+
+def partition_bytes(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> bytes:
+    """The Parquet file of ``frame`` as a partition: its ``attrs`` replaced by ``attrs`` (and
+    the names of its columns of tuples)."""
     frame.attrs.clear()
     frame.attrs.update(attrs)
     tuples = [name for name, dtype in frame.dtypes.items() if dtype == np.dtype(object)
               and _all_tuples(frame[name].tolist())]  # fmt: skip
     if tuples:
         frame.attrs[TUPLES] = tuples
-    write_frame(frame, path)
+    return frame_to_bytes(frame)
 
 
 def _all_tuples(values: list[Any]) -> bool:

@@ -877,6 +877,12 @@ class Era1Source:
     heights : str
         ``"devnet"`` for files the devnet exported, else ``"protocol"``: whose fork heights
         ``feeslab.analysis`` should use.
+    ends : dict of Path to dict of str
+        For each file read so far, the hash links at its ends that the read reached (checked
+        against the file's accumulator): ``first_parent`` (its first block's ``parentHash``)
+        and ``last_hash`` (its last block's hash), 0x hex. A read of several files checks
+        these links between them itself; a cluster partition, which reads one file, hands
+        them to the driver to check.
 
     Notes
     -----
@@ -896,6 +902,9 @@ class Era1Source:
         self.network = _network(self.files)
         self.heights = "devnet" if self.network == "devnet" else "protocol"
         self._ranges: list[tuple[int, int, Path]] | None = None
+        # the hash links at the ends of the files read: what a cluster partition, which
+        # reads one file, hands the driver to check across files (no second read of them)
+        self.ends: dict[Path, dict[str, str]] = {}
 
     def __repr__(self) -> str:
         return f"<Era1Source {self.network}: {len(self.files)} files>"
@@ -994,12 +1003,24 @@ class Era1Source:
                         raise handle._error("its parentHash is not the previous file's last "
                                             "hash", handle.start)  # fmt: skip
                     previous = headers.hashes[-1] if hi == handle.count else None
+                    self._note_ends(path, headers, lo, hi == handle.count)
                     yield handle, headers, lo, hi
                 if bar is not None:
                     bar.update()
         finally:
             if bar is not None:
                 bar.close()
+
+    def _note_ends(self, path: Path, headers: _Headers, lo: int, to_end: bool) -> None:
+        """Note in :attr:`ends` the links at ``path``'s ends that this read reached (checked
+        against its accumulator): its first block's ``parentHash`` as ``first_parent`` if
+        read from its first block, its last block's hash as ``last_hash`` if to its last."""
+        ends = {}
+        if lo == 0:
+            ends["first_parent"] = "0x" + headers.columns["parent_hash"][0].hex()
+        if to_end:
+            ends["last_hash"] = "0x" + headers.hashes[-1].hex()
+        self.ends[Path(path)] = ends
 
     def tag(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with ``attrs`` saying its chain, spec, source and network (as
