@@ -45,17 +45,23 @@ from feeslab.chainspec import ChainSpec
 __all__ = [
     "BLOB_REGIMES",
     "BLOB_STATES",
+    "EXCESS_BRANCHES",
     "blob_base_fee",
     "blob_base_fees",
     "blob_fee_regimes",
+    "blob_fork_summary",
     "blob_forks",
+    "blob_market_by_period",
     "blob_parameters",
     "blob_states",
+    "branch_shares_by_period",
     "burn_by_day",
+    "excess_branches",
     "fee_burn",
     "infer_blob_usage",
     "next_blob_base_fees",
     "next_excess_blob_gas",
+    "reserve_price",
 ]
 
 #: Categories of :func:`blob_states`, in order.
@@ -437,9 +443,7 @@ def _positions(blocks: pd.DataFrame, spec: ChainSpec, offset: int, what: str) ->
 
 
 @takes_spec()
-def blob_parameters(
-    blocks: pd.DataFrame, *, spec: ChainSpec, offset: int = 0
-) -> pd.DataFrame:
+def blob_parameters(blocks: pd.DataFrame, *, spec: ChainSpec, offset: int = 0) -> pd.DataFrame:
     """Each row's blob schedule (or its child's with ``offset=1``), from the chain spec.
 
     Parameters
@@ -904,3 +908,272 @@ def burn_by_day(burn: pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
             frame[name] = frame[name].astype(np.int64)
     frame.attrs["freq"] = freq  # what one row spans (plots label their axis with it)
     return frame
+
+
+# -- the real market: which branch of the rule, per period, per fork ------------------------------
+
+#: Categories of :func:`excess_branches`, in order.
+EXCESS_BRANCHES: tuple[str, ...] = ("below_target", "target", "reserve", "either", "off_rule")
+
+
+@takes_spec()
+def excess_branches(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.Series:
+    """Which branch of the excess rule each block's ``excess_blob_gas`` followed from its parent.
+
+    Read from the headers alone, without the base fee: the rule gives a child's excess either as
+    ``excess + used - target`` (EIP-4844) or, from Osaka when EIP-7918's reserve price binds,
+    as ``excess + used * (max - target) // max``; both give 0 when ``excess + used`` is below
+    the target. Where the child's excess equals the reserve branch and not the other, the
+    reserve price bound at the parent (``2**13 * base_fee > 2**17 * blob_base_fee``), and the
+    other way round.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        Consecutive headers (``Lab.blocks``, :func:`feeslab.samples.blob_market`):
+        ``block_number``, ``blob_gas_used``, ``excess_blob_gas`` [gas], and ``timestamp``
+        where the spec's forks switch by time.
+    spec : ChainSpec or str, optional
+        The chain's rules; default the frame's ``attrs["chain_spec"]``.
+    chain_id : int, optional
+        Instead of ``spec``: the real chain's.
+
+    Returns
+    -------
+    pandas.Series
+        ``excess_branch`` (category :data:`EXCESS_BRANCHES`) per row, judged with the row's own
+        fork's target and max: ``below_target`` (excess reset to 0: no branch can be told),
+        ``target`` (EIP-4844's), ``reserve`` (EIP-7918's: the reserve price bound), ``either``
+        (both branches give the same excess: a full parent block), ``off_rule`` (neither: a
+        header the rule does not give), ``<NA>`` where the previous row is not its parent
+        (first row, gaps) or a blob field is missing.
+
+    References
+    ----------
+    .. [1] EIP-7918: Blob base fee bounded by execution cost (``calc_excess_blob_gas``).
+    .. [2] EIP-4844 ``calc_excess_blob_gas``.
+    """
+    used, excess, missing = _blob_columns(blocks, "excess_branches")
+    params = blob_parameters(blocks, spec=spec)
+    known = ~(missing | params["target_blobs"].isna().to_numpy())
+    target_blobs = params["target_blobs"].fillna(0).to_numpy(dtype=np.int64)
+    top = params["max_blobs"].fillna(1).to_numpy(dtype=np.int64)
+    numbers = blocks["block_number"].to_numpy(dtype=np.int64)
+    e = np.where(missing, 0, excess).astype(np.int64)
+    u = np.where(missing, 0, used).astype(np.int64)
+    parent_e, parent_u = np.r_[0, e[:-1]], np.r_[0, u[:-1]]
+    has_parent = np.r_[False, (np.diff(numbers) == 1) & known[:-1]] & known
+    total = parent_e + parent_u
+    below = total < target_blobs * GAS_PER_BLOB
+    by_target = e == total - target_blobs * GAS_PER_BLOB
+    # EIP-7918's branch exists only in forks with the reserve price (Osaka on)
+    reserve = params["reserve_price"].to_numpy(dtype=bool)
+    by_reserve = reserve & (e == parent_e + parent_u * (top - target_blobs) // top)
+    codes = np.select(  # positions in EXCESS_BRANCHES; -1 is <NA>
+        [~has_parent, below & (e == 0), by_target & by_reserve, by_target, by_reserve],
+        [-1, 0, 3, 1, 2],
+        default=4,
+    ).astype(np.int8)
+    labels = pd.Categorical.from_codes(codes, categories=list(EXCESS_BRANCHES))
+    return pd.Series(labels, index=blocks.index, name="excess_branch")
+
+
+def blob_market_by_period(blocks: pd.DataFrame, *, freq: str = "D") -> pd.DataFrame:
+    """The blob market per UTC period: fee range, blobs per block, floor share, fork.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        Per block: ``timestamp`` (UTC), ``blob_base_fee_wei`` [wei per blob gas],
+        ``blob_gas_used`` [gas] (or ``blob_count``) and optionally ``fork``
+        (:func:`feeslab.samples.blob_market`).
+    freq : str, default "D"
+        A pandas offset alias: ``"D"`` per UTC day, ``"h"`` per hour, ``"W"``...
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the period's start (``period``, datetime64[ns, UTC]); periods without
+        blocks left out. ``first_block``, ``last_block``, ``blocks`` (int64);
+        ``min_blob_base_fee_wei``, ``median_blob_base_fee_wei``, ``max_blob_base_fee_wei``
+        (int64 [wei per blob gas]; the median is the lower middle value, so a fee that was
+        charged); ``mean_blobs`` (float64 [blobs/block]); ``at_floor_share`` (float64, blocks at
+        the 1 wei floor); ``fork`` (the fork of the period's last block, when given).
+
+    Raises
+    ------
+    ValueError
+        When ``blocks`` lacks a needed column.
+    """
+    wanted = ["timestamp", "blob_base_fee_wei"]
+    absent = [c for c in wanted if c not in blocks.columns]
+    if absent or not {"blob_gas_used", "blob_count"} & set(blocks.columns):
+        raise ValueError(
+            f"blob_market_by_period: blocks lacks {absent or ['blob_gas_used or blob_count']}"
+        )
+    if "blob_count" in blocks.columns:
+        blobs = blocks["blob_count"].to_numpy(dtype=np.int64)
+    else:
+        blobs = blocks["blob_gas_used"].to_numpy(dtype=np.int64) // GAS_PER_BLOB
+    fee = blocks["blob_base_fee_wei"].to_numpy(dtype=np.int64)
+    numbers = blocks["block_number"].to_numpy(dtype=np.int64)
+    # int64 nanoseconds: a tz-aware column's to_numpy() would be objects (seconds per million)
+    stamps = pd.DatetimeIndex(pd.to_datetime(blocks["timestamp"], utc=True))
+    period = stamps.floor(freq).as_unit("ns").asi8
+    order = np.argsort(period, kind="stable")  # blocks come in time order: usually a no-op
+    period, fee, blobs, numbers = period[order], fee[order], blobs[order], numbers[order]
+    # one slice per period (reduceat over the boundaries): millions of blocks in a second
+    starts = np.flatnonzero(np.r_[True, period[1:] != period[:-1]])
+    sizes = np.diff(np.r_[starts, len(fee)])
+    medians = np.array([np.partition(fee[a : a + n], (n - 1) // 2)[(n - 1) // 2]
+                        for a, n in zip(starts, sizes, strict=True)], dtype=np.int64)  # fmt: skip
+    floor = (fee <= MIN_BASE_FEE_PER_BLOB_GAS).astype(np.int64)
+    out = pd.DataFrame(
+        {
+            "first_block": np.minimum.reduceat(numbers, starts),
+            "last_block": np.maximum.reduceat(numbers, starts),
+            "blocks": sizes.astype(np.int64),
+            "min_blob_base_fee_wei": np.minimum.reduceat(fee, starts),
+            "median_blob_base_fee_wei": medians,
+            "max_blob_base_fee_wei": np.maximum.reduceat(fee, starts),
+            "mean_blobs": np.add.reduceat(blobs, starts) / sizes,
+            "at_floor_share": np.add.reduceat(floor, starts) / sizes,
+        },
+        index=pd.to_datetime(period[starts], utc=True),
+    )
+    if "fork" in blocks.columns:
+        last = order[np.r_[starts[1:], len(fee)] - 1]
+        out["fork"] = blocks["fork"].iloc[last].to_numpy()
+    out.index = pd.DatetimeIndex(out.index, name="period").tz_convert("UTC")
+    out.attrs.update(blocks.attrs)
+    return out
+
+
+@takes_spec()
+def blob_fork_summary(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.DataFrame:
+    """One row per blob fork of the blocks given: dates, blobs against target, fee quantiles.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        Per block: ``block_number``, ``timestamp``, ``blob_gas_used`` [gas],
+        ``blob_base_fee_wei`` [wei per blob gas] (:func:`feeslab.samples.blob_market`).
+    spec : ChainSpec or str, optional
+        The chain's rules; default the frame's ``attrs["chain_spec"]``.
+    chain_id : int, optional
+        Instead of ``spec``: the real chain's.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``fork`` (activation order, forks without blocks left out): ``first_block``,
+        ``last_block``, ``blocks`` (int64), ``first_day``, ``last_day`` (datetime64, UTC),
+        ``target_blobs``, ``max_blobs`` (int64), ``mean_blobs`` [blobs/block],
+        ``mean_over_target`` (mean blobs / target), ``full_share`` (blocks at the max),
+        ``at_floor_share`` (blocks at the 1 wei floor) (float64), ``median_blob_base_fee_wei``,
+        ``p99_blob_base_fee_wei``, ``max_blob_base_fee_wei`` (int64 [wei per blob gas], lower
+        quantiles: fees that were charged).
+    """
+    for column in ("block_number", "timestamp", "blob_gas_used", "blob_base_fee_wei"):
+        if column not in blocks.columns:
+            raise ValueError(f"blob_fork_summary: blocks lacks {column!r}")
+    params = blob_parameters(blocks, spec=spec)
+    fork = params["fork"]
+    blobs = blocks["blob_gas_used"].to_numpy(dtype=np.int64) // GAS_PER_BLOB
+    fee = blocks["blob_base_fee_wei"]
+    rows = []
+    for name in [r.fork for r in spec.blob_schedule]:
+        mask = (fork == name).to_numpy()
+        if not mask.any():
+            continue
+        target = int(params["target_blobs"][mask].iloc[0])
+        top = int(params["max_blobs"][mask].iloc[0])
+        fees = fee[mask].to_numpy(dtype=np.int64)
+        counts = blobs[mask]
+        stamps = blocks["timestamp"][mask]
+        rows.append({
+            "fork": name,
+            "first_block": int(blocks["block_number"][mask].min()),
+            "last_block": int(blocks["block_number"][mask].max()),
+            "blocks": int(mask.sum()),
+            "first_day": stamps.min().floor("D"),
+            "last_day": stamps.max().floor("D"),
+            "target_blobs": target,
+            "max_blobs": top,
+            "mean_blobs": float(counts.mean()),
+            "mean_over_target": float(counts.mean() / target),
+            "full_share": float((counts == top).mean()),
+            "at_floor_share": float((fees <= MIN_BASE_FEE_PER_BLOB_GAS).mean()),
+            "median_blob_base_fee_wei": int(np.quantile(fees, 0.5, method="lower")),
+            "p99_blob_base_fee_wei": int(np.quantile(fees, 0.99, method="lower")),
+            "max_blob_base_fee_wei": int(fees.max()),
+        })  # fmt: skip
+    out = pd.DataFrame(rows).set_index("fork")
+    out.attrs.update(blocks.attrs)
+    return out
+
+
+def reserve_price(blocks: pd.DataFrame) -> pd.Series:
+    """EIP-7918's reserve price per blob gas: ``base_fee * 2**13 // 2**17`` (1/16) [wei].
+
+    From Osaka, while a block's blob base fee is below this, the next block's excess grows by
+    the reserve branch (:func:`excess_branches`): the blob fee cannot stay below it.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        With ``base_fee_wei`` [wei per gas] (``Lab.blocks``).
+
+    Returns
+    -------
+    pandas.Series
+        ``reserve_price_wei`` (Int64) [wei per blob gas]: the comparison's threshold, rounded
+        down (the rule compares ``2**13 * base_fee`` with ``2**17 * blob_base_fee`` exactly).
+
+    References
+    ----------
+    .. [1] EIP-7918 (``BLOB_BASE_COST = 2**13``); EIP-4844 (``GAS_PER_BLOB = 2**17``).
+    """
+    if "base_fee_wei" not in blocks.columns:
+        raise ValueError("reserve_price: blocks lacks 'base_fee_wei': pass Lab.blocks headers")
+    base = blocks["base_fee_wei"].astype("Int64")
+    return (base * BLOB_BASE_COST // GAS_PER_BLOB).rename("reserve_price_wei")
+
+
+def branch_shares_by_period(
+    blocks: pd.DataFrame, branches: pd.Series, *, freq: str = "D"
+) -> pd.DataFrame:
+    """The share of blocks per UTC period whose excess followed each branch of the rule.
+
+    Parameters
+    ----------
+    blocks : pandas.DataFrame
+        With ``timestamp`` (UTC), aligned with ``branches``.
+    branches : pandas.Series
+        :func:`excess_branches` of ``blocks``; rows without a branch (``<NA>``) are not counted.
+    freq : str, default "D"
+        A pandas offset alias (``"D"``, ``"h"``, ``"W"``...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``period`` (datetime64[ns, UTC]), one float64 column per category of
+        :data:`EXCESS_BRANCHES` (shares summing to 1) and ``blocks`` (int64, the blocks
+        counted); periods without a counted block left out.
+    """
+    if len(branches) != len(blocks):
+        raise ValueError(f"branches has {len(branches)} rows for {len(blocks)} blocks")
+    stamps = pd.DatetimeIndex(pd.to_datetime(blocks["timestamp"], utc=True))
+    codes = pd.Categorical(branches, categories=list(EXCESS_BRANCHES)).codes
+    known = codes >= 0
+    period = stamps.floor(freq).as_unit("ns").asi8[known]
+    counts = pd.crosstab(period, codes[known]).reindex(
+        columns=range(len(EXCESS_BRANCHES)), fill_value=0
+    )
+    total = counts.sum(axis=1)
+    out = counts.div(total, axis=0)
+    out.columns = list(EXCESS_BRANCHES)
+    out["blocks"] = total.astype(np.int64)
+    out.index = pd.DatetimeIndex(pd.to_datetime(out.index, utc=True), name="period")
+    out.attrs.update(blocks.attrs)
+    return out

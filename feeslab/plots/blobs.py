@@ -17,10 +17,15 @@ from feeslab.plots._base import _axes, _require
 
 __all__ = [
     "BLOB_REGIME_COLOURS",
+    "EXCESS_BRANCH_COLOURS",
     "plot_blob_base_fee",
+    "plot_blob_counts_by_period",
+    "plot_blob_fee_by_period",
+    "plot_blob_fee_vs_reserve",
     "plot_blob_regimes",
     "plot_blob_usage",
     "plot_burn",
+    "plot_excess_branches",
 ]
 
 #: Colours of the regimes of :func:`feeslab.analysis.blobs.blob_fee_regimes`.
@@ -30,6 +35,16 @@ BLOB_REGIME_COLOURS: dict[str, str] = {
     "volatile": "#fdb863",
     "rising": "#e66101",
     "falling": "#5e3c99",
+}
+
+
+#: Colours of the branches of :func:`feeslab.analysis.blobs.excess_branches`.
+EXCESS_BRANCH_COLOURS: dict[str, str] = {
+    "below_target": "#bababa",
+    "target": "#4393c3",
+    "reserve": "#d6604d",
+    "either": "#fdb863",
+    "off_rule": "#000000",
 }
 
 
@@ -155,4 +170,150 @@ def plot_burn(daily: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> 
     ax.set_ylabel(f"ETH per {'hour' if hourly else 'day'} [ETH]")
     ax.legend(loc="upper left", fontsize=8)
     ax.tick_params(axis="x", labelrotation=30)
+    return ax
+
+
+def _period_forks(ax: Axes, frame: pd.DataFrame) -> None:
+    """A dotted line and the fork's name where ``frame``'s ``fork`` column changes."""
+    if "fork" not in frame.columns or frame.empty:
+        return
+    forks = frame["fork"].astype(str).to_numpy()
+    changes = np.flatnonzero(forks[1:] != forks[:-1]) + 1
+    for i in changes:
+        ax.axvline(frame.index[i], color="#404040", linewidth=0.8, linestyle=":")
+        ax.annotate(forks[i], (frame.index[i], 1.0), xycoords=("data", "axes fraction"),
+                    fontsize=8, rotation=90, va="top", ha="right")  # fmt: skip
+
+
+def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
+    """The blob base fee per period: the range (min to max) as a band, the median as a line.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`feeslab.analysis.blobs.blob_market_by_period`'s frame (its ``fork`` column,
+        when present, marks where each fork starts).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    **kwargs
+        Passed to ``Axes.plot`` (the median line).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Log y axis ``blob base fee [wei / blob gas]``; the band is ``ax.collections[0]``.
+    """
+    _require(frame, ["min_blob_base_fee_wei", "median_blob_base_fee_wei",
+                     "max_blob_base_fee_wei"], "blob_market_by_period's frame")  # fmt: skip
+    ax = _axes(ax)
+    x = frame.index
+    low = frame["min_blob_base_fee_wei"].to_numpy(dtype=float)
+    high = frame["max_blob_base_fee_wei"].to_numpy(dtype=float)
+    ax.fill_between(x, low, high, step="mid", color="#9ecae1", lw=0, label="lowest to highest")
+    ax.plot(x, frame["median_blob_base_fee_wei"].to_numpy(dtype=float),
+            **{"color": "#08519c", "lw": 0.9, "label": "median", **kwargs})  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_ylabel("blob base fee [wei / blob gas]")
+    ax.set_xlabel("day (UTC)")
+    _period_forks(ax, frame)
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+def plot_blob_counts_by_period(
+    frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
+) -> Axes:
+    """Mean blobs per block per period, against the fork's target and maximum when given.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`feeslab.analysis.blobs.blob_market_by_period`'s frame; optional
+        ``target_blobs`` and ``max_blobs`` columns (each period's fork's) draw as steps.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    **kwargs
+        Passed to ``Axes.plot`` (the mean line).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        y label ``blobs per block [blobs]``, from 0.
+    """
+    _require(frame, ["mean_blobs"], "blob_market_by_period's frame")
+    ax = _axes(ax)
+    x = frame.index
+    style = {"color": "#08519c", "lw": 0.9, "label": "mean blobs per block", **kwargs}
+    ax.plot(x, frame["mean_blobs"].to_numpy(dtype=float), **style)
+    for column, dash in (("target_blobs", "--"), ("max_blobs", ":")):
+        if column in frame.columns:
+            ax.step(x, frame[column].to_numpy(dtype=float), where="mid", color="#404040",
+                    ls=dash, lw=1, label=column.replace("_blobs", ""))  # fmt: skip
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("blobs per block [blobs]")
+    ax.set_xlabel("day (UTC)")
+    _period_forks(ax, frame)
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
+    """Per period, the shares of blocks whose excess followed each branch, stacked to 1.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`feeslab.analysis.blobs.branch_shares_by_period`'s frame.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    **kwargs
+        Passed to ``Axes.stackplot``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One stacked area per branch present (``ax.collections``), y ``share of blocks [%]``.
+    """
+    _require(frame, ["blocks"], "branch_shares_by_period's frame")
+    ax = _axes(ax)
+    shown = [b for b in EXCESS_BRANCH_COLOURS if b in frame.columns and frame[b].any()]
+    ax.stackplot(frame.index, *(frame[b].to_numpy(dtype=float) * 100 for b in shown),
+                 labels=[b.replace("_", " ") for b in shown],
+                 colors=[EXCESS_BRANCH_COLOURS[b] for b in shown], **kwargs)  # fmt: skip
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of blocks [%]")
+    ax.set_xlabel("day (UTC)")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
+    """The blob base fee per block beside EIP-7918's reserve price (1/16 of the base fee).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Blocks with ``block_number``, ``blob_base_fee_wei`` and ``reserve_price_wei``
+        (:func:`feeslab.analysis.blobs.reserve_price`) [wei per blob gas].
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    **kwargs
+        Passed to ``Axes.plot`` (the blob base fee).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Two lines on a log y axis: the blob base fee and the reserve price.
+    """
+    _require(frame, ["block_number", "blob_base_fee_wei", "reserve_price_wei"],
+             "blocks with blob_base_fee_wei and reserve_price_wei")  # fmt: skip
+    ax = _axes(ax)
+    x = frame["block_number"].to_numpy()
+    ax.plot(x, _blob_fee_wei(frame), **{"lw": 0.8, "label": "blob base fee", **kwargs})
+    ax.plot(x, frame["reserve_price_wei"].astype("float64").to_numpy(na_value=np.nan),
+            color="#d6604d", lw=0.8, label="reserve price: base fee / 16")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("block number")
+    ax.set_ylabel("price [wei / blob gas]")
+    ax.legend(loc="upper left", fontsize=8)
     return ax

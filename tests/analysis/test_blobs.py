@@ -316,3 +316,107 @@ def test_eip7918_matches_another_clients_cases(excess, blobs, base_fee, expected
         reserve_price=True, parent_base_fee=base_fee,
     )  # fmt: skip
     assert got == expected
+
+
+# -- the real market's summaries: branches of the rule, periods, forks --------------------------
+
+G = 2**17  # blob gas per blob
+
+
+def osaka_chain() -> pd.DataFrame:
+    """Hand-made headers around the devnet's Osaka (block 199,000; target 6, max 9 both sides),
+    one row per branch of the excess rule."""
+    rows = [  # block, excess [blobs of gas], used [blobs]
+        (198_997, 0, 0),  # no parent in the frame
+        (198_998, 0, 9),  # parent 0 + 0 below target: reset to 0
+        (198_999, 3, 9),  # Prague: 0 + 9 - 6
+        (199_000, 6, 3),  # Osaka, full parent: 3 + 9 - 6 = 3 + 9 * 3 // 9
+        (199_001, 7, 0),  # 6 + 3 * 3 // 9 = 7, not 6 + 3 - 6 = 3: the reserve price bound
+    ]
+    frame = pd.DataFrame(rows, columns=["block_number", "excess", "used"])
+    frame = pd.concat([frame, pd.DataFrame({"block_number": [199_002, 199_004], "excess": [5, 0],
+                                            "used": [0, 0]})], ignore_index=True)  # fmt: skip
+    return pd.DataFrame({
+        "block_number": frame["block_number"],
+        "excess_blob_gas": (frame["excess"] * G).astype("Int64"),
+        "blob_gas_used": (frame["used"] * G).astype("Int64"),
+    })  # fmt: skip
+
+
+def test_excess_branches_read_which_branch_each_header_followed():
+    branches = fees.excess_branches(osaka_chain(), spec=ChainSpec.devnet(1))
+    assert list(branches.cat.categories) == list(fees.EXCESS_BRANCHES)
+    got = branches.astype(object).where(branches.notna(), None).tolist()
+    # 199,002: 7 - 6 = 1 or 7 + 0 = 7, not 5: off the rule; 199,004 follows a gap: no parent
+    assert got == [None, "below_target", "target", "either", "reserve", "off_rule", None]
+
+
+def test_excess_branches_allow_the_reserve_branch_only_from_osaka():
+    chain = osaka_chain().iloc[:3].copy()
+    chain.loc[1, "blob_gas_used"] = 7 * G  # not full: the branches differ (1 blob or 7 * 3 // 9)
+    chain.loc[2, "excess_blob_gas"] = 7 * G * 3 // 9  # the reserve branch's value, in Prague
+    branches = fees.excess_branches(chain, spec=ChainSpec.devnet(1))
+    assert branches.iloc[2] == "off_rule"
+
+
+def test_blob_market_by_period_gives_exact_fee_range_counts_and_floor_share():
+    stamps = pd.to_datetime(["2025-01-01 10:00", "2025-01-01 11:00", "2025-01-01 23:59",
+                             "2025-01-02 00:00", "2025-01-02 05:00"], utc=True)  # fmt: skip
+    blocks = pd.DataFrame({
+        "block_number": [10, 11, 12, 13, 14], "timestamp": stamps,
+        "blob_gas_used": pd.array([0, 3 * G, 6 * G, 2 * G, 2 * G], dtype="Int64"),
+        "blob_base_fee_wei": [1, 9_000_000_000_000_000_001, 5, 1, 1],
+        "fork": ["prague", "prague", "prague", "prague", "osaka"],
+    })  # fmt: skip
+    blocks["blob_base_fee_wei"] = blocks["blob_base_fee_wei"].astype(np.int64)
+    blocks.attrs["source"] = "test"
+    daily = fees.blob_market_by_period(blocks)
+    assert list(daily.index) == list(pd.to_datetime(["2025-01-01", "2025-01-02"], utc=True))
+    first = daily.iloc[0]
+    assert (first["first_block"], first["last_block"], first["blocks"]) == (10, 12, 3)
+    assert first["min_blob_base_fee_wei"] == 1
+    assert first["median_blob_base_fee_wei"] == 5  # the lower middle: a fee that was charged
+    assert first["max_blob_base_fee_wei"] == 9_000_000_000_000_000_001  # exact, past float's 2**53
+    assert first["mean_blobs"] == 3.0 and first["at_floor_share"] == pytest.approx(1 / 3)
+    assert daily["fork"].tolist() == ["prague", "osaka"]  # the period's last block's
+    assert daily.iloc[1]["at_floor_share"] == 1.0 and daily.attrs["source"] == "test"
+    hourly = fees.blob_market_by_period(blocks, freq="h")
+    assert len(hourly) == 5
+    with pytest.raises(ValueError, match="lacks"):
+        fees.blob_market_by_period(blocks.drop(columns="blob_base_fee_wei"))
+
+
+def test_blob_fork_summary_counts_each_fork_against_its_own_target():
+    chain = osaka_chain().iloc[1:5].copy()  # 198,998 .. 199,001: two Prague, two Osaka blocks
+    chain["timestamp"] = pd.to_datetime([0, 12, 24, 36], unit="s", utc=True)
+    chain["blob_base_fee_wei"] = np.array([1, 1, 7, 2_000], dtype=np.int64)
+    summary = fees.blob_fork_summary(chain, spec=ChainSpec.devnet(1))
+    assert list(summary.index) == ["prague", "osaka"]
+    prague, osaka = summary.loc["prague"], summary.loc["osaka"]
+    assert (prague["blocks"], prague["target_blobs"], prague["max_blobs"]) == (2, 6, 9)
+    assert prague["mean_blobs"] == 9 and prague["mean_over_target"] == 1.5
+    assert prague["full_share"] == 1.0 and prague["at_floor_share"] == 1.0
+    assert osaka["mean_blobs"] == 1.5 and osaka["full_share"] == 0.0
+    assert osaka["at_floor_share"] == 0
+    assert (osaka["median_blob_base_fee_wei"], osaka["max_blob_base_fee_wei"]) == (7, 2_000)
+
+
+def test_reserve_price_is_a_sixteenth_of_the_base_fee_rounded_down():
+    blocks = pd.DataFrame({"base_fee_wei": pd.array([16_000_000_015, 15, None], dtype="Int64")})
+    assert fees.reserve_price(blocks).tolist() == [1_000_000_000, 0, pd.NA]
+    with pytest.raises(ValueError, match="base_fee_wei"):
+        fees.reserve_price(pd.DataFrame({"gas_used": [1]}))
+
+
+def test_branch_shares_by_period_count_only_blocks_with_a_branch():
+    chain = osaka_chain()
+    chain["timestamp"] = pd.to_datetime([0, 1, 2, 3, 86_400, 86_401, 86_402], unit="s", utc=True)
+    branches = fees.excess_branches(chain, spec=ChainSpec.devnet(1))
+    shares = fees.branch_shares_by_period(chain, branches)
+    assert shares["blocks"].tolist() == [3, 2]  # the first row and the one after a gap have none
+    day0, day1 = shares.iloc[0], shares.iloc[1]
+    assert day0[["below_target", "target", "either"]].tolist() == pytest.approx([1 / 3] * 3)
+    assert (day1["reserve"], day1["off_rule"]) == (0.5, 0.5)
+    assert shares[list(fees.EXCESS_BRANCHES)].sum(axis=1).tolist() == pytest.approx([1.0, 1.0])
+    with pytest.raises(ValueError, match="rows"):
+        fees.branch_shares_by_period(chain, branches.iloc[:3])

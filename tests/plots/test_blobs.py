@@ -81,3 +81,66 @@ def test_plots_name_the_frame_they_need():
         plot_blob_usage(pd.DataFrame({"x": [1]}))
     with pytest.raises(TypeError, match="burn_by_day"):
         plot_burn(pd.DataFrame({"x": [1]}))
+
+
+# -- the real market's plots ----------------------------------------------------------------
+
+
+def market_days() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "min_blob_base_fee_wei": [1, 1, 10], "median_blob_base_fee_wei": [1, 100, 20],
+            "max_blob_base_fee_wei": [1, 10**12, 30], "mean_blobs": [2.5, 3.0, 4.0],
+            "target_blobs": [3, 3, 6], "max_blobs": [6, 6, 9],
+            "fork": ["cancun", "cancun", "prague"],
+        },
+        index=pd.to_datetime(["2025-05-05", "2025-05-06", "2025-05-07"], utc=True),
+    )  # fmt: skip
+
+
+def test_plot_blob_fee_by_period_draws_the_range_and_the_median_and_marks_forks():
+    from feeslab.plots import plot_blob_fee_by_period
+
+    ax = plot_blob_fee_by_period(market_days())
+    assert ax.get_yscale() == "log"
+    median = ax.lines[0]
+    assert median.get_ydata().tolist() == [1.0, 100.0, 20.0]
+    assert len(ax.collections) == 1  # the min-max band
+    assert [t.get_text() for t in ax.texts] == ["prague"]  # where the fork changes
+    assert ax.get_ylabel() == "blob base fee [wei / blob gas]"
+
+
+def test_plot_blob_counts_by_period_draws_means_against_target_and_max():
+    from feeslab.plots import plot_blob_counts_by_period
+
+    ax = plot_blob_counts_by_period(market_days())
+    assert ax.lines[0].get_ydata().tolist() == [2.5, 3.0, 4.0]
+    labels = [line.get_label() for line in ax.lines[1:3]]
+    assert labels == ["target", "max"]
+    assert ax.get_ylim()[0] == 0
+
+
+def test_plot_excess_branches_stacks_the_branches_present_to_100_percent():
+    from feeslab.plots import plot_excess_branches
+
+    shares = pd.DataFrame(
+        {"below_target": [0.0, 0.0], "target": [0.25, 0.5], "reserve": [0.75, 0.5],
+         "either": [0.0, 0.0], "off_rule": [0.0, 0.0], "blocks": [4, 2]},
+        index=pd.to_datetime(["2025-12-04", "2025-12-05"], utc=True),
+    )  # fmt: skip
+    ax = plot_excess_branches(shares)
+    assert len(ax.collections) == 2  # target and reserve: branches never taken are left out
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["target", "reserve"]
+    assert ax.get_ylim() == (0, 100)
+
+
+def test_plot_blob_fee_vs_reserve_draws_both_prices():
+    from feeslab.plots import plot_blob_fee_vs_reserve
+
+    blocks = pd.DataFrame({"block_number": [1, 2], "blob_base_fee_wei": [5, 7],
+                           "reserve_price_wei": pd.array([100, None], dtype="Int64")})  # fmt: skip
+    ax = plot_blob_fee_vs_reserve(blocks)
+    assert ax.lines[0].get_ydata().tolist() == [5.0, 7.0]
+    assert ax.lines[1].get_ydata()[0] == 100.0 and np.isnan(ax.lines[1].get_ydata()[1])
+    with pytest.raises(TypeError, match="reserve_price_wei"):
+        plot_blob_fee_vs_reserve(blocks.drop(columns="reserve_price_wei"))
