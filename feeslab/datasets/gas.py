@@ -1,12 +1,10 @@
 """Gas: ``eth_estimateGas`` of transactions priced at a block's base fee, and the least gas
 each one succeeds with, found exactly by finishing geth's binary search with ``eth_call``.
 
-Both work under the gas rules of the fork of the block they are asked about
-(:func:`feeslab.analysis.gas.gas_rules`): the frame's ``attrs["fork"]`` names it and
-``attrs["least_gas_limit"]`` gives each transaction's least acceptable gas limit
-(``max(intrinsic gas, calldata floor)``), and a transaction a node would refuse for the
-EIP-7825 gas cap raises :class:`feeslab.analysis.gas.TransactionGasCapExceeded` before any
-estimate is sent.
+Both check the transactions under the gas rules of the fork of the block they are asked about
+(:func:`feeslab.analysis.gas.gas_rules`): a transaction a node would refuse for the EIP-7825
+gas cap (its gas limit from Osaka; its intrinsic gas or calldata floor from Amsterdam) raises
+:class:`feeslab.analysis.gas.TransactionGasCapExceeded` before any estimate is sent.
 
 References
 ----------
@@ -72,13 +70,12 @@ def _block_fork(node: RpcSource, number: int, header: Mapping[str, Any]) -> str 
     return fork
 
 
-def _least_limits(objects: Sequence[Mapping[str, Any]], fork: str | None) -> list[int | None]:
-    """Each transaction's least gas limit under ``fork``; refuses, as a node does, one over
-    the EIP-7825 cap (its ``gas``, or from Amsterdam its intrinsic gas or floor)."""
+def _check_cap(objects: Sequence[Mapping[str, Any]], fork: str | None) -> None:
+    """Refuse, as a node does, a transaction over the EIP-7825 cap under ``fork``'s rules
+    (its ``gas``, or from Amsterdam its intrinsic gas or floor); None: no rules known."""
     if fork is None:
-        return [None] * len(objects)
+        return
     rules = gas_rules.gas_rules(fork)
-    limits: list[int | None] = []
     for i, obj in enumerate(objects):
         inputs = call_gas_inputs(obj)
         authorizations = inputs.pop("authorizations")
@@ -94,8 +91,6 @@ def _least_limits(objects: Sequence[Mapping[str, Any]], fork: str | None) -> lis
             ) from None
         except ValueError:
             pass  # too little gas: the node says so in that transaction's error
-        limits.append(least)
-    return limits
 
 
 def plan(source: RpcSource, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
@@ -150,10 +145,7 @@ def get(
         [gas], ``base_fee_wei``, ``priority_fee_wei`` [wei/gas] and ``cost_wei`` [wei]
         (exact Python ints, object), ``cost_gwei``, ``cost_eth`` (float64), ``error`` (the
         decoded revert or the node's error for that transaction; it does not raise). See
-        ``feeslab.frames.parse_cost_estimates``. ``attrs["fork"]`` names the block's fork
-        (None when the chain or fork has no known gas rules) and
-        ``attrs["least_gas_limit"]`` each transaction's ``max(intrinsic gas, calldata
-        floor)`` under its rules [gas] (``feeslab.analysis.gas.least_gas_limit``).
+        ``feeslab.frames.parse_cost_estimates``.
 
     Raises
     ------
@@ -169,8 +161,7 @@ def get(
         (header,) = blocks_dataset.headers(node, [number], progress=False)
         if header is None:
             raise node.missing(number)
-        fork = _block_fork(node, number, header)
-        least = _least_limits(objects, fork)  # refuses over the cap before the estimates
+        _check_cap(objects, _block_fork(node, number, header))  # before the estimates
         results = node.run(batch, progress=progress, description="eth_estimateGas")
     base_fee = header.get("baseFeePerGas")
     answers: list[Any] = [a.result if a.ok else a.error for a in results]
@@ -181,7 +172,6 @@ def get(
         priority_fee_wei=priority_fee_wei,
         abi=abi,
     )
-    frame.attrs.update({"fork": fork, "least_gas_limit": least})
     return node.tag(frame)
 
 
