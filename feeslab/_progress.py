@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["ProgressBar", "progress_bar"]
 
@@ -83,7 +83,7 @@ def _widget_bar(base: type) -> type:
     class WidgetBar(base):  # type: ignore[misc]
         """tqdm's widget, shown under a display id that is emptied once complete."""
 
-        def __init__(self, **options: Any) -> None:
+        def __init__(self, **options: object) -> None:
             from IPython.display import display
 
             super().__init__(**options, leave=False, display=False)

@@ -40,7 +40,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from feeslab.errors import CaipError
 
@@ -404,7 +403,7 @@ class Session:
     """
 
     scopes: Mapping[ScopeKey, Scope] = field(default_factory=dict)
-    properties: Mapping[str, Any] = field(default_factory=dict)
+    properties: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, body: object, *, field: str = "result") -> Session:
@@ -417,7 +416,7 @@ class Session:
             raise CaipError(f"{field}.sessionProperties", "must be a JSON object", properties)
         return cls(scopes, dict(properties))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "sessionScopes": {str(k): s.to_json() for k, s in self.scopes.items()},
             "sessionProperties": dict(self.properties),

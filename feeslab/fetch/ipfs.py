@@ -44,6 +44,7 @@ from typing import (
     TypeVar,
     TypeVarTuple,
     Unpack,
+    cast,
 )
 from urllib.parse import quote_plus
 
@@ -73,11 +74,15 @@ __all__ = [
     "AddProgress",
     "Added",
     "AsyncIpfsClient",
+    "BlockStat",
     "CidLike",
     "Content",
     "Files",
     "IpfsClient",
     "IpfsOptions",
+    "NodeVersion",
+    "ObjectLink",
+    "ObjectNode",
 ]
 
 STREAM_ERROR = "x-stream-error"
@@ -125,7 +130,7 @@ class _TailStream(httpcore.NetworkStream):
     ) -> _TailStream:
         return _TailStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
 
-    def get_extra_info(self, info: str) -> Any:
+    def get_extra_info(self, info: str) -> object:
         return self._stream.get_extra_info(info)
 
 
@@ -317,6 +322,56 @@ class AddProgress:
     bytes: int
 
 
+class ObjectLink(TypedDict):
+    """A link of a dag-pb node, as kubo's ``object/get`` answers it (``Size`` [bytes])."""
+
+    Name: str
+    Hash: str
+    Size: int
+
+
+class ObjectNode(TypedDict):
+    """A dag-pb node, as kubo's ``object/get`` answers it (``Data`` as ``data_encoding``)."""
+
+    Links: list[ObjectLink]
+    Data: str
+
+
+class BlockStat(TypedDict):
+    """kubo's ``block/stat`` answer: the block's CID and ``Size`` [bytes]."""
+
+    Key: str
+    Size: int
+
+
+class NodeVersion(TypedDict):
+    """kubo's ``version`` answer."""
+
+    Version: str
+    Commit: str
+    Repo: str
+    System: str
+    Golang: str
+
+
+class _AddEvent(TypedDict, total=False):
+    """A line of kubo's ``add`` answer: a file's ``Hash`` and ``Size``, or ``Bytes`` read."""
+
+    Name: str
+    Hash: str
+    Size: str
+    Bytes: int
+
+
+class _Pins(TypedDict):
+    Pins: list[str]
+
+
+class _PinEntry(TypedDict):
+    Cid: str
+    Type: str
+
+
 class AddOptions(TypedDict, total=False):
     """``add``'s keywords besides ``progress``: as :meth:`AsyncIpfsClient.iter_add`'s."""
 
@@ -441,7 +496,7 @@ def _add_params(
     )
 
 
-def _add_event(obj: dict[str, Any]) -> Added | AddProgress:
+def _add_event(obj: _AddEvent) -> Added | AddProgress:
     if "Hash" in obj:
         return Added(obj.get("Name", ""), obj["Hash"], int(obj.get("Size") or 0))
     return AddProgress(obj.get("Name", ""), int(obj.get("Bytes", 0)))
@@ -455,7 +510,7 @@ class _Lines:
         self._command = command
         self._secrets = secrets
 
-    def feed(self, data: bytes) -> Iterator[Any]:
+    def feed(self, data: bytes) -> Iterator[object]:
         """The objects ``data`` completes, decoded one at a time (an error object raises only
         once the objects before it have been taken)."""
         self._buffer += data
@@ -464,11 +519,11 @@ class _Lines:
             if line.strip():
                 yield self._decode(line)
 
-    def close(self) -> list[Any]:
+    def close(self) -> list[object]:
         rest, self._buffer = self._buffer, b""
         return [self._decode(rest)] if rest.strip() else []
 
-    def _decode(self, line: bytes) -> Any:
+    def _decode(self, line: bytes) -> object:
         try:
             obj = json.loads(line)
         except ValueError:
@@ -728,7 +783,7 @@ class AsyncIpfsClient:
             await self._io(stream.close)
             await self._io(response.close)  # a stream never started does not close it
 
-    async def _json(self, command: str, params: list[tuple[str, str]]) -> Any:
+    async def _json(self, command: str, params: list[tuple[str, str]]) -> object:
         body = await self._whole(command, params)
         try:
             return json.loads(body)
@@ -738,7 +793,7 @@ class AsyncIpfsClient:
 
     async def _objects(
         self, command: str, params: list[tuple[str, str]], files: _Parts | None = None
-    ) -> AsyncGenerator[Any, None]:
+    ) -> AsyncGenerator[object, None]:
         lines = _Lines(command, self._secrets)
         async for piece in self._pieces(command, params, files):
             for obj in lines.feed(piece):
@@ -782,7 +837,7 @@ class AsyncIpfsClient:
         with contextlib.ExitStack() as stack:
             parts = _multipart(entries, stack)
             async for obj in self._objects("add", params, parts):
-                yield _add_event(obj)
+                yield _add_event(cast(_AddEvent, obj))  # kubo's NDJSON
 
     async def add(
         self,
@@ -819,23 +874,20 @@ class AsyncIpfsClient:
         params = _params([_cid_text(path)], offset=offset or None, length=length)
         return await self._whole("cat", params, counted=True)
 
-    async def object_get(self, cid: CidLike, *, data_encoding: str = "text") -> dict[str, Any]:
+    async def object_get(self, cid: CidLike, *, data_encoding: str = "text") -> ObjectNode:
         """A dag-pb node: ``{"Links": [{"Name", "Hash", "Size"}], "Data": ...}``."""
         params = _params([_cid_text(cid)], encoding="json", data_encoding=data_encoding)
-        node: dict[str, Any] = await self._json("object/get", params)  # kubo's JSON
-        return node
+        return cast(ObjectNode, await self._json("object/get", params))  # kubo's JSON
 
     async def pin_add(self, *cids: CidLike, recursive: bool = True) -> list[str]:
         """Pin ``cids`` (recursively by default); returns the pinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        pinned: list[str] = (await self._json("pin/add", params))["Pins"]
-        return pinned
+        return cast(_Pins, await self._json("pin/add", params))["Pins"]
 
     async def pin_rm(self, *cids: CidLike, recursive: bool = True) -> list[str]:
         """Unpin ``cids``; returns the unpinned CIDs."""
         params = _params([_cid_text(c) for c in cids], recursive=recursive)
-        unpinned: list[str] = (await self._json("pin/rm", params))["Pins"]
-        return unpinned
+        return cast(_Pins, await self._json("pin/rm", params))["Pins"]
 
     async def iter_pin_ls(
         self, *cids: CidLike, type: str = "all"
@@ -843,7 +895,8 @@ class AsyncIpfsClient:
         """``(cid, pin type)`` pairs as they stream in (``pin/ls`` with ``stream``)."""
         params = _params([_cid_text(c) for c in cids], type=type, stream=True)
         async for obj in self._objects("pin/ls", params):
-            yield obj["Cid"], obj["Type"]
+            entry = cast(_PinEntry, obj)  # kubo's NDJSON
+            yield entry["Cid"], entry["Type"]
 
     async def pin_ls(self, *cids: CidLike, type: str = "all") -> dict[str, str]:
         """Pins as ``{cid: type}``: all of them, or how each of ``cids`` is pinned."""
@@ -855,15 +908,13 @@ class AsyncIpfsClient:
         data = await self._whole("block/get", _params([text]), counted=True)
         return _check_block(text, data)
 
-    async def block_stat(self, cid: CidLike) -> dict[str, Any]:
+    async def block_stat(self, cid: CidLike) -> BlockStat:
         """``{"Key": cid, "Size": bytes}``."""
-        stat: dict[str, Any] = await self._json("block/stat", _params([_cid_text(cid)]))
-        return stat
+        return cast(BlockStat, await self._json("block/stat", _params([_cid_text(cid)])))
 
-    async def version(self) -> dict[str, Any]:
+    async def version(self) -> NodeVersion:
         """The node's ``{"Version", "Commit", "Repo", "System", "Golang"}``."""
-        version: dict[str, Any] = await self._json("version", [])
-        return version
+        return cast(NodeVersion, await self._json("version", []))
 
     async def call(self, /, command: str, *args: object, **flags: object) -> Any:
         """Any command with a JSON answer: ``call("pin/ls", type="direct")``.

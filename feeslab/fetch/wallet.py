@@ -69,7 +69,7 @@ class WalletNotification:
         ``wallet_notify``: the chain the event happened on.
     name : str or None
         ``wallet_notify``: the event's own method, e.g. ``"eth_subscription"``.
-    params : Any
+    params : object
         ``wallet_notify``: the event's params (``{"subscription", "result"}`` for a
         subscription); otherwise the notification's params.
     session : Session or None
@@ -81,9 +81,9 @@ class WalletNotification:
     method: str
     scope: ChainId | None = None
     name: str | None = None
-    params: Any = None
+    params: object = None
     session: Session | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    raw: Mapping[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def subscription(self) -> str | None:

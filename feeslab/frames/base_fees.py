@@ -178,7 +178,7 @@ def parse_base_fee_history(
         raise TypeError("values must be a list of decimal gwei strings")
     items = values.tolist() if isinstance(values, pd.Series | np.ndarray) else list(values)
     wei = _gwei_strings_to_wei(items) if items else np.empty(0, dtype=np.int64)
-    columns: dict[str, Any] = {}
+    columns: dict[str, object] = {}
     if newest_block is not None:
         newest = _quantity(newest_block, "newest_block")
         if newest + 1 < len(items):
@@ -220,7 +220,7 @@ def _reward_names(percentiles: Sequence[float]) -> list[str]:
 
 
 def fee_history_frame(
-    columns: Mapping[str, Any] | pd.DataFrame, percentiles: Sequence[float] = ()
+    columns: Mapping[str, object] | pd.DataFrame, percentiles: Sequence[float] = ()
 ) -> pd.DataFrame:
     """The fee-history frame (:func:`parse_fee_history`' columns and dtypes) from its columns.
 
@@ -259,7 +259,7 @@ def fee_history_frame(
     return _typed_frame(dtypes, given)
 
 
-def _hex_list(values: Any, key: str) -> list[int]:
+def _hex_list(values: object, key: str) -> list[int]:
     if not isinstance(values, list):
         raise ValueError(f"result[{key!r}] must be a list, got {type(values).__name__}")
     return [_quantity(v, f"result[{key!r}][{i}]") for i, v in enumerate(values)]
@@ -273,7 +273,7 @@ _HEX_DIGIT[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
 _INT64_HEX_WIDTH = 18  # "0x" and 16 digits
 
 
-def _hex_int64_vector(values: list[Any]) -> np.ndarray | None:
+def _hex_int64_vector(values: list[object]) -> np.ndarray | None:
     """``"0x..."`` quantities to int64, vectorised (a byte matrix read column by column);
     None when any value is not a plain 0x quantity within int64, for the checked path."""
     if not values:
@@ -301,7 +301,7 @@ def _hex_int64_vector(values: list[Any]) -> np.ndarray | None:
     return acc.astype(np.int64)
 
 
-def _hex_int64_list(values: Any, key: str) -> np.ndarray:
+def _hex_int64_list(values: object, key: str) -> np.ndarray:
     """``result[key]``'s quantities as int64: vectorised, else checked one by one (naming
     the first bad value)."""
     fast = _hex_int64_vector(values) if isinstance(values, list) else None
@@ -310,14 +310,14 @@ def _hex_int64_list(values: Any, key: str) -> np.ndarray:
     return _int64(_hex_list(values, key), key, "result")
 
 
-def _ratios(values: Any, key: str) -> np.ndarray:
+def _ratios(values: object, key: str) -> np.ndarray:
     if not isinstance(values, list) or not set(map(type, values)) <= {int, float}:
         raise ValueError(f"result[{key!r}] must be a list of numbers")
     return np.array(values, dtype=np.float64)
 
 
 def parse_fee_history(
-    result: Mapping[str, Any], *, percentiles: Sequence[float] | None = None
+    result: Mapping[str, object], *, percentiles: Sequence[float] | None = None
 ) -> pd.DataFrame:
     """``eth_feeHistory``'s result as one row per block.
 
@@ -380,7 +380,7 @@ def parse_fee_history(
             f"result has {len(base)} baseFeePerGas values but {len(ratio)} gasUsedRatio "
             f"values; expected {len(base)} = {len(ratio)} + 1"
         )
-    columns: dict[str, Any] = {
+    columns: dict[str, object] = {
         "block_number": np.arange(oldest, oldest + count + 1, dtype=np.int64),
         "base_fee_wei": base,
         "gas_used_ratio": np.append(ratio, np.nan),

@@ -13,7 +13,6 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +33,9 @@ STORAGE_DTYPES: dict[str, str] = {
 }
 
 
-def parse_storage_series(address: str, slot: Any, answers: Mapping[Any, str]) -> pd.DataFrame:
+def parse_storage_series(
+    address: str, slot: slots.WordLike, answers: Mapping[int, str] | Mapping[str, str]
+) -> pd.DataFrame:
     """One storage slot's words at several blocks.
 
     Parameters
@@ -157,7 +158,7 @@ def decode_series(
     signed = kind == "int"
     fields = [slots.packed_field(w, offset, size, signed=signed) for w in frame["word"]]
     if kind in ("uint", "int"):
-        values: list[Any] = fields
+        values: list[object] = list(fields)
     elif kind == "address":
         values = [f"0x{v:040x}" for v in fields]
     elif kind == "bool":

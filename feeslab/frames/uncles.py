@@ -16,7 +16,6 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +57,7 @@ UNCLE_DTYPES: dict[str, str] = {
 UNCLE_SCAN_DTYPES: dict[str, str] = {"block_number": "int64", "uncle_count": "int64"}
 
 
-def uncles_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
+def uncles_frame(columns: Mapping[str, object] | pd.DataFrame) -> pd.DataFrame:
     """The uncles frame (:func:`parse_uncles`' columns and dtypes) from its columns.
 
     The one place the frame is made, whatever the source: :func:`parse_uncles` gives it a
@@ -91,7 +90,7 @@ def uncles_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
     return _typed_frame(UNCLE_DTYPES, given)
 
 
-def parse_uncles(rows: Iterable[tuple[Any, Any, Mapping[str, Any]]]) -> pd.DataFrame:
+def parse_uncles(rows: Iterable[tuple[object, object, Mapping[str, object]]]) -> pd.DataFrame:
     """Uncle headers, one row per uncle, with the block that included them.
 
     Parameters
@@ -175,7 +174,9 @@ def parse_uncles(rows: Iterable[tuple[Any, Any, Mapping[str, Any]]]) -> pd.DataF
     })  # fmt: skip
 
 
-def uncle_scan_frame(scanned_blocks: Any, uncles_frame: pd.DataFrame) -> pd.DataFrame:
+def uncle_scan_frame(
+    scanned_blocks: Iterable[int] | pd.DataFrame, uncles_frame: pd.DataFrame
+) -> pd.DataFrame:
     """Uncles per scanned block, zeros included, so that rates count blocks without uncles.
 
     Parameters

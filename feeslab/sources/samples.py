@@ -11,7 +11,6 @@ credits, through the same datasets as a node or era1 files::
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 
 import pandas as pd
 
@@ -62,7 +61,7 @@ class SampleSource:
 
         return {"blocks": samples.frontier_blocks(), "uncles": samples.frontier_uncles()}
 
-    def read(self, dataset: str, *, start: int, stop: int, **_: Any) -> pd.DataFrame:
+    def read(self, dataset: str, *, start: int, stop: int, **_: object) -> pd.DataFrame:
         """``dataset``'s rows of blocks ``start`` .. ``stop - 1`` (within the samples')."""
         require(self, [dataset], f"the {dataset} dataset")
         if not self.start <= start < stop <= self.stop:
