@@ -287,6 +287,9 @@ class Header:
     excess_blob_gas: int | None = None
     parent_beacon_block_root: bytes | None = None
     requests_hash: bytes | None = None
+    # the hash once known: a canonical block's is the history's (set by History._block), so
+    # answering a header does not encode and hash it again
+    _hash: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def _later(self) -> list[bytes | int]:
         """The post-merge fields present, in order (None marks the end, as in geth)."""
@@ -349,7 +352,9 @@ class Header:
     @property
     def hash(self) -> bytes:
         """keccak256 of the header's RLP: the block hash."""
-        return keccak(self.encode())
+        if self._hash is None:
+            object.__setattr__(self, "_hash", _keccak(self.encode()))
+        return self._hash  # type: ignore[return-value]
 
 
 def _encode_later(h: Header) -> bytes:
@@ -428,7 +433,7 @@ def uncles_hash(uncles: Sequence[Header]) -> bytes:
     """``sha3Uncles``: keccak256 of the RLP list of uncle headers."""
     if not uncles:
         return EMPTY_UNCLES_HASH
-    return keccak(rlp_list_of_encoded([u.encode() for u in uncles]))
+    return _keccak(rlp_list_of_encoded([u.encode() for u in uncles]))
 
 
 def block_size(
@@ -859,15 +864,21 @@ class History:
 
     def _block(self, number: int) -> Block:
         self._ensure(number)
-        header = self._header(number)
         uncles = self._uncles.get(number, ())
         withdrawals = self.withdrawals(number)
+        # encoded once, for both the header's withdrawalsRoot and the block's size
+        encoded = [w.encode() for w in withdrawals]
+        header = self._header(number, encoded)
+        object.__setattr__(header, "_hash", self._hashes[number])  # what generation hashed
+        parts = [header.encode(), b"\xc0", rlp_list_of_encoded([u.encode() for u in uncles])]
+        if header.withdrawals_root is not None:  # as block_size
+            parts.append(rlp_list_of_encoded(encoded))
         return Block(
             header=header,
             hash=self._hashes[number],
             uncles=uncles,
             total_difficulty=self._total_difficulty[number],
-            size=block_size(header, uncles, withdrawals),
+            size=len(rlp_list_of_encoded(parts)),
             withdrawals=withdrawals,
         )
 
@@ -898,11 +909,11 @@ class History:
         slot = validator % _WITHDRAWAL_ADDRESSES
         address = self._addresses.get(slot)
         if address is None:
-            address = self._addresses[slot] = keccak(self._salt + b"withdrawal"
+            address = self._addresses[slot] = _keccak(self._salt + b"withdrawal"
                                                      + slot.to_bytes(4, "big"))[12:]  # fmt: skip
         return address
 
-    def _header(self, number: int) -> Header:
+    def _header(self, number: int, withdrawals: list[bytes] | None = None) -> Header:
         uncles = self._uncles.get(number, ())
         return self._make_header(
             number=number,
@@ -916,14 +927,17 @@ class History:
             base_fee=self._base_fee[number],
             blob_gas_used=self.blob_gas_used(number),
             excess_blob_gas=self.excess_blob_gas(number),
+            withdrawals=withdrawals,
         )
 
     def _make_header(
         self, *, number: int, parent_hash: bytes, uncles: Sequence[Header], miner: int,
         difficulty: int, gas_limit: int, gas_used: int, timestamp: int,
         base_fee: int | None, tag: bytes = b"block", blob_gas_used: int | None = None,
-        excess_blob_gas: int | None = None,
+        excess_blob_gas: int | None = None, withdrawals: list[bytes] | None = None,
     ) -> Header:  # fmt: skip
+        """A header from its columns; ``withdrawals`` the block's encoded withdrawals, when
+        the caller has them (else drawn here from Shanghai on)."""
         p = self.params
         cancun = blob_gas_used is not None
         shanghai = p.has_fork("shanghai", number)
@@ -969,12 +983,17 @@ class History:
             mix_hash=mix,
             nonce=nonce,
             base_fee_per_gas=base_fee,
-            withdrawals_root=withdrawals_root(self.withdrawals(number)) if shanghai else None,
+            withdrawals_root=self._withdrawals_root(number, withdrawals) if shanghai else None,
             blob_gas_used=blob_gas_used,
             excess_blob_gas=excess_blob_gas,
             parent_beacon_block_root=rnd[904:936] if cancun else None,
             requests_hash=EMPTY_REQUESTS_HASH if cancun and p.has_fork("prague", number) else None,
         )
+
+    def _withdrawals_root(self, number: int, encoded: list[bytes] | None) -> bytes:
+        if encoded is None:
+            return withdrawals_root(self.withdrawals(number))
+        return ordered_trie_root(encoded)
 
     def _make_pools(self) -> tuple[list[_Pool], np.ndarray]:
         """Block producers: PoW pools (or PoS builders) with unequal shares."""

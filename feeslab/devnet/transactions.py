@@ -66,12 +66,13 @@ References
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -111,7 +112,7 @@ _WEIGHT_SIGMA = 1.1  # spread of contract calls' gas
 _SENDERS = 1 << 16
 _RECIPIENTS = 4096
 _BLOCK_STREAM = 0xFFFF  # the transaction index a block's own draws are keyed with
-_CHUNK = 64  # blocks whose columns are drawn together for single-block reads
+_CHUNK = 256  # blocks whose transactions are drawn and encoded together (numpy per chunk)
 
 # streams of the counter-based generator (the low byte of a key)
 _S_COUNT, _S_TRANSFER, _S_W1, _S_W2, _S_TYPE, _S_CAP, _S_HEAD, _S_PRIO = range(8)
@@ -314,9 +315,9 @@ def fee_history_rewards(
 # -- whole transactions ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Transaction:
-    """One transaction as included, in go-ethereum's terms.
+class Transaction(NamedTuple):
+    """One transaction as included, in go-ethereum's terms (a named tuple: a block's are
+    built from its chunk's columns with one ``_make`` each, ~10x a frozen dataclass's speed).
 
     ``gas_price`` is what it pays per gas (``effectiveGasPrice``); for legacy transactions it
     is also their signed ``gasPrice``, and ``max_fee_per_gas`` / ``max_priority_fee_per_gas``
@@ -382,34 +383,55 @@ class Receipt:
         return rlp_list_of_encoded([self._first(), _rlp_int(self.cumulative_gas_used), b"\xc0"])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)
 class BlockBody:
     """A block's transactions, in block order, with what their receipts need.
 
-    ``gas_used`` is each transaction's gas used [gas], ``post_states`` the receipts' state
-    roots before Byzantium (empty from it on), ``blob_gas_price`` the block's blob base fee
-    (None before Cancun) [wei].
+    ``hashes`` are the transactions' hashes, ``encoded`` their encodings; ``transactions``
+    the whole :class:`Transaction` tuples, built on first use (a header answer lists the
+    hashes alone).  ``gas_used`` is each transaction's gas used [gas], ``post_states`` the
+    receipts' state roots before Byzantium (empty from it on), ``blob_gas_price`` the
+    block's blob base fee (None before Cancun) [wei], ``items_length`` the length of the
+    body's transaction list payload (``b"".join(block_items())``) [bytes].
     """
 
     number: int
     base_fee: int | None
-    transactions: tuple[Transaction, ...]
+    hashes: tuple[bytes, ...]
+    encoded: tuple[bytes, ...]
     gas_used: tuple[int, ...]
     post_states: tuple[bytes, ...]
     blob_gas_price: int | None
+    items_length: int
+    _chunk: _Chunk | None = field(default=None, repr=False)
+    _first: int = field(default=0, repr=False)  # its first transaction's index in the chunk
+
+    @functools.cached_property
+    def transactions(self) -> tuple[Transaction, ...]:
+        if self._chunk is None:
+            return ()
+        lo, hi = self._first, self._first + len(self.hashes)
+        columns = (column[lo:hi] for column in self._chunk.fields)
+        return tuple(map(Transaction._make, zip(*columns, self.encoded, self.hashes, strict=True)))
 
     def block_items(self) -> list[bytes]:
         """The transactions as a block body's list holds them: legacy ones as their RLP list,
         typed ones as an RLP string of their encoding."""
-        return [tx.encoded if tx.type == 0 else _rlp_item(tx.encoded) for tx in self.transactions]
+        return [encoded if encoded[0] >= 0xC0 else _rlp_item(encoded) for encoded in self.encoded]
 
     def size(self, block: Block) -> int:
-        """``len(rlp([header, transactions, uncles(, withdrawals)]))`` [bytes]: geth's size."""
-        parts = [block.header.encode(), rlp_list_of_encoded(self.block_items()),
-                 rlp_list_of_encoded([u.encode() for u in block.uncles])]  # fmt: skip
-        if block.header.withdrawals_root is not None:
-            parts.append(rlp_list_of_encoded([w.encode() for w in block.withdrawals]))
-        return len(rlp_list_of_encoded(parts))
+        """``len(rlp([header, transactions, uncles(, withdrawals)]))`` [bytes]: geth's size.
+
+        Worked out from ``block.size`` (the same with an empty transaction list) and the
+        length of the transactions' list, without encoding the header, uncles and
+        withdrawals again.
+        """
+        items = self.items_length
+        inner = block.size - 1  # the list's payload: what its prefix (1-9 bytes) leaves
+        while _prefix_length(inner) != block.size - inner:
+            inner -= 1
+        inner += _prefix_length(items) + items - 1  # b"\xc0" (empty list) replaced
+        return _prefix_length(inner) + inner
 
     def receipts(self, logs_bloom: bytes) -> tuple[Receipt, ...]:
         """The receipts, each with a share of the header's ``logs_bloom`` bits (their blooms
@@ -432,7 +454,7 @@ class BlockBody:
 
 def transactions_root(body: BlockBody) -> bytes:
     """What ``transactionsRoot`` would be if it committed to ``body`` (geth's ``DeriveSha``)."""
-    return ordered_trie_root([tx.encoded for tx in body.transactions])
+    return ordered_trie_root(list(body.encoded))
 
 
 def receipts_root(receipts: Sequence[Receipt]) -> bytes:
@@ -470,72 +492,11 @@ def block_body(history: History, number: int) -> BlockBody:
     return body
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """A chunk of blocks' transactions as Python lists (one ``tolist`` a column a chunk), with
-    each block's offset into them."""
-
-    offsets: list[int]
-    kind: list[int]
-    gas_used: list[int]
-    tip: list[int]
-    transfer: list[bool]
-    blobs: list[int]
-    capped: list[bool]
-    headroom: list[int]  # maxFeePerGas above base fee + tip, in thousandths of the base fee
-    extra_prio: list[float]
-    limit: list[float]
-    blob_mult: list[int]
-    sender: list[int]
-    to: list[int]
-    nonce: list[int]
-    value: list[int]
-    words: list[int]
-
-
 @functools.lru_cache(maxsize=8)
-def _chunk_columns(history: History, chunk: int) -> _Columns:
-    """Every field of ``_CHUNK`` blocks' transactions but their bytes, drawn at once: blocks
-    read in a row (a scan, a cached chunk of headers) draw their columns once."""
-    start, stop = chunk * _CHUNK, (chunk + 1) * _CHUNK
-    lay = _layout(history, start, stop)
-    salt, keys, block_of = _salt(history), lay.keys, lay.block_of
-    counts = lay.counts[block_of]
-    london = np.array([fee is not None for fee in history.base_fees(start, stop)])[block_of]
-    blobs = np.maximum(history.block_columns(start, stop)["blob_gas_used"], 0) // GAS_PER_BLOB
-    carriers = np.minimum(lay.counts, -(-blobs // MAX_BLOBS_PER_TX))
-    carriers_tx = carriers[block_of]
-    # the blob carriers spread evenly through their block: i * c mod n < c for c of n indexes
-    is_blob = london & (carriers_tx > 0) & ((lay.index * carriers_tx) % np.maximum(counts, 1)
-                                            < carriers_tx)  # fmt: skip
-    dynamic = _uniform(salt, keys, _S_TYPE) < _DYNAMIC_SHARE
-    kind = np.where(london, np.where(is_blob, 3, np.where(dynamic, 2, 0)), 0)
-    # a carrier's blobs: the block's shared as evenly as can be, the first ones one more
-    ranks = np.cumsum(is_blob) - 1
-    first_rank = np.zeros(len(lay.counts), dtype=np.int64)
-    if len(ranks):
-        before = np.concatenate(([0], np.cumsum(is_blob)))[lay.offsets[:-1]]
-        first_rank = before
-    rank = ranks - first_rank[block_of]
-    each, spare = np.divmod(blobs, np.maximum(carriers, 1))
-    tx_blobs = np.where(is_blob, each[block_of] + (rank < spare[block_of]), 0)
-    words = _bits(salt, keys, _S_INPUT) % np.uint64(5)
-    return _Columns(
-        offsets=lay.offsets.tolist(), kind=kind.tolist(), gas_used=lay.gas.tolist(),
-        tip=lay.tip.tolist(), transfer=lay.transfer.tolist(), blobs=tx_blobs.tolist(),
-        capped=(_uniform(salt, keys, _S_CAP) < _CAPPED_SHARE).tolist(),
-        headroom=(250 + np.floor(1750 * _uniform(salt, keys, _S_HEAD))).astype(
-            np.int64).tolist(),
-        extra_prio=_uniform(salt, keys, _S_PRIO).tolist(),
-        limit=_uniform(salt, keys, _S_LIMIT).tolist(),
-        blob_mult=(1 + np.floor(3 * _uniform(salt, keys, _S_BLOBFEE))).astype(
-            np.int64).tolist(),
-        sender=(_bits(salt, keys, _S_WHO) % np.uint64(_SENDERS)).tolist(),
-        to=(_bits(salt, keys, _S_TO) % np.uint64(_RECIPIENTS)).tolist(),
-        nonce=(_bits(salt, keys, _S_NONCE) % np.uint64(_MAX_NONCE)).tolist(),
-        value=(_bits(salt, keys, _S_VALUE) >> np.uint64(2)).tolist(),  # < 2**62 wei (4.6 ETH)
-        words=words.tolist(),
-    )  # fmt: skip
+def _addresses(salt: bytes, kind: bytes, count: int) -> np.ndarray:
+    """The first ``count`` addresses of a kind, as a (count, 20) byte matrix (one per history)."""
+    return np.frombuffer(b"".join(_address(salt, kind, i) for i in range(count)),
+                         dtype=np.uint8).reshape(count, 20)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -545,100 +506,284 @@ def _address(salt: bytes, kind: bytes, index: int) -> bytes:
 
 _ERC20_TRANSFER = bytes.fromhex("a9059cbb")
 _MAX_NONCE = 5000
-_NONCES = tuple(_rlp_int(n) for n in range(_MAX_NONCE))  # encoded once: every transaction has one
-_PARITY = (_rlp_int(0), _rlp_int(1))
-_ODD = tuple(bytes((b | 1,)) for b in range(256))
-_LOW = tuple(bytes((b & 0x3F,)) for b in range(256))
 _RANDOM_PER_TX = 240  # seeded bytes a transaction takes: signature, hashes, root, input
+_INT64_SAFE = 1 << 50  # fee columns computed in int64 while the base fee stays below this [wei]
+
+
+class _Bytes:
+    """A transaction's encoding built as byte columns: each piece a (n, width) matrix with
+    the rows' used columns ``lo <= c < hi``; one boolean mask then lays all the rows' bytes
+    out end to end, in order (RLP's variable lengths without a Python loop a transaction)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.mats: list[np.ndarray] = []
+        self.masks: list[np.ndarray] = []
+
+    def add(self, mat: np.ndarray, lo: np.ndarray | int, hi: np.ndarray | int) -> np.ndarray:
+        """Append a piece; returns each row's length in it [bytes]."""
+        cols = np.arange(mat.shape[1])
+        lo_, hi_ = np.broadcast_to(lo, (self.n,)), np.broadcast_to(hi, (self.n,))
+        self.mats.append(mat)
+        self.masks.append((cols >= lo_[:, None]) & (cols < hi_[:, None]))
+        return hi_ - lo_
+
+    def constant(self, value: bytes, present: np.ndarray) -> np.ndarray:
+        mat = np.broadcast_to(np.frombuffer(value, dtype=np.uint8), (self.n, len(value)))
+        return self.add(mat, 0, np.where(present, len(value), 0))
+
+    def integer(self, big_endian: np.ndarray, present: np.ndarray | bool = True) -> np.ndarray:
+        """RLP of unsigned integers given as right-aligned big-endian rows: 0x80 for zero, a
+        byte below 0x80 as itself, else 0x80 + length and the bytes without leading zeros."""
+        width = big_endian.shape[1]
+        nonzero = big_endian != 0
+        first = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), width)
+        length = width - first
+        single = (length == 1) & (big_endian[:, -1] < 0x80)
+        prefix = (0x80 + length).astype(np.uint8)[:, None]
+        present = np.broadcast_to(present, (self.n,))
+        size = self.add(prefix, 0, np.where(present & ~single, 1, 0))
+        return size + self.add(big_endian, np.where(present, first, width), width)
+
+    def uint64(self, values: np.ndarray, present: np.ndarray | bool = True) -> np.ndarray:
+        rows = values.astype(">u8").view(np.uint8).reshape(self.n, 8)
+        return self.integer(rows, present)
+
+    def length_prefix(self, length: np.ndarray, offset: int,
+                      present: np.ndarray | bool = True) -> np.ndarray:  # fmt: skip
+        """RLP's length prefix of a string (offset 0x80) or list (0xc0) of ``length`` bytes
+        (below 65,536)."""
+        mat = np.zeros((self.n, 3), dtype=np.uint8)
+        short, one = length < 56, length < 256
+        mat[:, 0] = np.where(short, offset + length, np.where(one, offset + 56, offset + 57))
+        mat[:, 1] = np.where(one, length, length >> 8)
+        mat[:, 2] = length & 0xFF
+        size = np.where(short, 1, np.where(one, 2, 3))
+        return self.add(mat, 0, np.where(np.broadcast_to(present, (self.n,)), size, 0))
+
+    def join(self) -> tuple[bytes, np.ndarray]:
+        """The rows' bytes end to end, and each row's length [bytes]."""
+        mask = np.hstack(self.masks)
+        return np.hstack(self.mats)[mask].tobytes(), mask.sum(axis=1)
+
+
+def _prefix_length(length: int) -> int:
+    """Length of RLP's prefix for a payload of ``length`` bytes [bytes]."""
+    return 1 if length < 56 else 1 + (length.bit_length() + 7) // 8
+
+
+@dataclass(frozen=True, eq=False)
+class _Chunk:
+    """``_CHUNK`` blocks' transactions, drawn and encoded at once (a scan's blocks, a cached
+    chunk of headers, read in a row): the encodings end to end with each transaction's
+    offset; per block the offset of its first transaction, the length of its body's
+    transaction list payload [bytes], its base fee and blob base fee [wei]; per transaction
+    its gas used [gas] and (before Byzantium) its receipt's post-state root.  The other
+    fields stay numpy columns until a whole transaction is asked for (:attr:`fields`)."""
+
+    offsets: list[int]
+    items_length: list[int]
+    base_fees: list[int | None]
+    blob_fees: list[int | None]
+    encoding: bytes
+    at: list[int]
+    gas_used: list[int]
+    roots: list[bytes]
+    columns: dict[str, object]
+
+    @functools.cached_property
+    def fields(self) -> tuple[list, ...]:
+        """Transaction's fields but ``encoded`` and ``hash``, in its order, as Python lists
+        (bytes cut from one buffer a column, no numpy scalar each)."""
+        c: dict = self.columns
+        n = len(c["kind"])
+        data, data_length = c["data"], c["data_length"]
+        data_flat = data[np.arange(data.shape[1]) < data_length[:, None]].tobytes()
+        data_at = [0, *np.cumsum(data_length).tolist()]
+        r_flat, s_flat = c["r"].tobytes(), c["s"].tobytes()
+        # the senders' table (65,536 keccaks a history) is drawn only when one is asked for
+        senders = _addresses(c["salt"], b"sender", _SENDERS)[c["senders"]].tobytes()
+        to_flat = c["to"].tobytes()
+        return (
+            c["kind"].tolist(), [None if x < 0 else x for x in c["chain_id"].tolist()],
+            c["nonce"].tolist(), c["price"].tolist(), c["max_fee"].tolist(),
+            c["prio"].tolist(), c["gas"].tolist(),
+            [to_flat[i : i + 20] for i in range(0, 20 * n, 20)], c["value"].tolist(),
+            [data_flat[a:b] for a, b in itertools.pairwise(data_at)], c["v"].tolist(),
+            [int.from_bytes(r_flat[i : i + 32], "big") for i in range(0, 32 * n, 32)],
+            [int.from_bytes(s_flat[i : i + 32], "big") for i in range(0, 32 * n, 32)],
+            [senders[i : i + 20] for i in range(0, 20 * n, 20)], c["blob_cap"],
+            c["blob_hashes"],
+        )  # fmt: skip
+
+
+_FEE_HEADROOM = 1000  # maxFeePerGas headroom above base fee + tip, in thousandths of it
+
+
+@functools.lru_cache(maxsize=8)
+def _chunk(history: History, chunk: int) -> _Chunk:
+    start, stop = chunk * _CHUNK, (chunk + 1) * _CHUNK
+    lay = _layout(history, start, stop)
+    salt, keys, block_of, n = _salt(history), lay.keys, lay.block_of, len(lay.keys)
+    params = history.params
+    numbers = np.arange(start, stop)
+    counts = lay.counts[block_of]
+    fees = history.base_fees(start, stop)
+    london_block = np.array([fee is not None for fee in fees])
+    base_block = np.array([fee or 0 for fee in fees], dtype=object)
+    wide = bool(len(base_block)) and max(base_block) >= _INT64_SAFE
+    base = (base_block if wide else base_block.astype(np.int64))[block_of]
+    london = london_block[block_of]
+    byz_at = params.forks.get("byzantium")
+    byzantium = numbers >= byz_at if byz_at is not None else np.ones(len(numbers), bool)
+    byzantium_tx = byzantium[block_of]
+    blobs = np.maximum(history.block_columns(start, stop)["blob_gas_used"], 0) // GAS_PER_BLOB
+    carriers = np.minimum(lay.counts, -(-blobs // MAX_BLOBS_PER_TX))
+    carriers_tx = carriers[block_of]
+    # the blob carriers spread evenly through their block: i * c mod n < c for c of n indexes
+    is_blob = london & (carriers_tx > 0) & ((lay.index * carriers_tx) % np.maximum(counts, 1)
+                                            < carriers_tx)  # fmt: skip
+    dynamic = _uniform(salt, keys, _S_TYPE) < _DYNAMIC_SHARE
+    kind = np.where(london, np.where(is_blob, 3, np.where(dynamic, 2, 0)), 0)
+    typed = kind != 0
+    # a carrier's blobs: the block's shared as evenly as can be, the first ones one more
+    before = np.concatenate(([0], np.cumsum(is_blob)))
+    rank = before[1:] - 1 - before[lay.offsets[:-1]][block_of]
+    each, spare = np.divmod(blobs, np.maximum(carriers, 1))
+    tx_blobs = np.where(is_blob, each[block_of] + (rank < spare[block_of]), 0)
+    words = _bits(salt, keys, _S_INPUT) % np.uint64(5)
+    transfer = lay.transfer
+    # fees: the tip is the whole price before London (geth's EffectiveGasTip without a base
+    # fee); after it a legacy transaction pays base fee + tip, a typed one sets a fee cap
+    # 1.25-4x the base fee above the tip, or, one in seven, exactly base fee + tip below a
+    # larger priority fee (the cap binds)
+    tip = lay.tip if not wide else lay.tip.astype(object)
+    capped = _uniform(salt, keys, _S_CAP) < _CAPPED_SHARE
+    headroom = (250 + np.floor(1750 * _uniform(salt, keys, _S_HEAD))).astype(np.int64)
+    extra = np.floor(lay.tip.astype(np.float64) * _uniform(salt, keys, _S_PRIO)).astype(np.int64)
+    price = np.where(london, base + tip, tip)
+    prio = np.where(typed, np.where(capped, tip + 1 + extra, tip), price)
+    max_fee = np.where(typed & ~capped, base + base * headroom // _FEE_HEADROOM + tip, price)
+    # gas: a transfer's is what it uses; a call's up to 1.5x, at most the block's gas pool
+    used = lay.gas
+    cumulative = np.cumsum(used) - used
+    cumulative = cumulative - cumulative[lay.offsets[:-1][block_of]]  # in its block, before it
+    pool = history.block_columns(start, stop)["gas_limit"][block_of] - cumulative
+    call_gas = used + (used.astype(np.float64) * 0.5 * _uniform(salt, keys, _S_LIMIT)).astype(
+        np.int64)  # fmt: skip
+    gas = np.where(transfer, used, np.minimum(pool, call_gas))
+    raw_value = (_bits(salt, keys, _S_VALUE) >> np.uint64(2)).astype(np.int64)  # < 2**62 wei
+    value = np.where(transfer, raw_value, np.where(raw_value % 5 == 0, raw_value >> 8, 0))
+    # the seeded bytes: each block's stream, 240 bytes a transaction, end to end
+    rnd = np.frombuffer(b"".join(
+        history._random(number, b"transactions", _RANDOM_PER_TX * count)
+        for number, count in zip(range(start, stop), lay.counts.tolist(), strict=True)
+    ), dtype=np.uint8).reshape(n, _RANDOM_PER_TX)  # fmt: skip
+    # r odd (never 0); s below 2**254 < n/2: a low s (EIP-2)
+    r = rnd[:, :32].copy()
+    r[:, 31] |= 1
+    s = rnd[:, 32:64].copy()
+    s[:, 0] &= 0x3F
+    parity = (rnd[:, 64] & 1).astype(np.int64)
+    v = np.where(typed, parity, np.where(byzantium_tx, params.chain_id * 2 + 35 + parity,
+                                         27 + parity))  # fmt: skip
+    # input: a selector and 0-3 words, or an ERC-20 transfer(address, uint256); none for a
+    # plain transfer
+    data = rnd[:, 129:229].copy()
+    erc20 = words == 4
+    data[erc20] = 0
+    data[erc20, :4] = np.frombuffer(_ERC20_TRANSFER, dtype=np.uint8)
+    data[erc20, 16:36] = rnd[erc20, 133:153]
+    data[erc20, 52:68] = rnd[erc20, 153:169]
+    data_length = np.where(transfer, 0, np.where(erc20, 68, 4 + 32 * words.astype(np.int64)))
+    to_index = (_bits(salt, keys, _S_TO) % np.uint64(_RECIPIENTS)).astype(np.int64)
+    to = _addresses(history._salt, b"to", _RECIPIENTS)[to_index]
+    # blob transactions' fee cap and versioned hashes (0x01 || 31 bytes, EIP-4844's KZG
+    # version): a few a block, in Python
+    blob_fees = [history.blob_base_fee(number) for number in range(start, stop)]
+    blob_mult = (1 + np.floor(3 * _uniform(salt, keys, _S_BLOBFEE))).astype(np.int64)
+    blob_cap: list[int | None] = [None] * n
+    blob_hashes: list[tuple[bytes, ...]] = [()] * n
+    blob_part = [b""] * n
+    for i in np.flatnonzero(is_blob).tolist():
+        seed = rnd[i, 65:97].tobytes()
+        hashes = tuple(b"\x01" + _keccak(seed + bytes((j,)))[1:] for j in range(tx_blobs[i]))
+        blob_cap[i] = (blob_fees[block_of[i]] or 1) * int(blob_mult[i])
+        blob_hashes[i] = hashes
+        blob_part[i] = _rlp_int(blob_cap[i]) + rlp_list_of_encoded([b"\xa0" + h for h in hashes])
+    nonce = (_bits(salt, keys, _S_NONCE) % np.uint64(_MAX_NONCE)).astype(np.int64)
+
+    def fee_column(values: np.ndarray) -> np.ndarray:
+        if not wide:
+            return values.astype(">u8").view(np.uint8).reshape(n, 8)
+        return np.frombuffer(b"".join(int(x).to_bytes(32, "big") for x in values),
+                             dtype=np.uint8).reshape(n, 32)  # fmt: skip
+
+    # the payload, in go-ethereum's field order: legacy [nonce, gasPrice, gas, to, value,
+    # data, v, r, s]; typed [chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, to,
+    # value, data, accessList (empty), (maxFeePerBlobGas, blobVersionedHashes), yParity, r, s]
+    body = _Bytes(n)
+    chain_id = np.full(n, params.chain_id, dtype=np.int64)
+    payload = body.uint64(chain_id, typed)
+    payload += body.uint64(nonce)
+    payload += body.integer(fee_column(np.where(typed, prio, price)))
+    payload += body.integer(fee_column(max_fee), typed)
+    payload += body.uint64(gas)
+    payload += body.constant(b"\x94", np.ones(n, bool))
+    payload += body.add(to, 0, 20)
+    payload += body.uint64(value)
+    payload += body.length_prefix(data_length, 0x80, ~((data_length == 1) & (data[:, 0] < 0x80)))
+    payload += body.add(data, 0, data_length)
+    payload += body.constant(b"\xc0", typed)
+    width = max(map(len, blob_part), default=0)
+    if width:
+        part = np.zeros((n, width), dtype=np.uint8)
+        for i in np.flatnonzero(is_blob).tolist():
+            part[i, : len(blob_part[i])] = np.frombuffer(blob_part[i], dtype=np.uint8)
+        payload += body.add(part, 0, np.array([len(p) for p in blob_part]))
+    payload += body.uint64(v)
+    payload += body.integer(r)
+    payload += body.integer(s)
+    head = _Bytes(n)
+    head.add(kind.astype(np.uint8)[:, None], 0, typed.astype(np.int64))
+    head.length_prefix(payload, 0xC0)
+    head.mats += body.mats
+    head.masks += body.masks
+    encoding, length = head.join()
+    at = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(length, out=at[1:])
+    # a block body's list holds typed transactions as RLP strings of their encoding
+    item = length + np.where(typed, np.where(length < 56, 1, np.where(length < 256, 2, 3)), 0)
+    items_length = np.zeros(len(lay.counts), dtype=np.int64)
+    nonempty = lay.counts > 0
+    if n:
+        items_length[nonempty] = np.add.reduceat(item, lay.offsets[:-1][nonempty])
+    senders = (_bits(salt, keys, _S_WHO) % np.uint64(_SENDERS)).astype(np.int64)
+    columns = {
+        "kind": kind, "chain_id": np.where(typed | byzantium_tx, params.chain_id, -1),
+        "nonce": nonce, "price": price, "max_fee": max_fee, "prio": prio, "gas": gas, "to": to,
+        "value": value, "data": data, "data_length": data_length, "v": v, "r": r, "s": s,
+        "senders": senders, "blob_cap": blob_cap, "blob_hashes": blob_hashes,
+        "salt": history._salt,
+    }  # fmt: skip
+    roots = [b""] * n
+    for i in np.flatnonzero(~byzantium_tx).tolist():
+        roots[i] = rnd[i, 97:129].tobytes()
+    return _Chunk(lay.offsets.tolist(), items_length.tolist(), list(fees), blob_fees,
+                  encoding, at.tolist(), used.tolist(), roots, columns)  # fmt: skip
 
 
 def _build_body(history: History, number: int) -> BlockBody:
     chunk = number // _CHUNK
-    col = _chunk_columns(history, chunk)
+    col = _chunk(history, chunk)
     b = number - chunk * _CHUNK
     lo, hi = col.offsets[b], col.offsets[b + 1]
-    base_fee = history.base_fee(number)
-    blob_fee = history.blob_base_fee(number)
-    params = history.params
-    byzantium = "byzantium" not in params.forks or number >= params.forks["byzantium"]
-    if lo == hi:
-        return BlockBody(number, base_fee, (), (), (), blob_fee)
-    salt = history._salt
-    london = base_fee is not None
-    base = base_fee or 0
-    random = history._random(number, b"transactions", _RANDOM_PER_TX * (hi - lo))
-    gas_limit = history.gas_limit(number)
-    chain_id = params.chain_id
-    rlp_chain_id = _rlp_int(chain_id)
-    txs, roots = [], []
-    cumulative = 0
-    for i in range(lo, hi):
-        at = _RANDOM_PER_TX * (i - lo)
-        rnd = random[at : at + _RANDOM_PER_TX]
-        kind, tip, used = col.kind[i], col.tip[i], col.gas_used[i]
-        if not london:  # the tip is the whole price (geth's EffectiveGasTip without base fee)
-            price = max_fee = prio = tip
-        elif kind == 0:
-            price = max_fee = prio = base + tip
-        elif col.capped[i]:  # the fee cap binds: base fee + tip, below base fee + priority fee
-            max_fee, prio, price = base + tip, tip + 1 + int(tip * col.extra_prio[i]), base + tip
-        else:
-            max_fee, prio, price = base + base * col.headroom[i] // 1000 + tip, tip, base + tip
-        words = col.words[i]
-        if col.transfer[i]:
-            gas, data, value = used, b"", col.value[i]
-        else:
-            # at most the block's gas pool when it ran
-            gas = min(gas_limit - cumulative, used + int(used * 0.5 * col.limit[i]))
-            if words < 4:  # a selector and 0-3 words
-                data = rnd[129 : 133 + 32 * words]
-            else:  # an ERC-20 transfer(address, uint256)
-                data = _ERC20_TRANSFER + bytes(12) + rnd[133:153] + bytes(16) + rnd[153:169]
-            value = 0 if col.value[i] % 5 else col.value[i] >> 8
-        cumulative += used
-        # r odd (never 0); s below 2**254 < n/2: a low s (EIP-2)
-        r_bytes = rnd[:31] + _ODD[rnd[31]]
-        s_bytes = _LOW[rnd[32]] + rnd[33:64]
-        r, s = int.from_bytes(r_bytes, "big"), int.from_bytes(s_bytes, "big")
-        rlp_r = b"\xa0" + r_bytes if r_bytes[0] else _rlp_int(r)
-        rlp_s = b"\xa0" + s_bytes if s_bytes[0] else _rlp_int(s)
-        parity = rnd[64] & 1
-        to = _address(salt, b"to", col.to[i])
-        blob_hashes: tuple[bytes, ...] = ()
-        blob_cap = None
-        if kind == 3:  # versioned hashes: 0x01 || 31 bytes (EIP-4844's KZG version)
-            blob_hashes = tuple(b"\x01" + _keccak(rnd[65:97] + bytes((j,)))[1:]
-                                for j in range(col.blobs[i]))  # fmt: skip
-            blob_cap = (blob_fee or 1) * col.blob_mult[i]
-        nonce = col.nonce[i]
-        if kind == 0:
-            v = chain_id * 2 + 35 + parity if byzantium else 27 + parity
-            encoded = rlp_list_of_encoded([
-                _NONCES[nonce], _rlp_int(price), _rlp_int(gas), b"\x94" + to, _rlp_int(value),
-                _rlp_item(data), _rlp_int(v), rlp_r, rlp_s,
-            ])  # fmt: skip
-        else:
-            v = parity
-            items = [
-                rlp_chain_id, _NONCES[nonce], _rlp_int(prio), _rlp_int(max_fee), _rlp_int(gas),
-                b"\x94" + to, _rlp_int(value), _rlp_item(data), b"\xc0",
-            ]  # fmt: skip
-            if blob_cap is not None:
-                items.append(_rlp_int(blob_cap))
-                items.append(rlp_list_of_encoded([b"\xa0" + h for h in blob_hashes]))
-            items += [_PARITY[v], rlp_r, rlp_s]
-            encoded = bytes((kind,)) + rlp_list_of_encoded(items)
-        txs.append(Transaction(
-            type=kind, chain_id=chain_id if kind or byzantium else None, nonce=nonce,
-            gas_price=price, max_fee_per_gas=max_fee, max_priority_fee_per_gas=prio, gas=gas,
-            to=to, value=value, input=data, v=v, r=r, s=s,
-            sender=_address(salt, b"sender", col.sender[i]), max_fee_per_blob_gas=blob_cap,
-            blob_versioned_hashes=blob_hashes, encoded=encoded, hash=_keccak(encoded),
-        ))  # fmt: skip
-        if not byzantium:
-            roots.append(rnd[97:129])
-    return BlockBody(number, base_fee, tuple(txs), tuple(col.gas_used[lo:hi]), tuple(roots),
-                     blob_fee)  # fmt: skip
+    encoding, at = memoryview(col.encoding), col.at
+    encoded = tuple([bytes(encoding[at[i] : at[i + 1]]) for i in range(lo, hi)])
+    hashes = tuple(map(_keccak, encoded))  # the one cost a transaction: ~1 us a hash (pysha3)
+    roots = tuple(col.roots[lo:hi]) if lo < hi and col.roots[lo] else ()
+    return BlockBody(number, col.base_fees[b], hashes, encoded, tuple(col.gas_used[lo:hi]),
+                     roots, col.blob_fees[b], col.items_length[b], col, lo)  # fmt: skip
 
 
 def _split_bloom(bloom: bytes, number: int, n: int) -> list[bytes]:
