@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["TableError", "machine_facts", "markers", "render", "replace_between", "write"]
+__all__ = [
+    "TableError", "machine_facts", "markers", "render", "replace_between", "text", "write",
+]  # fmt: skip
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -96,6 +98,26 @@ def _seconds(value: float) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def text(rows: Iterable[Row], title: str | None = None, width: int | None = None) -> str:
+    """Rows as ``benchmarks/run.py`` prints them: name, seconds, rate, aligned in columns.
+
+    Parameters
+    ----------
+    rows : iterable of (str, float, str)
+        (benchmark, seconds [s], rate and verdict).
+    title : str, optional
+        A heading line (the module that measured them), printed first.
+    width : int, optional
+        Width of the name column [characters]; the longest name's by default.
+    """
+    rows = list(rows)
+    width = width or max([len("benchmark"), *(len(name) for name, _, _ in rows)])
+    lines = [] if title is None else [f"-- {title}"]
+    lines.append(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
+    lines += [f"{name:<{width}}  {seconds:>10.4f}  {rate}" for name, seconds, rate in rows]
+    return "\n".join(lines)
 
 
 def render(rows: Iterable[Row], before: Mapping[str, str], after: Mapping[str, str] | None = None,

@@ -22,7 +22,9 @@ Measures, on this machine:
   200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
-is printed as FAIL, and the run still succeeds. The table is printed and written into
+is printed as FAIL, and the run still succeeds. Each module's rows are printed (flushed) as soon
+as it finishes, so a long run shows how far it got; at the end the whole table is printed and
+written into
 ``docs/benchmarks.md`` between its markers (``benchmarks/_table.py``), with the machine, its
 load before and after, the Python and pandas versions, the commit and the date.
 """
@@ -33,6 +35,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 
 import _table  # benchmarks/_table.py: the table into docs/benchmarks.md
 import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
@@ -182,11 +185,45 @@ def bench_frames() -> list[tuple[str, float, str]]:
     return rows
 
 
+def _section(
+    rows: list[tuple[str, float, str]], title: str, measure: Callable[[], list]
+) -> None:
+    """Run one module's benchmarks, print its rows at once (flushed) and keep them."""
+    start = time.perf_counter()
+    measured = measure()
+    rows.extend(measured)
+    took = f"{title}: {time.perf_counter() - start:,.0f} s wall"
+    print(_table.text(measured, title=took) + "\n", flush=True)
+
+
 def main() -> int:
     before = _table.machine_facts()  # the load before this run adds its own
     print(f"machine: {machine()}")
-    print(uncle_scan.NOTE)
-    rows = bench_generation(seed=int(time.time()) % 100_000 + 1_000_000)
+    print(uncle_scan.NOTE, flush=True)
+    rows: list[tuple[str, float, str]] = []
+    _section(rows, "chain generation", lambda: bench_generation(
+        seed=int(time.time()) % 100_000 + 1_000_000))  # fmt: skip
+    _section(rows, "devnet over HTTP", _bench_devnet)
+    for title, measure in (
+        ("frames (benchmarks/frames.py)", bench_frames),
+        ("uncle scan (benchmarks/uncle_scan.py)", uncle_scan.bench),
+        ("peers (benchmarks/peers.py)", peers.bench),
+        ("scan memory (benchmarks/scan_memory.py)", scan_memory.bench),
+        ("IPFS (benchmarks/ipfs.py)", ipfs.bench),
+        ("blobs (benchmarks/blobs.py)", blobs.bench),
+        ("era1 (benchmarks/era1.py)", era1.bench),
+        ("devnet server CPU (benchmarks/devnet_perf.py)", devnet_perf.bench),
+    ):
+        _section(rows, title, measure)
+    print(_table.text(rows), flush=True)
+    written = _table.write(rows, before, _table.machine_facts())
+    print(f"table written to {written}")
+    return 0
+
+
+def _bench_devnet() -> list[tuple[str, float, str]]:
+    """A devnet's start to its first answer, then its HTTP methods (``bench_http``)."""
+    rows = []
     start = time.perf_counter()
     dev = feeslab.devnet.start(seed=0, daily_credits=10**12, credits_per_second=10**9)
     try:
@@ -201,21 +238,7 @@ def main() -> int:
         rows.extend(bench_http(dev))
     finally:
         dev.stop()
-    rows.extend(bench_frames())
-    rows.extend(uncle_scan.bench())
-    rows.extend(peers.bench())
-    rows.extend(scan_memory.bench())
-    rows.extend(ipfs.bench())
-    rows.extend(blobs.bench())
-    rows.extend(era1.bench())
-    rows.extend(devnet_perf.bench())
-    width = max(len(r[0]) for r in rows)
-    print(f"{'benchmark':<{width}}  {'seconds':>10}  rate")
-    for name, seconds, rate in rows:
-        print(f"{name:<{width}}  {seconds:>10.4f}  {rate}")
-    written = _table.write(rows, before, _table.machine_facts())
-    print(f"table written to {written}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

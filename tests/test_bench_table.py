@@ -133,3 +133,18 @@ def test_the_repositorys_benchmarks_page_has_the_markers():
     start, end = table.markers()
     assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
     assert table.DOCS == ROOT / "docs" / "benchmarks.md"
+
+
+def test_a_modules_rows_print_as_a_section_aligned_like_the_final_table():
+    section = table.text(ROWS[:2], title="frames (benchmarks/frames.py): 3 s wall")
+    lines = section.splitlines()
+    assert lines[0] == "-- frames (benchmarks/frames.py): 3 s wall"
+    width = len(ROWS[1][0])  # the longest name sets the name column
+    assert lines[1] == f"{'benchmark':<{width}}  {'seconds':>10}  rate"
+    assert lines[2] == f"{ROWS[0][0]:<{width}}  {'6.5123':>10}  32,246 blocks/s"
+    assert lines[3].endswith("    0.3456  289,352 uncles/s; GOAL <= 2 s: PASS")
+    assert len(lines) == 4
+    # the final table: no title, every row, the same columns
+    whole = table.text(ROWS).splitlines()
+    assert whole[0].startswith("benchmark ") and len(whole) == 1 + len(ROWS)
+    assert whole[3].split()[-5:] == ["1156.3000", "17", "blocks/s", "|", "extrapolated"]
