@@ -78,11 +78,14 @@ class EncodedCache:
 
 
 CHUNK = 32  # consecutive answers compressed together: their field names repeat [answers]
-# a 1,000,000-block devnet chain whole (``feeslab serve --height``): ~930 B a header
-# compressed, ~2.1 KB from Shanghai on (16 withdrawals each): 170,000 x 930 + 830,000 x
-# 2,130 B = ~1.8 GiB; chain 1's default 210,000 blocks take ~231 MiB. A bound, not a
-# reservation: the tier holds what has been asked for
-PACKED_MAX_BYTES = 2 * 1024**3
+# a 1,000,000-block devnet chain whole (``feeslab serve --height``): its headers list their
+# transactions' hashes (random hex, which LZ4 does not shrink), ~1.1 KB a header compressed
+# at block 5,000 (3 transactions), 1.6 KB at 100,000 (9), ~3.2 KB from Shanghai on (16
+# withdrawals, 15 transactions at 180,000), 4.1 KB at 205,000 (28): ~3.3 GiB for the million,
+# ~0.4 GiB for chain 1's default 210,000 blocks. Below what a whole rescan needs, an LRU
+# evicts each chunk just before it is asked for again and a rescan builds every header anew.
+# A bound, not a reservation: the tier holds what has been asked for
+PACKED_MAX_BYTES = 4 * 1024**3
 # the chunks opened last, ready to splice: a few chunks, so that a scan of any range (20,000
 # blocks or 1,000,000) takes the same path, one decompression a chunk a pass
 OPEN_MAX_BYTES = 4 * 1024 * 1024
