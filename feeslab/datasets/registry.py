@@ -28,11 +28,12 @@ Two checks and one join apply to every dataset alike, with no per-dataset branch
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import pandas as pd
 
@@ -40,7 +41,7 @@ from feeslab._hexbytes import is_address
 from feeslab.errors import HistoryPruned
 from feeslab.fetch.credits import Plan
 from feeslab.sources.base import JSON_RPC, Source, SplitSource, require
-from feeslab.sources.rpc import BODY_METHODS
+from feeslab.sources.rpc import BODY_METHODS, history_plan
 
 __all__ = [
     "BY_RANGE",
@@ -260,16 +261,15 @@ def get(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Any:
 
 
 def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: bool) -> Any:
-    if isinstance(source, SplitSource):
+    if _splits(source):
         return _joined(dataset, source, params, check=check)
     if holds(source, dataset):
         return assemble(dataset, source, _read(dataset, source, params), params,
                         Plan([], title=_title(dataset, source)))  # fmt: skip
     require(source, dataset.needs, f"the {dataset.name} dataset")
-    if check:
-        _check_history(dataset, source, params)
     try:
-        return dataset.fetch(source, **params)
+        with _history_guard(dataset, source, params) if check else contextlib.nullcontext():
+            return dataset.fetch(source, **params)
     except HistoryPruned as pruned:  # a 4444 met on the way: it names the range asked
         span = _span(dataset, params)
         if span is not None:
@@ -280,9 +280,16 @@ def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: 
 def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
     """``dataset``'s rows of ``params`` (a partition's: what :func:`assemble` takes). The
     history cutoff is not checked again: the job's plan checked the whole range."""
-    if holds(source, dataset) and not isinstance(source, SplitSource):
+    if holds(source, dataset) and not _splits(source):
         return _read(dataset, source, params)
     return dataset.rows(_get(dataset, source, params, check=False))
+
+
+def _splits(source: Source) -> TypeGuard[SplitSource]:
+    """Whether ``source`` is made of others (``SplitSource``), asked of its class: an
+    ``isinstance`` of the protocol would read every property (a node's chain id, its
+    version), sending calls before any budget is checked."""
+    return callable(getattr(type(source), "split", None))
 
 
 def _span(dataset: Dataset, params: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -294,18 +301,16 @@ def _span(dataset: Dataset, params: Mapping[str, Any]) -> tuple[int, int] | None
     return None
 
 
-def _check_history(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> bool:
-    """Refuse (``HistoryPruned``) a dataset reading bodies below the node's cutoff, before
-    any call of it is sent; whether learning the cutoff cost a call (the probe)."""
-    check = getattr(source, "check_history", None)
-    if check is None or not dataset.reads_bodies(params):
-        return False
+def _history_guard(dataset: Dataset, source: Source, params: Mapping[str, Any], *,
+                   at_exit: bool = False) -> contextlib.AbstractContextManager[None]:  # fmt: skip
+    """A dataset reading bodies is refused (``HistoryPruned``) below the node's cutoff once
+    its fetch sets up or enters its budget (``RpcSource.guard_history``): after a budget's
+    refusal, which sends nothing, and before any call of its own."""
+    guard = getattr(source, "guard_history", None)
     span = _span(dataset, params)
-    if span is None:
-        return False
-    probe = source.history_plan()  # type: ignore[attr-defined]
-    check(*span, dataset.name)
-    return bool(probe.lines)
+    if guard is None or span is None or not dataset.reads_bodies(params):
+        return contextlib.nullcontext()
+    return guard(*span, dataset.name, at_exit=at_exit)  # type: ignore[no-any-return]
 
 
 def _joined(dataset: Dataset, source: SplitSource, params: Mapping[str, Any], *,
@@ -355,7 +360,7 @@ def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
         Before anything of the dataset is sent (the node's cutoff learnt first, in one small
         call that the plan counts), when it reads bodies below the node's history cutoff.
     """
-    if isinstance(source, SplitSource):
+    if _splits(source):
         span = _span(dataset, params)
         ranged = dataset.partitions is not None and dataset.partitions.kind == "range"
         parts = source.split(dataset.name, span if ranged else None)
@@ -374,11 +379,10 @@ def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
     if dataset.plan is None:
         raise TypeError(f"the {dataset.name} dataset has no plan")
     require(source, dataset.needs, f"the {dataset.name} dataset")
-    probe = getattr(source, "history_plan", None)
-    spent = probe() if probe is not None and _span(dataset, params) is not None and \
-        dataset.reads_bodies(params) else Plan([])  # fmt: skip
-    _check_history(dataset, source, params)
-    planned = dataset.plan(source, **_accepted(dataset.plan, params))
+    probes = getattr(source, "history_probes", 0)
+    with _history_guard(dataset, source, params, at_exit=True):
+        planned = dataset.plan(source, **_accepted(dataset.plan, params))
+    spent = history_plan(getattr(source, "history_probes", 0) - probes)
     if not spent.lines:
         return planned
     with_probe = planned + spent  # the probe is spent: the plan says what it cost

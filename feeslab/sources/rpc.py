@@ -50,7 +50,7 @@ from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
 
 __all__ = ["BODY_METHODS", "DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource",
-           "open_node"]  # fmt: skip
+           "history_plan", "open_node"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 # a devnet pruned as geth's --history.chain says so, and its chain's cutoff, in its version
@@ -114,6 +114,8 @@ class RpcSource:
         self._chain_id: int | None = None
         self._spec: tuple[ChainSpec | None] | None = None
         self._cutoff = history_cutoff  # learnt once when None
+        self._pending: tuple[int, int, str] | None = None  # a range to check (guard_history)
+        self.history_probes = 0  # HISTORY_PROBE calls sent (plans count them)
 
     def __repr__(self) -> str:
         return f"<RpcSource {self.node!r}>"
@@ -209,6 +211,7 @@ class RpcSource:
             self._read_version(answers.pop(0).unwrap())
         if ask_chain:
             self._chain_id = int(answers.pop(0).unwrap(), 16)
+        self._check_pending()
 
     def cached_frames(self, dataset: str, keys: Sequence[str]) -> list[pd.DataFrame | None]:
         """The frames kept for ``dataset``'s ``keys`` (``keep_frames``), None where none is."""
@@ -265,6 +268,7 @@ class RpcSource:
         """
         if not self.history_known:
             (answer,) = self.node.prepare([HISTORY_PROBE])
+            self.history_probes += 1
             self._cutoff = _cutoff_of(answer)
         assert self._cutoff is not None
         return self._cutoff
@@ -276,12 +280,26 @@ class RpcSource:
         if first < cutoff:
             raise HistoryPruned(first=first, stop=stop, earliest=cutoff, method=what or None)
 
-    def history_plan(self) -> Plan:
-        """What learning the cutoff costs now: nothing when it is known (or free to learn)."""
-        if self.history_known:
-            return Plan([])
-        return Plan([PlanLine.of(HISTORY_PROBE.method, 1,
-                                 note="the node's history cutoff (EIP-4444)")])  # fmt: skip
+    @contextlib.contextmanager
+    def guard_history(self, first: int, stop: int, what: str = "", *,
+                      at_exit: bool = False) -> Iterator[None]:  # fmt: skip
+        """Check blocks ``first`` .. ``stop - 1`` against the cutoff (:meth:`check_history`)
+        when the fetch inside first sets up (:meth:`prepare`) or enters its budget
+        (:meth:`budgeted`): after a budget's refusal, which sends nothing, and before any
+        call of the fetch's own; ``at_exit``: at the latest when the block ends (a plan that
+        sends nothing)."""
+        self._pending = (first, stop, what)
+        try:
+            yield
+            if at_exit:
+                self._check_pending()
+        finally:
+            self._pending = None
+
+    def _check_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.check_history(*pending)
 
     def head(self, *, refresh: bool = False) -> int:
         """The latest block number (asked once, then remembered unless ``refresh``)."""
@@ -327,7 +345,9 @@ class RpcSource:
             cap = Budget(budget)
             cap.check(0 if plan is None else plan, self.credits)
         with self.node.charging(cap):
-            yield
+            if not isinstance(plan, Budget):  # a whole plan refused, or none: nothing left
+                self._check_pending()  # to refuse before the fetch's calls (a Budget: its
+            yield  # fetch checks more before it sends, and sets up, prepare(), after)
 
     def close(self) -> None:
         """Close the cache, the transport and the Gas API client."""
@@ -337,6 +357,12 @@ class RpcSource:
             self._open_gas = None  # none made after this
             if self._gas is not None:
                 self._gas.close()
+
+
+def history_plan(probes: int) -> Plan:
+    """The plan's line for ``probes`` :data:`HISTORY_PROBE` calls sent while planning."""
+    return Plan([PlanLine.of(HISTORY_PROBE.method, probes,
+                             note="the node's history cutoff (EIP-4444)")] if probes else [])
 
 
 def _cutoff_of(answer: RpcResult) -> int:
