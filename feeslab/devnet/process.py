@@ -72,7 +72,7 @@ def spawn(**options: Any) -> SpawnedDevnet:
     **options
         ``feeslab serve``'s options as keywords: ``seed``, ``latency_ms``,
         ``daily_credits``, ``credits_per_second``, ``block_time``, ``host``, ``port``,
-        ``height``.
+        ``height``, ``history`` (``"postmerge"``: pruned as geth's ``--history.chain``).
     """
     args = [sys.executable, "-m", "feeslab.cli", "serve"]
     options.setdefault("port", 0)
