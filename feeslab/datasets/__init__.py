@@ -61,7 +61,7 @@ REGISTRY = Registry([
 ])
 
 
-def get(name: str, source: Source, *args: Any, **kwargs: Any) -> Any:
+def get(name: str, source: Source, *args: object, **kwargs: object) -> Any:
     """Dataset ``name`` of ``source`` with its arguments (what ``lab.<name>(...)`` runs in
     one process): read where the source holds the rows, else fetched by the dataset."""
     dataset = REGISTRY[name]

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import SupportsIndex, cast
 
 from feeslab._hexbytes import check_address
 from feeslab.fetch.node import quantity
-from feeslab.sources.base import JSON_RPC, require
+from feeslab.sources.base import JSON_RPC, Source, require
 from feeslab.sources.rpc import RpcSource
 
 BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
 
 
-def check_range(start: Any, stop: Any) -> None:
+def check_range(start: int, stop: int) -> None:
     """``start`` .. ``stop - 1`` must be a non-empty range of block numbers, as ``range()``."""
+    # checked at run time too: a notebook passes whatever it has (a float, a bool, a numpy int)
     for name, value in (("start", start), ("stop", stop)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative block number, not {value!r}")
@@ -22,17 +23,19 @@ def check_range(start: Any, stop: Any) -> None:
         raise ValueError(f"stop ({stop}) must be greater than start ({start}), as in range()")
 
 
-def address(value: Any, name: str) -> str:
+def address(value: object, name: str) -> str:
     """``value`` if it is 0x and 40 hex digits, else a ValueError naming ``name``."""
     return check_address(value, name)
 
 
-def block_number(value: Any) -> int:
+def block_number(value: object) -> int:
     """A block number as an int (numpy ints accepted); bools, floats and negatives refused."""
-    try:
-        number = operator.index(value)
-    except TypeError:
-        number = None
+    number = None
+    if isinstance(value, SupportsIndex):
+        try:
+            number = operator.index(value)
+        except TypeError:  # an __index__ that does not answer an int
+            number = None
     if isinstance(value, bool) or number is None or number < 0:
         raise ValueError(f"a block must be a non-negative block number, not {value!r}")
     return number
@@ -47,8 +50,8 @@ def block_param(block: int | str) -> str:
     return quantity(block_number(block))
 
 
-def rpc(source: Any, what: str) -> RpcSource:
+def rpc(source: Source, what: str) -> RpcSource:
     """``source`` if it offers a node's JSON-RPC, else ``SourceMismatch`` naming what it
     offers (era1 files hold no state, no Gas API and no EVM)."""
     require(source, [JSON_RPC], what)
-    return source  # type: ignore[no-any-return]
+    return cast(RpcSource, source)  # only the node service offers JSON_RPC

@@ -11,7 +11,7 @@ decoded JSON of a long range is never held together; the chunks' frames are join
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_blocks, slim_block
 from feeslab.sources.rpc import RpcSource
 
+if TYPE_CHECKING:
+    from feeslab._progress import ProgressBar
+
 __all__ = ["DATASETS", "calls", "get", "headers", "plan"]
 
 METHOD = "eth_getBlockByNumber"
@@ -35,7 +38,7 @@ def calls(numbers: Sequence[int]) -> list[RpcCall]:
     return [RpcCall(METHOD, [quantity(n), False]) for n in numbers]
 
 
-def headers(source: RpcSource, numbers: Sequence[int], **options: Any) -> list[Any]:
+def headers(source: RpcSource, numbers: Sequence[int], **options: object) -> list[Any]:
     """The decoded headers of ``numbers`` from a node, in order (None where it has none).
 
     ``options`` go to ``NodeClient.run`` (``progress``, ``on_chunk``).
@@ -124,7 +127,8 @@ def _frames(source: RpcSource, start: int, stop: int,
             bar.close()
 
 
-def _bar(source: RpcSource, start: int, stop: int, progress: bool | None) -> Any:
+def _bar(source: RpcSource, start: int, stop: int,
+         progress: bool | None) -> ProgressBar | None:  # fmt: skip
     """A bar over the range's calls when at least half a chunk of them is to be sent."""
     node = source.node
     if not (node.progress if progress is None else progress) or stop - start < DEFAULT_CHUNK // 2:

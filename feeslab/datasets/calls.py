@@ -19,14 +19,15 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import decode_output, encode_call, function_spec, parse_call_series
 from feeslab.frames.calls import ZERO_ADDRESS, FunctionSpec
+from feeslab.sources.base import Source
 from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "call", "get", "plan"]
 
-Abi = Sequence[Mapping[str, Any]]
+Abi = Sequence[Mapping[str, object]]  # a contract's ABI: solc's JSON entries
 
 
-def _request(spec: FunctionSpec, args: Sequence[Any], to: str, sender: str) -> dict[str, str]:
+def _request(spec: FunctionSpec, args: Sequence[object], to: str, sender: str) -> dict[str, str]:
     return {"from": address(sender, "sender"), "to": address(to, "to"),
             "data": encode_call(spec, args)}
 
@@ -34,8 +35,8 @@ def _request(spec: FunctionSpec, args: Sequence[Any], to: str, sender: str) -> d
 def call(
     source: RpcSource,
     to: str,
-    function: str | Mapping[str, Any],
-    args: Sequence[Any] = (),
+    function: str | Mapping[str, object],
+    args: Sequence[object] = (),
     *,
     block: int | str = "latest",
     sender: str = ZERO_ADDRESS,
@@ -78,8 +79,7 @@ def call(
     ValueError
         When the answer does not decode as the outputs (e.g. no code at ``to``).
     """
-    node = rpc(source, "eth_call")
-    spec = function_spec(function, returns=returns, abi=abi)
+    node, spec = _prepared(source, function, returns, abi)
     request = _request(spec, args, to, sender)
     answer = node.run([RpcCall("eth_call", [request, block_param(block)])], progress=False)[0]
     if isinstance(answer.error, RevertError):
@@ -90,7 +90,13 @@ def call(
     return values[0] if len(values) == 1 else values
 
 
-def _series_calls(spec: FunctionSpec, args: Sequence[Any], to: str, sender: str,
+def _prepared(source: Source, function: str | Mapping[str, object],
+              returns: Sequence[str] | None, abi: Abi | None) -> tuple[RpcSource, FunctionSpec]:
+    """The node (``SourceMismatch`` for a source without one) and the function to call."""
+    return rpc(source, "eth_call"), function_spec(function, returns=returns, abi=abi)
+
+
+def _series_calls(spec: FunctionSpec, args: Sequence[object], to: str, sender: str,
                   blocks: Sequence[int]) -> tuple[list[int], list[RpcCall]]:
     request = _request(spec, args, to, sender)
     numbers = [block_number(b) for b in blocks]
@@ -104,8 +110,8 @@ def _title(spec: FunctionSpec, count: int) -> str:
 def plan(
     source: RpcSource,
     to: str,
-    function: str | Mapping[str, Any],
-    args: Sequence[Any],
+    function: str | Mapping[str, object],
+    args: Sequence[object],
     blocks: Sequence[int],
     *,
     sender: str = ZERO_ADDRESS,
@@ -115,8 +121,7 @@ def plan(
 ) -> Plan:
     """What :func:`get` costs: an ``eth_call`` (80 credits) per block the cache cannot
     answer (every block with ``less_cached=False``)."""
-    node = rpc(source, "eth_call")
-    spec = function_spec(function, returns=returns, abi=abi)
+    node, spec = _prepared(source, function, returns, abi)
     _, batch = _series_calls(spec, args, to, sender, blocks)
     return node.plan(batch, _title(spec, len(batch)), less_cached=less_cached)
 
@@ -124,8 +129,8 @@ def plan(
 def get(
     source: RpcSource,
     to: str,
-    function: str | Mapping[str, Any],
-    args: Sequence[Any],
+    function: str | Mapping[str, object],
+    args: Sequence[object],
     blocks: Sequence[int],
     *,
     sender: str = ZERO_ADDRESS,
@@ -158,13 +163,12 @@ def get(
         in ``object`` columns) and ``error`` (str, missing where the call succeeded). See
         ``feeslab.frames.parse_call_series``.
     """
-    node = rpc(source, "eth_call")
-    spec = function_spec(function, returns=returns, abi=abi)
+    node, spec = _prepared(source, function, returns, abi)
     numbers, batch = _series_calls(spec, args, to, sender, blocks)
     with node.budgeted(node.plan(batch, _title(spec, len(batch))) if budget is not None
                        else None, budget):
         results = node.run(batch, progress=progress, description="eth_call")
-    answers: dict[int, Any] = {}
+    answers: dict[int, str | RevertError] = {}  # eth_call's 0x data, or its revert
     for n, answer in zip(numbers, results, strict=True):
         if answer.ok:
             answers[n] = answer.result

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from eth.constants import BLANK_ROOT_HASH, CREATE_CONTRACT_ADDRESS
 from eth.db.account import AccountDB
@@ -80,23 +79,23 @@ class _Tx:
     def max_priority_fee_per_gas(self) -> int:
         return self.gas_price
 
-    def copy(self, **changes: Any) -> _Tx:  # pragma: no cover - py-evm's eth_call helpers only
+    def copy(self, **changes: object) -> _Tx:  # pragma: no cover - py-evm's eth_call helpers only
         return _Tx(**{**self.__dict__, **changes})
 
 
 class _Executor(ShanghaiTransactionExecutor):
-    def validate_transaction(self, transaction: Any) -> None:
+    def validate_transaction(self, transaction: object) -> None:
         """Skipped: evm.py applies geth's pre-checks (funds, fees, intrinsic gas) itself."""
 
 
 class _RecordingAccountDB(AccountDB):
     """An AccountDB that remembers which slots were written (the builder's archive)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.written: set[tuple[bytes, int]] = set()
 
-    def set_storage(self, address: Any, slot: int, value: int) -> None:
+    def set_storage(self, address: bytes, slot: int, value: int) -> None:
         self.written.add((bytes(address), slot))
         super().set_storage(address, slot, value)
 

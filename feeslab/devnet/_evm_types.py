@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 # intrinsic gas (yellow paper, EIP-2028, EIP-3860) [gas]
 TX_GAS = 21_000
@@ -88,6 +89,17 @@ class Outcome:
     @property
     def out_of_gas(self) -> bool:
         return self.halt is not None and self.halt.startswith("OutOfGas")
+
+
+class Machine(Protocol):
+    """One block's world state in an EVM backend (``_evm_pyrevm.Machine``,
+    ``_evm_pyevm.Machine``): what ``evm.Executor`` runs messages on."""
+
+    def run(
+        self, sender: bytes, to: bytes | None, data: bytes, value: int, gas: int, gas_price: int
+    ) -> Outcome:
+        """Execute one message ([wei], [gas], [wei/gas]); the state is the same afterwards."""
+        ...
 
 
 class InvalidTransaction(Exception):

@@ -31,7 +31,6 @@ import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import ModuleType
-from typing import Any
 
 from eth_utils import to_checksum_address
 
@@ -51,6 +50,7 @@ from feeslab.devnet._evm_types import (
     BlockContext,
     CallRequest,
     InvalidTransaction,
+    Machine,
     Outcome,
     intrinsic_gas,
 )
@@ -238,9 +238,9 @@ class MachineHost:
 
     def __init__(
         self,
-        machine: Any,
+        machine: Machine,
         number: int,
-        move: Callable[[Any, int, BlockContext], None] | None = None,
+        move: Callable[[Machine, int, BlockContext], None] | None = None,
         *,
         ceiling: int | None = None,
     ) -> None:
@@ -250,7 +250,7 @@ class MachineHost:
         self.lock = threading.Lock()
         self._move = move
 
-    def enter(self, block: BlockContext) -> Any:
+    def enter(self, block: BlockContext) -> Machine:
         """The machine at ``block``'s state; call with ``lock`` held."""
         if block.number != self.number:
             if self._move is None:

@@ -133,7 +133,7 @@ def backoff_seconds(body: object) -> float | None:
 _LONG_DIGITS = re.compile(rb"[0-9]{19,}")
 
 
-def json_or_none(content: bytes) -> Any:
+def json_or_none(content: bytes) -> object:
     """``content`` decoded as JSON, or None when it is not JSON."""
     # orjson is 2-3x the stdlib's speed on 500-header answers, but reads an integer past 64
     # bits as a float: a run of 19+ digits (rare: results are hex strings) takes the stdlib

@@ -1,11 +1,14 @@
 """Where blocks come from besides the service: ``era1`` (pre-merge archive files)."""
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as mypy sees them; imported on first use below
+    from feeslab.sources.era1 import Era1Error, Era1Source
 
 __all__ = ["Era1Error", "Era1Source"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # lazy: the era1 reader pulls in rlp and cramjam, which a scan
     # over the service (it imports feeslab.sources.rpc) never needs
     if name in __all__:
