@@ -7,10 +7,11 @@ first job (the workers have imported feeslab). Measured, with the goals of issue
 - the in-process scan's wall rate and its per-core rate (work per CPU second) [MiB/s];
 - a one-worker cluster's wall rate, and its ratio to one process's (goal >= 0.8);
 - the worker's per-core rate: the files' MiB per CPU second inside its tasks (reading the file,
-  writing the partition, everything ``run_partition`` does), and its ratio to the in-process
-  per-core rate (goal >= 0.9);
-- the same tasks (``run_partition``) one by one in this process, without dask: what the job's
-  shape costs (a file a task, the links at its ends, the Parquet file), beside the worker;
+  encoding the partition, everything ``run_partition`` does) and on its writer thread (writing
+  and flushing the files), and its ratio to the in-process per-core rate (goal >= 0.9);
+- the same tasks (``run_partition``) one by one in this process, without dask, each file
+  written before the next is read: what the job's shape costs (a file a task, its Parquet
+  file), beside the worker;
 - the job's fixed cost: the one-worker job's wall time beyond its tasks' [s] (planning,
   scheduling, handing the rows back, assembling; goal < 0.1);
 - two workers where the machine has the cores (their scaling, for the record);
@@ -124,12 +125,12 @@ def bench() -> list[Row]:
     worker_cpu = min(r["cpu"] for r in one)
     worker_core = size / worker_cpu
     ratio = worker_core / here_core
-    rows.append(("cluster: the worker's per-core rate (CPU in its tasks)", worker_cpu,
+    rows.append(("cluster: the worker's per-core rate (CPU in its tasks and writes)", worker_cpu,
                  f"{worker_core:,.1f} MiB/s per core, x{ratio:.2f} of one process's; "
                  f"GOAL >= {CORE_GOAL:g}x: {_verdict(ratio >= CORE_GOAL)}"))  # fmt: skip
     rows.append(("cluster: the same tasks in this process, no dask (run_partition)", here,
                  f"{size / here:,.1f} MiB/s per core, x{size / here / here_core:.2f} of the scan's "
-                 "(the job's shape: a file a task, links, Parquet); the worker's "
+                 "(the job's shape: a file a task, its Parquet file); the worker's "
                  f"x{worker_core / (size / here):.2f} of these"))  # fmt: skip
     fixed = fastest["wall"] - fastest["tasks"]
     rows.append(("cluster: a job's fixed cost beyond its partitions (1 worker)", fixed,

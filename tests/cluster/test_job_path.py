@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+from dataclasses import replace
 
 import pandas as pd
 
@@ -120,3 +121,76 @@ def test_an_era1_job_books_nothing_on_the_scheduler(client, exported, tmp_path):
     assert not [b for b in client.run_on_scheduler(buckets) if "uncles" in b]
     one = datasets.get("uncles", source, 0, 16_384, progress=False)
     pd.testing.assert_frame_equal(result.value.uncles, one.uncles, check_exact=True)
+
+
+def test_a_read_notes_the_hash_links_at_the_files_ends(exported):
+    """What a partition hands the driver to check across files comes from its read: the first
+    block's parentHash and the last block's hash, only at the ends the read reached."""
+    from feeslab.sources.era1 import Era1File
+
+    source = Era1Source(exported[1])
+    source.uncles(8_192, 16_384, progress=False)
+    with Era1File(exported[1]) as handle:
+        whole = {"first_parent": "0x" + handle.first_parent_hash().hex(),
+                 "last_hash": "0x" + handle.last_hash().hex()}  # fmt: skip
+    assert source.ends == {exported[1]: whole}
+    source.uncles(8_200, 9_000, progress=False)  # neither end: nothing to hand on
+    assert source.ends[exported[1]] == {}
+    source.uncles(8_192, 9_000, progress=False)
+    assert source.ends[exported[1]] == {"first_parent": whole["first_parent"]}
+    both = Era1Source(exported)
+    both.uncles(0, 16_384, progress=False)
+    assert both.ends[exported[0]]["last_hash"] == whole["first_parent"]  # one chain
+
+
+def test_an_era1_partition_written_by_a_killed_attempt_keeps_its_links(exported, tmp_path):
+    """A retried task that finds its own run's file gives the links its file holds (no read
+    of the era1 file again), so the driver still checks the files' ends."""
+    source = Era1Source(exported)
+    job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
+    spec, _ = DatasetJob.of("uncles", 0, 16_384)
+    task = _Task(spec, str(tmp_path), "", 1, run="run-1")
+    part = job.partitions[1]
+    first = run_partition(task, part, None)
+    again = run_partition(task, part, None)
+    assert again == {"file": part.name, "rows": first["rows"], "credits": 0,
+                     "first_parent": first["first_parent"], "last_hash": first["last_hash"],
+                     "earlier_attempt": True}  # fmt: skip
+
+
+def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
+        client, exported, tmp_path):  # fmt: skip
+    """Write-behind: a task hands its file to its worker's writer thread and answers; settling
+    the run waits for the file (whole, under its name) and gives the write's CPU. A file no
+    worker wrote (its worker gone) is written by the driver from the rows it holds."""
+    from feeslab.cluster.jobs import _settle, _settle_writes
+
+    source = Era1Source(exported)
+    job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
+    spec, _ = DatasetJob.of("uncles", 0, 16_384)
+    task = _Task(spec, str(tmp_path), "", 1, run="run-w", write_behind=True)
+    part = job.partitions[0]
+
+    def on_a_worker() -> tuple[dict, dict]:
+        answer = run_partition(task, part, None)
+        answer.pop("frame")
+        return answer, _settle_writes("run-w")
+
+    answer, settled = client.submit(on_a_worker, pure=False).result()
+    assert settled["cpu"][part.name] > 0
+    assert _read_partition(tmp_path / part.name).shape[0] == answer["rows"] > 0
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left
+    # the second partition's rows, as a task handed them back, its file never written
+    other = job.partitions[1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rows = run_partition(replace(task, write_behind=False, out=str(elsewhere)), other, None)
+    frame = rows.pop("frame")
+    written = {other.name: {**rows, "cpu_seconds": 0.5}}
+    _settle(client, job, "run-w", written, {other.name: frame})
+    pd.testing.assert_frame_equal(_read_partition(tmp_path / other.name), frame,
+                                  check_exact=True)  # fmt: skip
+    attrs = pd.read_parquet(tmp_path / other.name).attrs
+    links = {"first_parent": rows["first_parent"], "last_hash": rows["last_hash"]}
+    assert attrs["feeslab_run"] == "run-w" and attrs["feeslab_links"] == links
+    assert written[other.name]["cpu_seconds"] == 0.5  # no worker wrote it: nothing added
