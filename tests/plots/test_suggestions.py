@@ -1,0 +1,48 @@
+"""feeslab.plots.suggestions draws exactly the values of the tables it is given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from feeslab.plots import suggestions
+
+TABLE = pd.DataFrame({
+    "estimator": ["a", "b", "a", "b"], "regime": ["all", "all", "calm", "calm"],
+    "within_1": [0.5, 0.9, 0.25, 1.0], "within_3": [0.75, 1.0, 0.5, 1.0],
+    "within_10": [1.0, 1.0, 1.0, 1.0], "overpay_gwei_median": [0.1, 0.4, 0.2, 0.3],
+    "overpay_pct_median": [1.0, 4.0, 2.0, 3.0],
+})
+
+
+def test_plot_inclusion_bars_are_the_shares_in_percent():
+    ax = suggestions.plot_inclusion(TABLE)
+    widths = sorted(round(p.get_width(), 9) for p in ax.patches)
+    assert widths == sorted([50.0, 90.0, 75.0, 100.0, 100.0, 100.0])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    calm = suggestions.plot_inclusion(TABLE, regime="calm")
+    assert 25.0 in [round(p.get_width(), 9) for p in calm.patches]
+    with pytest.raises(ValueError, match="regime"):
+        suggestions.plot_inclusion(TABLE, regime="rising")
+
+
+def test_plot_overpayment_and_tradeoff_draw_the_medians():
+    ax = suggestions.plot_overpayment(TABLE, unit="gwei")
+    assert [round(p.get_width(), 9) for p in ax.patches] == [0.1, 0.4]
+    ax = suggestions.plot_overpayment(TABLE, unit="pct", regime="calm")
+    assert [round(p.get_width(), 9) for p in ax.patches] == [2.0, 3.0]
+    ax = suggestions.plot_tradeoff(TABLE)
+    points = np.concatenate([c.get_offsets() for c in ax.collections])
+    assert points.tolist() == [[1.0, 50.0], [4.0, 90.0]]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    with pytest.raises(TypeError, match="backtest"):
+        suggestions.plot_tradeoff(TABLE.drop(columns="within_1"))
+
+
+def test_plot_blob_k_bars_are_k():
+    table = pd.DataFrame({"fork": ["cancun", "prague"], "k": [1.125, 1.0667],
+                          "share_at_1": [0.881, 0.981]})
+    ax = suggestions.plot_blob_k(table)
+    assert [round(p.get_height(), 9) for p in ax.patches] == [1.125, 1.0667]
+    assert [t.get_text() for t in ax.texts] == ["88% at k=1", "98% at k=1"]
