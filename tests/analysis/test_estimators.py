@@ -225,3 +225,37 @@ def test_gas_api_fees_are_the_devnets_answers(lab, truth):
         assert ours["block_number"].tolist() == [head]
         assert ours.to_dict("list") == served.to_dict("list")
     assert recorded.attrs["source"] == "Gas API answers, recorded block by block"
+
+
+def _geth_one_head(tips: dict[int, list[int]], head: int, first: int, last_price: int) -> int:
+    """SuggestTipCap at one head, as gasprice.go's loop reads (without the timing-dependent
+    extra blocks): blocks head, head - 1, ... (20 of them, never block 0 or before ``first``),
+    each its 3 cheapest tips >= 2 wei or else [last_price]; element (len - 1) * 60 / 100."""
+    pool: list[int] = []
+    for number in range(head, max(head - 20, 0, first - 1), -1):
+        values = sorted(t for t in tips.get(number, []) if t >= 2)[:3]
+        pool.extend(values or [last_price])
+    pool.sort()
+    return min(pool[(len(pool) - 1) * 60 // 100], 500 * GWEI) if pool else last_price
+
+
+def test_geth_oracle_matches_a_loop_over_every_head():
+    rng = np.random.default_rng(29)
+    first, stop = 1, 140
+    tips = {}
+    for number in range(first, stop):
+        count = int(rng.choice([0, 1, 2, 3, 5, 8], p=[0.1, 0.1, 0.1, 0.2, 0.3, 0.2]))
+        tips[number] = [int(t) for t in rng.integers(0, 700 * GWEI, count)] + [1] * (number % 2)
+    out = estimators.geth_oracle(_transactions(tips), start=first, stop=stop)
+    last, expected = 0, []
+    for head in range(first, stop):
+        last = _geth_one_head(tips, head, first, last)
+        expected.append(last)
+    assert out["block_number"].tolist() == list(range(first, stop))
+    assert out["max_priority_fee_per_gas_wei"].tolist() == expected
+    # a frame starting at block 40 has full windows from head 59; with geth's last answer
+    # (at head 58) as its start price it answers as the whole chain did
+    later = estimators.geth_oracle(_transactions({k: v for k, v in tips.items() if k >= 40}),
+                                   start=40, stop=stop, start_price=expected[58 - first])
+    assert later["block_number"].iloc[0] == 59
+    assert later["max_priority_fee_per_gas_wei"].tolist() == expected[59 - first:]
