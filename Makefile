@@ -25,8 +25,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[devnet,dev]'  # the devnet for make lab; dev has it too
 	@# 3.13+: the executable spec without its coincurve<21 pin (no wheel): see pyproject's dev extra
-	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 13))' \
-		&& $(BIN)/python -m pip install --quiet --no-deps ethereum-execution==2.20.0 || true
+	if $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 13))'; then \
+		$(BIN)/python -m pip install --quiet --no-deps ethereum-execution==2.20.0; fi
 	touch $(STAMP)
 
 # The pinned npm packages (solc, and ganache for tests/devnet/test_reference_node.py)
