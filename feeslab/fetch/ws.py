@@ -136,6 +136,28 @@ class AsyncSubscription:
         result, self.received_ns = value
         return result
 
+    def ready(self) -> list[Any]:
+        """The notifications already received and not yet taken, oldest first, without
+        waiting (an end of the subscription stays queued for the iteration to raise)."""
+        taken: list[Any] = []
+        while not self._queue.empty():
+            value = self._queue.get_nowait()
+            if value is _END:
+                self._queue.put_nowait(_END)
+                break
+            result, self.received_ns = value
+            taken.append(result)
+        return taken
+
+    def detach(self) -> None:
+        """End the iteration now, without telling the node (no message is sent): for a
+        caller about to close the connection, or one that must not wait on a busy socket.
+        Later notifications of this id are dropped."""
+        if self._closed:
+            return
+        self._transport._subs.pop(self.id, None)
+        self._end(None)
+
     async def aclose(self) -> None:
         """Unsubscribe (``eth_unsubscribe``) and end the iteration."""
         if self._closed:
@@ -515,6 +537,17 @@ class Subscription:
     def close(self) -> None:
         """Unsubscribe and end the iteration."""
         self._loop.run(self._inner.aclose())
+
+    def ready(self) -> list[Any]:
+        """The notifications already received and not yet taken, without waiting (see
+        ``AsyncSubscription.ready``): a slow consumer takes a backlog in one go."""
+        return self._loop.call(self._inner.ready)
+
+    def detach(self) -> None:
+        """End the iteration now without telling the node (see ``AsyncSubscription.detach``);
+        safe from any thread."""
+        if not self._loop.closed:
+            self._loop.call(self._inner.detach)
 
 
 class WebSocketTransport(Blocking):
