@@ -27,8 +27,11 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeGuard, cast
+
+if TYPE_CHECKING:  # for the types only: the error tree imports without the network layer
+    import httpx
 
 __all__ = [
     "LOG_FILTER",
@@ -149,39 +152,62 @@ def _redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     return data if clean == text else clean.encode("latin-1")
 
 
-def _httpx(name: str) -> Any:
+def _httpx(name: str) -> type | tuple[()]:
     """httpx's class ``name``, or ``()`` (matches nothing) while httpx is not imported: an httpx
     object cannot exist before, and the error tree stays importable without the network layer."""
     module = sys.modules.get("httpx")
-    return getattr(module, name) if module is not None else ()
+    return cast(type, getattr(module, name)) if module is not None else ()
 
 
-def _clean_headers(headers: Any, secrets: Iterable[str]) -> Any:
-    if isinstance(headers, _httpx("Headers")):
-        items = headers.multi_items()
-        clean = [(k, redact(v, secrets)) for k, v in items]
-        return headers if clean == items else type(headers)(clean)
+def _is_headers(value: object) -> TypeGuard[httpx.Headers]:
+    return isinstance(value, _httpx("Headers"))
+
+
+def _is_request(value: object) -> TypeGuard[httpx.Request]:
+    return isinstance(value, _httpx("Request"))
+
+
+def _is_response(value: object) -> TypeGuard[httpx.Response]:
+    return isinstance(value, _httpx("Response"))
+
+
+def _is_url(value: object) -> TypeGuard[httpx.URL]:
+    return isinstance(value, _httpx("URL"))
+
+
+def _clean_httpx_headers(headers: httpx.Headers, secrets: Iterable[str]) -> httpx.Headers:
+    items = headers.multi_items()
+    clean = [(k, redact(v, secrets)) for k, v in items]
+    return headers if clean == items else type(headers)(clean)
+
+
+def _clean_headers(headers: object, secrets: Iterable[str]) -> object:
+    if _is_headers(headers):
+        return _clean_httpx_headers(headers, secrets)
     raw_items = getattr(headers, "raw_items", None)  # websockets' Headers
     if callable(raw_items):
         items = list(raw_items())
         clean = [(k, redact(v, secrets)) for k, v in items]
-        return headers if clean == items else type(headers)(clean)
+        if clean == items:
+            return headers
+        # websockets' Headers is built from its (name, value) pairs
+        return cast(Callable[[list[tuple[str, str]]], object], type(headers))(clean)
     return headers
 
 
-def _scrub_message(obj: Any, secrets: Iterable[str]) -> None:
+def _scrub_message(obj: object, secrets: Iterable[str]) -> None:
     """Mask an httpx or websockets request/response in place: URL, path, headers, body."""
-    if isinstance(obj, _httpx("Request")):
+    if _is_request(obj):
         url = str(obj.url)
         clean = redact(url, secrets)
         if clean != url:
             obj.url = type(obj.url)(clean)
-        obj.headers = _clean_headers(obj.headers, secrets)
+        obj.headers = _clean_httpx_headers(obj.headers, secrets)
         if isinstance(getattr(obj, "_content", None), bytes):
             obj._content = _redact_bytes(obj._content, secrets)
         return
-    if isinstance(obj, _httpx("Response")):
-        obj.headers = _clean_headers(obj.headers, secrets)
+    if _is_response(obj):
+        obj.headers = _clean_httpx_headers(obj.headers, secrets)
         if isinstance(getattr(obj, "_content", None), bytes):
             obj._content = _redact_bytes(obj._content, secrets)
         if getattr(obj, "_request", None) is not None:
@@ -205,13 +231,13 @@ def _scrub_message(obj: Any, secrets: Iterable[str]) -> None:
                 setattr(obj, name, masked)
 
 
-def _is_message(value: Any) -> bool:
-    if isinstance(value, (_httpx("Request"), _httpx("Response"))):
+def _is_message(value: object) -> bool:
+    if _is_request(value) or _is_response(value):
         return True
     return type(value).__module__.startswith("websockets") and hasattr(value, "headers")
 
 
-def _clean_value(value: Any, secrets: Iterable[str]) -> Any:
+def _clean_value(value: object, secrets: Iterable[str]) -> object:
     """``value`` with credentials masked: a new str/bytes/URL/tuple, or the same object
     (requests and responses are masked in place)."""
     if isinstance(value, str):
@@ -219,7 +245,7 @@ def _clean_value(value: Any, secrets: Iterable[str]) -> Any:
         return value if clean == value else clean
     if isinstance(value, bytes):
         return _redact_bytes(value, secrets)
-    if isinstance(value, _httpx("URL")):
+    if _is_url(value):
         text = str(value)
         clean = redact(text, secrets)
         return value if clean == text else type(value)(clean)
@@ -232,8 +258,8 @@ def _clean_value(value: Any, secrets: Iterable[str]) -> Any:
 
 
 def _scrub_one(exc: BaseException, secrets: Iterable[str]) -> None:
-    args = _clean_value(exc.args, secrets)
-    if args is not exc.args:
+    args = _clean_value(exc.args, secrets)  # a tuple again, new only where masked
+    if isinstance(args, tuple) and args is not exc.args:
         with contextlib.suppress(AttributeError, TypeError):
             exc.args = args
     for name, value in list(vars(exc).items()):

@@ -13,7 +13,17 @@ import functools
 import inspect
 import threading
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
-from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, TypeVarTuple, overload
+from typing import (
+    Concatenate,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeAlias,
+    TypeVar,
+    TypeVarTuple,
+    cast,
+    overload,
+)
 
 from feeslab.errors import TransportError
 
@@ -23,6 +33,10 @@ _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _Ts = TypeVarTuple("_Ts")
 _Inner = TypeVar("_Inner")
+
+_Coro: TypeAlias = Coroutine[object, None, _T]
+"""A coroutine as asyncio drives it: it yields futures to the loop, is sent None, returns a
+``_T`` (every ``async def``'s coroutine is one)."""
 
 
 class _Closing(Protocol):
@@ -49,7 +63,7 @@ class LoopThread:
     def closed(self) -> bool:
         return self.loop.is_closed()
 
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def run(self, coro: _Coro[_T]) -> _T:
         """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
         if self.loop.is_closed():
             coro.close()
@@ -111,7 +125,7 @@ class Blocking:
             self._loop.stop()
             raise
 
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: _Coro[_T]) -> _T:
         return self._loop.run(coro)
 
     def close(self) -> None:
@@ -135,9 +149,11 @@ def blocking(
 ) -> Callable[Concatenate[Blocking, _P], Iterator[_T]]: ...
 @overload
 def blocking(
-    method: Callable[Concatenate[_Inner, _P], Coroutine[Any, Any, _T]],
+    method: Callable[Concatenate[_Inner, _P], _Coro[_T]],
 ) -> Callable[Concatenate[Blocking, _P], _T]: ...
-def blocking(method: Callable[..., Any]) -> Callable[..., Any]:
+def blocking(
+    method: Callable[..., AsyncGenerator[object, None] | _Coro[object]],
+) -> Callable[..., object]:
     """A blocking method of a ``Blocking`` client from its async twin's ``method`` (a
     coroutine function, or an async generator function that becomes a plain iterator)."""
     # the overloads above type it for callers; which of the two a method is, is told at run time
@@ -149,8 +165,10 @@ def blocking(method: Callable[..., Any]) -> Callable[..., Any]:
 
         return iterating
 
+    coroutine_function = cast(Callable[..., _Coro[object]], method)  # not a generator's: above
+
     @functools.wraps(method)
     def waiting(self: Blocking, *args: object, **kwargs: object) -> object:
-        return self._run(method(self._inner, *args, **kwargs))
+        return self._run(coroutine_function(self._inner, *args, **kwargs))
 
     return waiting

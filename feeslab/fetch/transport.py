@@ -61,7 +61,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Unpack
+from typing import Required, Unpack
 
 import httpx
 
@@ -129,6 +129,7 @@ __all__ = [
     "RECOVERY_PER_SECOND",
     "AsyncHTTPTransport",
     "CreditGovernor",
+    "HTTPOptions",
     "HTTPTransport",
     "Limits",
     "Retry",
@@ -143,6 +144,16 @@ OnBatch = Callable[[Sequence[RpcCall], list[RpcResult]], list[RpcResult] | None]
 """``on_batch(calls, results)``: one batch's answers, as they arrive. What it returns, when
 not None, stands for them (one result per call): e.g. each header reduced to what a scan
 keeps, so that the decoded batch is freed at once rather than when the last batch comes."""
+
+
+class HTTPOptions(TransportOptions, total=False):
+    """The keywords of both HTTP transports but ``sleep`` (documented at
+    ``AsyncHTTPTransport``): declared once, for ``HTTPTransport`` to hand on."""
+
+    url: Required[str]
+    headers: Mapping[str, str] | None
+    auth: tuple[str, str] | httpx.Auth | None
+    transport: httpx.BaseTransport | None
 
 
 def _interpret(
@@ -363,18 +374,10 @@ class HTTPTransport(Blocking, TransportReports):
     _inner: AsyncHTTPTransport
 
     def __init__(
-        self,
-        *,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        auth: tuple[str, str] | httpx.Auth | None = None,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], object] = time.sleep,
-        **options: Unpack[TransportOptions],
+        self, *, sleep: Callable[[float], object] = time.sleep, **options: Unpack[HTTPOptions]
     ) -> None:
         def make() -> AsyncHTTPTransport:
-            return AsyncHTTPTransport(url=url, headers=headers, auth=auth, transport=transport,
-                                      sleep=blocking_sleep(sleep), **options)  # fmt: skip
+            return AsyncHTTPTransport(sleep=blocking_sleep(sleep), **options)
 
         super().__init__(make, "feeslab-http")
         self._core = self._inner._core
