@@ -71,7 +71,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -383,7 +383,6 @@ class Receipt:
         return rlp_list_of_encoded([self._first(), _rlp_int(self.cumulative_gas_used), b"\xc0"])
 
 
-@dataclass(frozen=True, eq=False)
 class BlockBody:
     """A block's transactions, in block order, with what their receipts need.
 
@@ -395,24 +394,36 @@ class BlockBody:
     body's transaction list payload (``b"".join(block_items())``) [bytes].
     """
 
-    number: int
-    base_fee: int | None
-    hashes: tuple[bytes, ...]
-    encoded: tuple[bytes, ...]
-    gas_used: tuple[int, ...]
-    post_states: tuple[bytes, ...]
-    blob_gas_price: int | None
-    items_length: int
-    _chunk: _Chunk | None = field(default=None, repr=False)
-    _first: int = field(default=0, repr=False)  # its first transaction's index in the chunk
+    # a plain class with slots: one is made for every header answered, ~3x faster than a
+    # frozen dataclass's __init__
+    __slots__ = ("_chunk", "_first", "_transactions", "base_fee", "blob_gas_price", "encoded",
+                 "gas_used", "hashes", "items_length", "number", "post_states")  # fmt: skip
 
-    @functools.cached_property
+    def __init__(
+        self, number: int, base_fee: int | None, hashes: tuple[bytes, ...],
+        encoded: tuple[bytes, ...], gas_used: tuple[int, ...], post_states: tuple[bytes, ...],
+        blob_gas_price: int | None, items_length: int, chunk: _Chunk | None = None,
+        first: int = 0,
+    ) -> None:  # fmt: skip
+        self.number, self.base_fee, self.hashes, self.encoded = number, base_fee, hashes, encoded
+        self.gas_used, self.post_states, self.blob_gas_price = gas_used, post_states, blob_gas_price
+        self.items_length = items_length
+        self._chunk, self._first = chunk, first  # its first transaction's index in the chunk
+        self._transactions: tuple[Transaction, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"BlockBody(number={self.number}, transactions={len(self.hashes)})"
+
+    @property
     def transactions(self) -> tuple[Transaction, ...]:
-        if self._chunk is None:
-            return ()
-        lo, hi = self._first, self._first + len(self.hashes)
-        columns = (column[lo:hi] for column in self._chunk.fields)
-        return tuple(map(Transaction._make, zip(*columns, self.encoded, self.hashes, strict=True)))
+        if self._transactions is None:
+            if self._chunk is None:
+                return ()
+            lo, hi = self._first, self._first + len(self.hashes)
+            columns = (column[lo:hi] for column in self._chunk.fields)
+            self._transactions = tuple(map(
+                Transaction._make, zip(*columns, self.encoded, self.hashes, strict=True)))
+        return self._transactions
 
     def block_items(self) -> list[bytes]:
         """The transactions as a block body's list holds them: legacy ones as their RLP list,
@@ -477,8 +488,10 @@ _BODIES_LOCK = threading.Lock()
 
 def block_body(history: History, number: int) -> BlockBody:
     """Block ``number``'s transactions (generated on demand, the last 256 kept)."""
-    with _BODIES_LOCK:
-        bodies = _BODIES.setdefault(history, _Bodies())
+    bodies = _BODIES.get(history)
+    if bodies is None:
+        with _BODIES_LOCK:
+            bodies = _BODIES.setdefault(history, _Bodies())
     with bodies.lock:
         body = bodies.items.get(number)
         if body is not None:
@@ -736,11 +749,12 @@ def _chunk(history: History, chunk: int) -> _Chunk:
     payload += body.add(data, 0, data_length)
     payload += body.constant(b"\xc0", typed)
     width = max(map(len, blob_part), default=0)
-    if width:
+    if width:  # the blob fields, laid into a matrix by one mask
+        part_length = np.fromiter(map(len, blob_part), dtype=np.int64, count=n)
         part = np.zeros((n, width), dtype=np.uint8)
-        for i in np.flatnonzero(is_blob).tolist():
-            part[i, : len(blob_part[i])] = np.frombuffer(blob_part[i], dtype=np.uint8)
-        payload += body.add(part, 0, np.array([len(p) for p in blob_part]))
+        part[np.arange(width) < part_length[:, None]] = np.frombuffer(b"".join(blob_part),
+                                                                      dtype=np.uint8)
+        payload += body.add(part, 0, part_length)
     payload += body.uint64(v)
     payload += body.integer(r)
     payload += body.integer(s)
