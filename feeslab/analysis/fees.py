@@ -41,6 +41,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TypeVar, overload
 
@@ -63,7 +64,7 @@ __all__ = sorted([
     "block_states", "busy_threshold", "eip1559_parameters", "fee_regimes", "fee_summary",
     "gas_api_percentiles", "gas_used_target_ratio", "includable_blocks", "infer_utilisation",
     "log_returns", "max_fee_per_gas", "next_base_fee", "next_base_fees", "regime_spans",
-    "rolling_volatility",
+    "rolling_volatility", "tip_cdf", "tip_percentiles",
 ])  # fmt: skip
 
 GWEI = 10**9
@@ -1551,3 +1552,115 @@ def fee_summary(
         },
         name=name,
     )
+
+
+# -- tips inside whole blocks ----------------------------------------------------------------
+
+
+def _tip_rows(
+    transactions: pd.DataFrame, tip: str, weight: str | None, by: str
+) -> tuple[pd.DataFrame, str]:
+    needed = [by, tip] + ([weight] if weight else [])
+    absent = [c for c in needed if c not in transactions.columns]
+    if absent:
+        raise ValueError(f"transactions lacks {absent}: pass a transactions frame with receipts")
+    rows = transactions[needed].dropna()
+    if weight is None:
+        rows = rows.assign(_weight=1)
+        weight = "_weight"
+    return rows, weight
+
+
+def tip_percentiles(
+    transactions: pd.DataFrame,
+    percentiles: Sequence[float] = (10, 50, 90),
+    *,
+    tip: str = "effective_tip_wei",
+    weight: str | None = "gas_used",
+    by: str = "block_number",
+) -> pd.DataFrame:
+    """Percentiles of the tips transactions paid, per block, weighted by gas as geth does.
+
+    geth's ``eth_feeHistory`` reward percentile p is the tip of the transaction at which the
+    cumulative gas used, in order of tip, first reaches p % of the block's gas used; this
+    computes the same from the transactions themselves (each transaction's tip from its
+    receipt: effective gas price minus the base fee).
+
+    Parameters
+    ----------
+    transactions : pandas.DataFrame
+        One row per transaction with ``by``, ``tip`` [wei per gas] and ``weight`` [gas].
+    percentiles : sequence of float
+        In [0, 100].
+    tip : str, default "effective_tip_wei"
+        The tip column [wei per gas].
+    weight : str or None, default "gas_used"
+        The weight column [gas]; None counts transactions equally.
+    by : str, default "block_number"
+        The grouping column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``by``: ``transactions`` (int64) and one ``tip_p<p>_wei`` (int64) column per
+        percentile [wei per gas]: a tip that was paid, never an interpolation.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a percentile outside [0, 100].
+
+    References
+    ----------
+    .. [1] go-ethereum ``eth/gasprice/feehistory.go`` (``processBlock``: rewards by cumulative
+       gas used).
+    """
+    for p in percentiles:
+        if not 0 <= p <= 100:
+            raise ValueError(f"percentiles must lie in [0, 100], got {p}")
+    rows, weight = _tip_rows(transactions, tip, weight, by)
+    out: dict[object, dict[str, int]] = {}
+    for key, group in rows.groupby(by, sort=True):
+        ordered = group.sort_values(tip, kind="stable")
+        tips = ordered[tip].to_numpy(dtype=np.int64)
+        cumulative = np.cumsum(ordered[weight].to_numpy(dtype=np.float64))
+        total = cumulative[-1]
+        row = {"transactions": len(tips)}
+        for p in percentiles:
+            # the first transaction whose cumulative gas reaches p % of the block's (geth)
+            at = min(int(np.searchsorted(cumulative, total * p / 100, side="left")), len(tips) - 1)
+            row[f"tip_p{p:g}_wei"] = int(tips[at])
+        out[key] = row
+    frame = pd.DataFrame.from_dict(out, orient="index")
+    frame.index.name = by
+    return frame.astype(np.int64)
+
+
+def tip_cdf(
+    transactions: pd.DataFrame,
+    *,
+    tip: str = "effective_tip_wei",
+    weight: str | None = "gas_used",
+    by: str = "block_number",
+) -> pd.DataFrame:
+    """The distribution of tips inside each block: share of gas (or transactions) at or below a tip.
+
+    Parameters
+    ----------
+    transactions : pandas.DataFrame
+        As for :func:`tip_percentiles`.
+    tip, weight, by : str
+        As for :func:`tip_percentiles`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per distinct tip per group, ascending: ``by``, ``tip_wei`` (int64) [wei per
+        gas], ``share`` (float64, in (0, 1]: the part of the group's gas, or transactions,
+        paying at most this tip). The last row of each group has share 1.
+    """
+    rows, weight = _tip_rows(transactions, tip, weight, by)
+    summed = rows.groupby([by, tip], sort=True)[weight].sum().astype(np.float64)
+    share = summed.groupby(level=0).cumsum() / summed.groupby(level=0).transform("sum")
+    out = share.rename("share").reset_index().rename(columns={tip: "tip_wei"})
+    return out.astype({"tip_wei": np.int64})

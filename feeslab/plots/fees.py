@@ -29,6 +29,7 @@ __all__ = [
     "plot_gas_api_percentiles",
     "plot_regime_spans",
     "plot_regimes",
+    "plot_tip_cdf",
     "plot_utilisation",
     "plot_volatility",
 ]
@@ -458,4 +459,41 @@ def plot_fee_summary(
     ax.barh(names, summary[column].to_numpy(dtype=float) * scale, **kwargs)
     ax.invert_yaxis()  # first chain on top
     ax.set_xlabel(label.replace("[fraction]", "[%]") if percent else label)
+    return ax
+
+
+@_documented
+def plot_tip_cdf(
+    frame: pd.DataFrame, *, ax: Axes | None = None, by: str = "block_number", **kwargs: Any
+) -> Axes:
+    """The tips inside each block as a cumulative distribution: one step line per block.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`feeslab.analysis.fees.tip_cdf`'s frame (``by``, ``tip_wei``, ``share``).
+    %(ax)s
+    by : str, default "block_number"
+        The column naming each line (as given to ``tip_cdf``).
+    **kwargs
+        Passed to each ``Axes.step``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One line per group labelled with it, x ``tip [gwei]`` on a symlog axis (zero tips
+        stay visible), y ``share of the block's gas at or below [%]``.
+    """
+    frame = _require(frame, {by, "tip_wei", "share"}, "tip_cdf's frame")
+    ax = _axes(ax)
+    for key, group in frame.groupby(by, sort=True):
+        label = f"{key:,}" if isinstance(key, int | np.integer) else str(key)
+        tips = np.r_[0.0, group["tip_wei"].to_numpy(dtype=float) / _GWEI]
+        shares = np.r_[0.0, group["share"].to_numpy(dtype=float) * 100]
+        ax.step(tips, shares, where="post", **{"lw": 1.2, "label": label, **kwargs})
+    ax.set_xscale("symlog", linthresh=0.01)
+    ax.set_xlabel("tip [gwei] (symlog: linear below 0.01)")
+    ax.set_ylabel("share of the block's gas at or below [%]")
+    ax.set_ylim(0, 100)
+    ax.legend(title=by.replace("_", " "), fontsize="small")
     return ax

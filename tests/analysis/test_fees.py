@@ -665,3 +665,39 @@ def test_fee_summary_compares_chains_in_their_own_units(network_lab):
     assert summaries["mainnet"][["max_rise", "max_fall"]].tolist() == [0.125, 0.125]
     assert summaries["base-mainnet"][["max_rise", "max_fall"]].tolist() == [0.02, 0.004]
     assert summaries["mainnet"]["blocks"] == 2048
+
+
+# -- tips inside whole blocks ----------------------------------------------------------------
+
+
+def tips_frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "block_number": [7, 7, 7, 7, 8],
+        "effective_tip_wei": [3, 1, 2, 100, 5],
+        "gas_used": [21_000, 50_000, 21_000, 8_000, 30_000],
+    })  # fmt: skip
+
+
+def test_tip_percentiles_follow_geths_cumulative_gas_rule():
+    from feeslab.analysis.fees import tip_percentiles
+
+    table = tip_percentiles(tips_frame(), [0, 50, 60, 99, 100])
+    # block 7 by tip: 1 (50,000 gas), 2 (21,000), 3 (21,000), 100 (8,000); 100,000 gas in all
+    assert table.loc[7].tolist() == [4, 1, 1, 2, 100, 100]
+    assert table.loc[8].tolist() == [1, 5, 5, 5, 5, 5]
+    unweighted = tip_percentiles(tips_frame(), [50], weight=None)
+    assert unweighted.loc[7, "tip_p50_wei"] == 2  # the second of four transactions
+    with pytest.raises(ValueError, match="percentiles"):
+        tip_percentiles(tips_frame(), [101])
+    with pytest.raises(ValueError, match="lacks"):
+        tip_percentiles(tips_frame().drop(columns="gas_used"))
+
+
+def test_tip_cdf_gives_the_share_of_gas_at_or_below_each_tip():
+    from feeslab.analysis.fees import tip_cdf
+
+    cdf = tip_cdf(tips_frame())
+    seven = cdf[cdf["block_number"] == 7]
+    assert seven["tip_wei"].tolist() == [1, 2, 3, 100]
+    assert seven["share"].tolist() == pytest.approx([0.5, 0.71, 0.92, 1.0])
+    assert cdf[cdf["block_number"] == 8]["share"].tolist() == [1.0]

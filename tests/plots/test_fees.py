@@ -232,3 +232,22 @@ def test_plot_fee_summary_draws_a_bar_per_chain_with_the_unit(history):
     assert ax.get_xlabel() == "largest fall per block [%]"
     with pytest.raises(ValueError, match="needs a fraction"):
         plot_fee_summary(summary, column="median_base_fee_gwei", percent=True)
+
+
+def test_plot_tip_cdf_draws_one_step_line_per_block_from_zero_to_100():
+    import matplotlib.pyplot as plt
+
+    from feeslab.analysis.fees import tip_cdf
+    from feeslab.plots import plot_tip_cdf
+
+    txs = pd.DataFrame({"block_number": [7, 7, 8], "effective_tip_wei": [10**9, 0, 2 * 10**9],
+                        "gas_used": [30_000, 10_000, 21_000]})  # fmt: skip
+    ax = plot_tip_cdf(tip_cdf(txs))
+    seven, eight = ax.lines
+    assert seven.get_label() == "7" and eight.get_label() == "8"
+    assert seven.get_xdata().tolist() == [0.0, 0.0, 1.0]  # from the origin, then each tip [gwei]
+    assert seven.get_ydata().tolist() == [0.0, 25.0, 100.0]
+    assert ax.get_xscale() == "symlog" and ax.get_ylim() == (0, 100)
+    with pytest.raises(TypeError, match="tip_cdf"):
+        plot_tip_cdf(txs)
+    plt.close("all")
