@@ -145,20 +145,26 @@ def _included(
     max_fee = _ints(suggestions, "max_fee_per_gas_wei", what)[keep]
     tip = _ints(suggestions, "max_priority_fee_per_gas_wei", what)[keep]
     n = len(row)
-    # one block offset at a time: slices where the heads are consecutive (the usual case)
+    # one block offset at a time: a slice for the first where the heads are consecutive (the
+    # usual case), then only the suggestions still waiting
     run = n > 0 and int(row[-1] - row[0]) == n - 1 and bool((np.diff(row) == 1).all())
     delay = np.zeros(n, dtype=np.int64)  # 0: not (yet) included
     waiting = np.ones(n, dtype=bool)
+    left = np.arange(n)  # the suggestions still waiting, after the first block: a shrinking set
     for j in range(1, horizon + 1):
-        if run:
-            at = slice(int(row[0]) + j, int(row[0]) + j + n)
+        if j == 1 and run:
+            at = slice(int(row[0]) + 1, int(row[0]) + 1 + n)
             ok = (max_fee >= floor[at]) & (tip >= low[at])
+            delay[ok] = 1
+            waiting = ~ok
+            left = np.flatnonzero(waiting)
         else:
-            ok = (max_fee >= floor[row + j]) & (tip >= low[row + j])
-        ok &= waiting
-        delay[ok] = j
-        waiting &= ~ok
-        if not waiting.any():
+            ahead = row[left] + j
+            ok = (max_fee[left] >= floor[ahead]) & (tip[left] >= low[ahead])
+            delay[left[ok]] = j
+            waiting[left[ok]] = False
+            left = left[~ok]
+        if not len(left):
             break
     got = ~waiting
     at_block = np.where(got, row + delay, 0)
@@ -208,7 +214,7 @@ def inclusion(
     return out
 
 
-def _summary(delay: np.ndarray, got: np.ndarray, over: np.ndarray, cheapest: np.ndarray,
+def _summary(delay: np.ndarray, got: np.ndarray, over: np.ndarray, pct: np.ndarray,
              horizon: int) -> dict[str, Any]:  # fmt: skip
     n = len(delay)
     row: dict[str, Any] = {"suggestions": n}
@@ -224,10 +230,10 @@ def _summary(delay: np.ndarray, got: np.ndarray, over: np.ndarray, cheapest: np.
         rank = int(np.searchsorted(cumulative, q * n, side="left"))  # inverted CDF
         row[name] = float(rank) if rank <= horizon else np.inf
     if got.any():
-        paid_over, base = over[got], cheapest[got]
+        paid_over = over[got] if not got.all() else over
         row["overpay_gwei_median"] = float(np.median(paid_over)) / GWEI
         row["overpay_gwei_mean"] = float(paid_over.mean()) / GWEI
-        row["overpay_pct_median"] = float(np.median(100 * paid_over / np.maximum(base, 1)))
+        row["overpay_pct_median"] = float(np.median(pct[got] if not got.all() else pct))
     else:
         row["overpay_gwei_median"] = row["overpay_gwei_mean"] = np.nan
         row["overpay_pct_median"] = np.nan
@@ -287,16 +293,16 @@ def backtest(
     for name, frame in suggestions.items():
         _, at, got, delay, paid, cheapest = _included(frame, market, horizon)
         over = paid - cheapest
-        groups = {"all": np.ones(len(at), dtype=bool)}
+        pct = 100 * over / np.maximum(cheapest, 1)
+        rows.append({"estimator": name, "regime": "all"}
+                    | _summary(delay, got, over, pct, horizon))  # fmt: skip
         if codes is not None:
             regime = codes[at]
             for code, label in enumerate(order[1:]):
-                groups[label] = regime == code
-        for label in order:
-            pick = groups[label]
-            rows.append({"estimator": name, "regime": label}
-                        | _summary(delay[pick], got[pick], over[pick], cheapest[pick],
-                                   horizon))  # fmt: skip
+                pick = regime == code
+                rows.append({"estimator": name, "regime": label}
+                            | _summary(delay[pick], got[pick], over[pick], pct[pick],
+                                       horizon))  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs = dict(market.attrs) | {"horizon": horizon}
     return out
