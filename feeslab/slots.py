@@ -393,14 +393,7 @@ def array_element_slot(
        and Dynamic Arrays" and the packing rules for state variables.
     """
     base = _as_uint256(slot, "slot")
-    if isinstance(index, bool):
-        raise TypeError("index must be an int, not bool")
-    try:
-        index = operator.index(index)
-    except TypeError:
-        raise TypeError(f"index must be an int, not {type(index).__name__}") from None
-    if index < 0:
-        raise ValueError(f"index must be >= 0, got {index}")
+    index = _non_negative(index, "index")
     start = _keccak_int(_word_bytes(base)) if dynamic else base
     if element_bytes is not None:
         if element_slots != 1:
@@ -437,15 +430,21 @@ def struct_member_slot(base: WordLike, member_slot_offset: int) -> int:
        follow the same rules as state variables, starting at the struct's slot.
     """
     start = _as_uint256(base, "base")
-    if isinstance(member_slot_offset, bool):
-        raise TypeError("member_slot_offset must be an int, not bool")
+    return (start + _non_negative(member_slot_offset, "member_slot_offset")) % WORD_MOD
+
+
+def _non_negative(value: SupportsIndex, name: str) -> int:
+    """``value`` as an int >= 0 (numpy ints accepted): a TypeError for a bool or a non-integer,
+    a ValueError naming ``name`` for a negative one."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
     try:
-        offset = operator.index(member_slot_offset)
+        number = operator.index(value)
     except TypeError:
-        raise TypeError("member_slot_offset must be an int") from None
-    if offset < 0:
-        raise ValueError(f"member_slot_offset must be >= 0, got {offset}")
-    return (start + offset) % WORD_MOD
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {number}")
+    return number
 
 
 # -- words -------------------------------------------------------------------------------------

@@ -483,15 +483,8 @@ class Cache:
         assert self._conn is not None
         for method, params, _ in bad:
             log.warning("cache %s: corrupt entry %s %s deleted", self.path, method, params[:200])
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "DELETE FROM answers WHERE method = ? AND params = ? AND checksum = ?", bad
-            )
-            self._conn.execute("COMMIT")
-        except sqlite3.DatabaseError:
-            log.exception("cache %s: could not delete corrupt entries", self.path)
-            self._rollback()
+        self._write_many("DELETE FROM answers WHERE method = ? AND params = ? AND checksum = ?",
+                         bad, "could not delete corrupt entries")
         self._corrupt += len(bad)
 
     # -- writing --------------------------------------------------------------------------------
@@ -603,17 +596,11 @@ class Cache:
         with self._lock:
             if self._conn is None:
                 return 0
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                # settled answers do not change, so replacing is harmless and heals a bad row
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)", rows
-                )
-                self._conn.execute("COMMIT")
-            except sqlite3.OperationalError:
-                # a full disk or a lock held too long must not fail a fetch that already paid
-                log.exception("cache %s: could not store %d entries", self.path, len(rows))
-                self._rollback()
+            # settled answers do not change, so replacing is harmless and heals a bad row; a full
+            # disk or a lock held too long must not fail a fetch that already paid
+            if not self._write_many("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)", rows,
+                                    f"could not store {len(rows)} entries",
+                                    sqlite3.OperationalError):
                 return 0
         return len(rows)
 
@@ -661,13 +648,9 @@ class Cache:
                 rows.append((dataset, key, name, _checksum(dataset, key, data), block))
             if not rows:
                 return 0
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
-                self._conn.execute("COMMIT")
-            except sqlite3.OperationalError:
-                log.exception("cache %s: could not store %d chunks", self.path, len(rows))
-                self._rollback()
+            if not self._write_many("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?)", rows,
+                                    f"could not store {len(rows)} chunks",
+                                    sqlite3.OperationalError):
                 return 0
         return len(rows)
 
@@ -710,15 +693,9 @@ class Cache:
                     continue
                 out[i] = data
             if bad:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(
-                        "DELETE FROM chunks WHERE dataset = ? AND key = ? AND checksum = ?", bad
-                    )
-                    conn.execute("COMMIT")
-                except sqlite3.DatabaseError:
-                    log.exception("cache %s: could not delete corrupt chunks", self.path)
-                    self._rollback()
+                self._write_many(
+                    "DELETE FROM chunks WHERE dataset = ? AND key = ? AND checksum = ?", bad,
+                    "could not delete corrupt chunks")  # fmt: skip
                 self._corrupt += len(bad)
             found = sum(value is not MISSING for value in out)
             self._hits += found
@@ -773,6 +750,26 @@ class Cache:
         assert self._conn is not None
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+    def _write_many(
+        self,
+        sql: str,
+        rows: Sequence[tuple[object, ...]],
+        failure: str,
+        errors: type[sqlite3.DatabaseError] = sqlite3.DatabaseError,
+    ) -> bool:
+        """``sql`` once per row in one write transaction (call with ``_lock`` held); False,
+        logged with ``failure`` and rolled back, when SQLite raises ``errors``."""
+        assert self._conn is not None
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(sql, rows)
+            self._conn.execute("COMMIT")
+        except errors:
+            log.exception("cache %s: %s", self.path, failure)
+            self._rollback()
+            return False
+        return True
 
     # -- housekeeping ---------------------------------------------------------------------------
 

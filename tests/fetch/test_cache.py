@@ -536,3 +536,28 @@ def test_chunks_between_blocks_are_listed_and_dropped(cache: Cache, tmp_path: Pa
     assert sorted(k for k, _ in cache.chunks_between("notes", 0, 100)) == ["10", "40", "5"]
     assert cache.get_chunks("other", ["20"]) == [b"not a note"]  # another dataset is kept
     assert len(_chunk_files(tmp_path)) == 4  # the dropped notes' files are gone too
+
+
+def test_a_write_sqlite_refuses_is_logged_and_rolled_back(tmp_path: Path, caplog) -> None:
+    # another process holds the write lock past the timeout: the answers and chunks are not
+    # stored (a fetch that already paid must not fail), no transaction is left open, and the
+    # next write after the lock is gone goes through
+    with Cache(IDENT, path=tmp_path, timeout=0.05) as cache:
+        other = sqlite3.connect(db_path(tmp_path), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with caplog.at_level(logging.ERROR, logger="feeslab.fetch.cache"):
+                assert not cache.put(BLOCK_METHOD, ["0x5", False], block_answer(5), block=5,
+                                     settled_below=100)
+                assert cache.put_chunks("scan", [("0-9", b"data", 9)], settled_below=100) == 0
+            messages = [r.getMessage() for r in caplog.records]
+            assert any(m.endswith("could not store 1 entries") for m in messages), messages
+            assert any(m.endswith("could not store 1 chunks") for m in messages), messages
+            assert not cache._conn.in_transaction
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert cache.put(BLOCK_METHOD, ["0x5", False], block_answer(5), block=5, settled_below=100)
+        assert cache.get(BLOCK_METHOD, ["0x5", False]) == block_answer(5)
+        assert cache.put_chunks("scan", [("0-9", b"data", 9)], settled_below=100) == 1
+        assert cache.get_chunks("scan", ["0-9"]) == [b"data"]
