@@ -184,3 +184,47 @@ def test_the_window_is_bounded_and_stop_after_ends_it():
         _gapless(frame)
         assert not w.running
         w.stop()
+
+
+def test_the_figure_redraws_in_place_with_new_blocks():
+    # the widget the notebook shows: one Image whose PNG is replaced, never a growing output
+    from feeslab.watch import _View
+
+    with (
+        start(seed=7, block_time=BLOCK_TIME, **LIMITS) as live,
+        _connect(live) as lab,
+        watch(lab, redraw=0.05, columns=["base_fee_gwei", "reward_p50_wei"]) as w,
+    ):
+        view = _View(w)
+        seen = {bytes(view.image.value)}
+        deadline = time.monotonic() + 30
+        while len(seen) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen.add(bytes(view.image.value))
+        assert len(seen) >= 6, f"{len(seen)} distinct figures"
+        assert all(png.startswith(b"\x89PNG") for png in seen)
+        assert len(view.widget.children) == 2 and view.draws >= 5
+        assert "credits spent" in view.status.value and "devnet" not in view.status.value
+    view.close()
+
+
+def test_the_cli_prints_a_line_per_block_and_writes_the_frame(tmp_path):
+    import io
+
+    from feeslab.frames.io import frame_from_bytes
+    from feeslab.watch import run_cli
+
+    out = tmp_path / "watch.parquet"
+    stream = io.StringIO()
+    with start(seed=7, block_time=BLOCK_TIME, **LIMITS) as devnet, _connect(devnet) as lab:
+        status = run_cli(lab, stop_after=8, out=str(out), stream=stream)
+    assert status == 0
+    lines = stream.getvalue().splitlines()
+    assert lines[0].split()[:2] == ["block", "base[gwei]"]
+    rows = [line for line in lines[1:] if line.split()[0].isdigit()]
+    assert len(rows) >= 8
+    numbers = [int(line.split()[0]) for line in rows]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    frame = frame_from_bytes(out.read_bytes())
+    assert frame["block_number"].tolist()[-len(numbers):] == numbers
+    assert frame.attrs["source"] == "devnet" and str(frame["base_fee_wei"].dtype) == "Int64"
