@@ -596,13 +596,7 @@ class Cache:
         with self._lock:
             if self._conn is None:
                 return 0
-            # settled answers do not change, so replacing is harmless and heals a bad row; a full
-            # disk or a lock held too long must not fail a fetch that already paid
-            if not self._write_many("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)", rows,
-                                    f"could not store {len(rows)} entries",
-                                    sqlite3.OperationalError):
-                return 0
-        return len(rows)
+            return self._store("answers", rows, "entries")
 
     # -- chunks: settled results kept whole ---------------------------------------------------
 
@@ -646,13 +640,7 @@ class Cache:
                     Path(temporary).unlink(missing_ok=True)
                     continue
                 rows.append((dataset, key, name, _checksum(dataset, key, data), block))
-            if not rows:
-                return 0
-            if not self._write_many("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?)", rows,
-                                    f"could not store {len(rows)} chunks",
-                                    sqlite3.OperationalError):
-                return 0
-        return len(rows)
+            return self._store("chunks", rows, "chunks")
 
     def get_chunks(self, dataset: str, keys: Iterable[str]) -> list[Any]:
         """The stored bytes of each of ``dataset``'s ``keys`` (in order), or `MISSING`.
@@ -750,6 +738,18 @@ class Cache:
         assert self._conn is not None
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+    def _store(self, table: str, rows: Sequence[tuple[object, ...]], what: str) -> int:
+        """Put ``rows`` (five columns) in ``table`` (call with ``_lock`` held): how many were
+        stored, 0 when SQLite refuses (a full disk or a lock held too long must not fail a
+        fetch that already paid). Settled answers do not change, so replacing is harmless and
+        heals a bad row."""
+        if not rows or not self._write_many(
+            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?)", rows,
+            f"could not store {len(rows)} {what}", sqlite3.OperationalError,
+        ):  # fmt: skip
+            return 0
+        return len(rows)
 
     def _write_many(
         self,
