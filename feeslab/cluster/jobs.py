@@ -630,9 +630,12 @@ class _Writes:
 _WRITES = _Writes()  # this process's (a worker's) partition writes
 
 
-def _settle_writes(run: str) -> dict[str, Any]:
-    """On a worker: :meth:`_Writes.settle` of ``run``."""
-    return _WRITES.settle(run)
+async def _settle_writes(run: str) -> dict[str, Any]:
+    """On a worker (``client.run``): :meth:`_Writes.settle` of ``run``, waited for on a thread,
+    so that the worker's event loop (its heartbeats, other jobs' tasks) never waits on a disk."""
+    import asyncio
+
+    return await asyncio.to_thread(_WRITES.settle, run)
 
 
 # -- on the driver -------------------------------------------------------------------------

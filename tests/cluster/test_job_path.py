@@ -163,7 +163,7 @@ def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
     """Write-behind: a task hands its file to its worker's writer thread and answers; settling
     the run waits for the file (whole, under its name) and gives the write's CPU. A file no
     worker wrote (its worker gone) is written by the driver from the rows it holds."""
-    from feeslab.cluster.jobs import _settle, _settle_writes
+    from feeslab.cluster.jobs import _settle
 
     source = Era1Source(exported)
     job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
@@ -172,9 +172,11 @@ def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
     part = job.partitions[0]
 
     def on_a_worker() -> tuple[dict, dict]:
+        from feeslab.cluster.jobs import _WRITES  # the worker's own (not pickled from here)
+
         answer = run_partition(task, part, None)
         answer.pop("frame")
-        return answer, _settle_writes("run-w")
+        return answer, _WRITES.settle("run-w")
 
     answer, settled = client.submit(on_a_worker, pure=False).result()
     assert settled["cpu"][part.name] > 0
