@@ -420,3 +420,23 @@ def test_branch_shares_by_period_count_only_blocks_with_a_branch():
     assert shares[list(fees.EXCESS_BRANCHES)].sum(axis=1).tolist() == pytest.approx([1.0, 1.0])
     with pytest.raises(ValueError, match="rows"):
         fees.branch_shares_by_period(chain, branches.iloc[:3])
+
+
+def test_excess_branches_on_every_real_block_from_cancun_to_2026():
+    """All 5,039,067 mainnet blocks of samples.blob_market(): each excess follows one branch of
+    the rule, EIP-7918's only from Osaka, and the branches agree with the sample's own
+    reserve_price_bound column (computed separately, when the sample was built)."""
+    from feeslab import samples
+
+    market = samples.blob_market()
+    branches = fees.excess_branches(market)
+    assert branches.isna().sum() == 1  # Cancun's first block: its parent has no blob fields here
+    assert (branches == "off_rule").sum() == 0
+    forks = market["fork"].astype(str)
+    before_osaka = forks.isin(["cancun", "prague"])
+    assert (branches[before_osaka] == "reserve").sum() == 0
+    assert (branches[~before_osaka] == "reserve").sum() > 100_000  # it binds, and often
+    if "reserve_price_bound" in market.columns:
+        told = branches.isin(["target", "reserve", "below_target"])
+        bound = market["reserve_price_bound"][told].astype(bool)
+        assert ((branches[told] == "reserve") == bound).all()
