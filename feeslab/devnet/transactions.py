@@ -15,7 +15,7 @@ What a block holds:
   ``gasUsed`` exactly (the rounding remainder goes to the block's last transaction, always a
   call).  Mainnet averages ~100,000 gas a transaction; the devnet's ten times fewer, larger
   ones keep a header with its transaction hashes ~1.5x a bare header's size, not 6x, and the
-  cost of drawing and hashing them (~20 us each) near a header's.
+  cost of drawing and hashing them near a header's (see *How they are built*).
 * **Types per fork.**  Legacy before London (EIP-155-protected from Byzantium on chain 1,
   ``v`` 27/28 before); from London eight in ten EIP-1559 (type 2), the rest legacy; from
   Cancun the header's blobs are carried by type-3 transactions of at most 6 blobs each, whose
@@ -52,6 +52,18 @@ block's transactions ~140 us at block 10,000 (7 of them), ~390 us at 100,000 (19
 ms more.  The roots would make generation 10-70x slower where the devnet's header rate was to
 stay within 10 %, so they do not commit.
 :func:`transactions_root` and :func:`receipts_root` compute what the roots would be.
+
+How they are built: a header answer lists its transactions' hashes, so every header read the
+first time draws and hashes its block's transactions.  ``_CHUNK`` (256) blocks' transactions
+are drawn and encoded together (:func:`_chunk`): every field as a numpy column, then the RLP
+of all of them at once, each field a byte matrix with the rows' used columns marked, one
+boolean mask laying the bytes out end to end (:class:`_Bytes`).  A block then costs one
+keccak per transaction (~1.6 us, pysha3) on slices of that buffer; the
+:class:`Transaction` tuples (and the 65,536 senders' table) are built only when a full block,
+receipts or an era1 file asks for them.  Measured under load (2 cores, load average ~10, CPU
+time): ~80-120 us a block at block 180,000 (15 transactions) for the chunk, ~45 us for the
+hashes; the previous per-transaction Python encoder took ~300 us a block there.  The output
+is the same, byte for byte (compared on 3,595 blocks of the four chains).
 
 References
 ----------
@@ -508,13 +520,9 @@ def block_body(history: History, number: int) -> BlockBody:
 @functools.lru_cache(maxsize=8)
 def _addresses(salt: bytes, kind: bytes, count: int) -> np.ndarray:
     """The first ``count`` addresses of a kind, as a (count, 20) byte matrix (one per history)."""
-    return np.frombuffer(b"".join(_address(salt, kind, i) for i in range(count)),
-                         dtype=np.uint8).reshape(count, 20)  # fmt: skip
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _address(salt: bytes, kind: bytes, index: int) -> bytes:
-    return _keccak(salt + kind + index.to_bytes(4, "big"))[12:]
+    prefix = salt + kind  # address i: the last 20 bytes of keccak(salt || kind || i)
+    raw = b"".join(_keccak(prefix + i.to_bytes(4, "big"))[12:] for i in range(count))
+    return np.frombuffer(raw, dtype=np.uint8).reshape(count, 20)
 
 
 _ERC20_TRANSFER = bytes.fromhex("a9059cbb")
