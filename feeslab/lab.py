@@ -6,9 +6,8 @@ those that cost credits, made from the dataset's declaration: its fetch's signat
 docstring, run on this Lab's source (the service, a devnet or any node over JSON-RPC,
 ``feeslab.sources.rpc``, or era1 archive files, ``feeslab.sources.era1``), in one process or,
 with ``client=``, in partitions on a dask cluster (``feeslab.cluster``). A Lab also gives
-the node client (``lab.node``), the Gas API client (``lab.gas``), the credits ledger
-(``lab.credits``), the storage (IPFS) client (``lab.ipfs``, with ``publish_frame`` and
-``load_frame`` to share frames by CID) and the multichain wallet client (``lab.wallet``).
+``lab.node``, ``lab.gas`` (the Gas API), ``lab.credits``, ``lab.ipfs`` (``publish_frame``,
+``load_frame``: frames shared by CID), ``lab.wallet`` and ``lab.watch`` (the head live).
 """
 
 from __future__ import annotations
@@ -32,13 +31,14 @@ if TYPE_CHECKING:
     from feeslab.fetch.ipfs import IpfsClient
     from feeslab.fetch.wallet import WalletClient
     from feeslab.fetch.ws import Subscription
+    from feeslab.watch import Watch
 
 __all__ = ["Lab", "UncleScan"]
 
 
 class Lab:
-    """A connection to one chain of the service (real or devnet), any node, or era1 files,
-    with frames on top. Use :func:`feeslab.connect` to make one.
+    """One chain of the service (real or devnet), any node, or era1 files, with frames on
+    top: :func:`feeslab.connect` makes one.
 
     Attributes
     ----------
@@ -72,8 +72,7 @@ class Lab:
 
     @property
     def node(self) -> Any:
-        """The node client (``feeslab.fetch.node.NodeClient``); ``ConfigError`` when the
-        source has none (era1 files)."""
+        """The node client (``NodeClient``); ``ConfigError`` without one (era1 files)."""
         if not self.has_node:
             raise ConfigError(f"this Lab reads {self.data_source!r}, which has no node: "
                               "connect() without era1= for one")  # fmt: skip
@@ -110,9 +109,8 @@ class Lab:
         self.close()
 
     def on_network(self, name: str) -> Lab:
-        """A Lab on network ``name`` of the same service: same key, plan and options (on a
-        devnet, another of its chains, e.g. ``"sepolia"``). Close it when done; closing it
-        leaves this Lab's devnet running."""
+        """A Lab on network ``name`` of the same service (or devnet): same key, plan and
+        options. Close it when done; that leaves this Lab's devnet running."""
         if self._reconnect is None:
             raise ConfigError("on_network() needs the service or a devnet: era1 files and "
                               "connect(rpc_url=) reach one chain")
@@ -139,8 +137,7 @@ class Lab:
 
     def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
         """``eth_subscribe(kind, *params)`` on this Lab's WebSocket (``connect(websocket=True)``):
-        iterate the result for the notifications; close it when done. On the embedded devnet
-        new heads come when it grows, ``connect(block_time=...)``."""
+        iterate it for the notifications; close it when done."""
         from feeslab.fetch.ws import WebSocketTransport
 
         if not isinstance(getattr(self.node, "transport", None), WebSocketTransport):
@@ -148,21 +145,25 @@ class Lab:
         subscription: Subscription = self.node.transport.subscribe(kind, *params)
         return subscription
 
+    def watch(self, **options: Any) -> Watch:
+        """The chain's head live (:func:`feeslab.watch.watch`, whose options it takes): a
+        rolling frame of the last blocks and, in JupyterLab, a figure redrawn every block."""
+        from feeslab.watch import watch
+
+        return watch(self, **options)
+
     # -- what the frames' attrs say ------------------------------------------------------------
 
     @property
     def chain_spec(self) -> ChainSpec | None:
-        """The rules this Lab's chain follows (``feeslab.chainspec.ChainSpec``), which every
-        frame it returns carries in ``attrs``: the devnet's compressed heights on a feeslab
-        devnet, the real chain's elsewhere; None for a chain ``data/chains.json`` does not
-        describe (e.g. a local node's chain 1337)."""
+        """The rules this Lab's chain follows (``ChainSpec``, in every frame's ``attrs``): the
+        devnet's compressed heights on a devnet; None for a chain chains.json lacks."""
         spec: ChainSpec | None = self.data_source.chain_spec
         return spec
 
     @property
     def source(self) -> str:
-        """Where this Lab's frames come from, in every frame's ``attrs``: ``"devnet"``,
-        ``"node"`` (``connect(rpc_url=)``), ``"service"`` or ``"era1"``."""
+        """Where the frames come from (``attrs``): devnet, node, service or era1."""
         return str(self.data_source.label)
 
     # -- shared frames (IPFS) ------------------------------------------------------------------
