@@ -15,7 +15,7 @@ LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 NPM_STAMP := node_modules/.installed-stamp
 
-.PHONY: lab test lint bench serve install clean contracts render
+.PHONY: lab test lint bench serve install clean contracts render chromium
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
@@ -41,7 +41,16 @@ install: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=$(LAB_IP) --port=$(LAB_PORT)
 
-test: $(STAMP) $(NPM_STAMP) lint
+# Debian's headless Chromium, for the browser test (tests/test_watch_browser.py) and make render
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || { \
+			echo "the browser test needs Debian's chromium: apt-get install -y chromium" >&2; exit 2; }; \
+		echo "installing Debian's chromium (apt-get) for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium >/dev/null; }
+
+test: $(STAMP) $(NPM_STAMP) chromium lint
 	# worker processes overlap the tests that wait (paced scans, servers); a file's tests share a worker
 	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile tests
 	$(BIN)/python -m pytest --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks
