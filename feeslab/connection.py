@@ -331,7 +331,18 @@ def _node_spec(settings: Settings, where: Endpoints, devnet: Any) -> NodeSpec:
         devnet=True if devnet is not None else None, any_node=settings.rpc_url is not None,
         identity_suffix=None if devnet is None else f"devnet{devnet.simulation}",
         history_cutoff=None if devnet is None else _devnet_cutoff(devnet, settings.network),
+        genesis_hash=None if devnet is None else _pruned_genesis(devnet, settings.network),
     )  # fmt: skip
+
+
+def _pruned_genesis(devnet: Any, network: str) -> str | None:
+    """The embedded devnet's genesis hash on ``network`` when it prunes history: the cache's
+    identity cannot be asked of it (geth answers the genesis body with 4444 too)."""
+    server = getattr(devnet, "devnet", None)
+    if server is None or server.history == "all":
+        return None
+    chain = next((c for c in server.chains if c.network == network), None)
+    return None if chain is None else "0x" + chain.block(0).hash.hex()
 
 
 def _devnet_cutoff(devnet: Any, network: str) -> int | None:

@@ -184,14 +184,18 @@ def test_another_node_is_asked_its_cutoff_once_and_the_plan_counts_it(pruned):
         source.close()
 
 
-def test_the_embedded_devnet_prunes_with_connect_history():
-    with feeslab.connect(seed=SEED, history="postmerge", cache=False, progress=False) as lab:
+def test_the_embedded_devnet_prunes_with_connect_history(tmp_path):
+    with feeslab.connect(seed=SEED, history="postmerge", cache=tmp_path, progress=False) as lab:
         assert lab.devnet.devnet.history == "postmerge"
         assert lab.data_source.history_cutoff() == CUTOFF  # known: nothing asked
         assert lab.credits.calls == 0
         with pytest.raises(HistoryPruned):
             lab.uncles(*SCAN)
         assert set(lab.credits.by_method) <= SET_UP
+        # the cache's identity is not asked of the node, which refuses the genesis body
+        # (4444): its genesis hash is known, so a cached fetch past the cutoff works
+        assert len(lab.blocks(MERGE, MERGE + 10)) == 10
+        assert lab.credits.by_method["eth_getBlockByNumber"] == 80 * 10
         with lab.on_network("sepolia") as sepolia:
             assert sepolia.data_source.history_cutoff() == 15_000
 

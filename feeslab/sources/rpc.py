@@ -15,6 +15,7 @@ one to its workers (``feeslab.cluster.jobs``), which open it paced by the cluste
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 from collections import Counter
@@ -419,6 +420,10 @@ class NodeSpec:
         What the caller knows already (a cluster's driver): answered without asking.
     history_cutoff : int, optional
         The first block whose body the node serves, when known (``RpcSource``).
+    genesis_hash : str, optional
+        The chain's genesis hash (``0x`` hex), when known: the answer cache's identity is
+        then not asked of the node, which a node with expired history (EIP-4444) refuses
+        (it answers the genesis block's body with 4444).
     """
 
     url: str
@@ -438,6 +443,7 @@ class NodeSpec:
     chain_id: int | None = None
     head: int | None = None
     history_cutoff: int | None = None
+    genesis_hash: str | None = None
 
     def __repr__(self) -> str:
         scheme, _, rest = self.url.partition("//")
@@ -502,7 +508,11 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
         governor = getattr(transport, "governor", None)
         if told is not None and governor is not None:
             governor.follow(told)
-        known = {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)}
+        known: dict[tuple[str, str], Any] = (
+            {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
+        if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
+            known[("eth_getBlockByNumber", json.dumps(["0x0", False]))] = {
+                "hash": spec.genesis_hash}
         node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
                           identity_suffix=spec.identity_suffix, known=known,
                           head=spec.head)  # fmt: skip
