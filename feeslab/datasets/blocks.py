@@ -146,5 +146,5 @@ def _bar(source: RpcSource, start: int, stop: int,
 
 DATASETS = (
     Dataset("blocks", get, plan=plan, summary="block headers of --start .. --stop - 1",
-            cli="blocks", options=(START, STOP), partitions=BY_RANGE),
+            cli="blocks", options=(START, STOP), partitions=BY_RANGE, bodies=True),
 )

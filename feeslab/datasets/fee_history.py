@@ -123,5 +123,6 @@ DATASETS = (
     ), summary="base fees, gas used and tip percentiles of --start .. --stop - 1 "
                "(eth_feeHistory, 1,024 blocks a call)",
             # whole calls: the partitions send the very calls one process sends
-            partitions=Partitioning("range", align=MAX_BLOCKS)),
+            partitions=Partitioning("range", align=MAX_BLOCKS),
+            bodies=lambda params: bool(params["percentiles"])),  # rewards read receipts
 )

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
@@ -41,7 +40,7 @@ from feeslab._hexbytes import is_address
 from feeslab.errors import HistoryPruned
 from feeslab.fetch.credits import Plan
 from feeslab.sources.base import JSON_RPC, Source, SplitSource, require
-from feeslab.sources.rpc import BODY_METHODS, history_plan
+from feeslab.sources.rpc import history_plan
 
 __all__ = [
     "BY_RANGE",
@@ -187,13 +186,13 @@ class Dataset:
         The ``fetch`` parameter a partition's share of ``PartsPlan.context`` is passed as.
     written : callable
         What ``feeslab fetch`` writes of the result, given the ``written_only`` options.
-    bodies : bool or callable, optional
-        Whether ``fetch`` reads block bodies, uncles, receipts or logs, which a node with
+    bodies : bool or callable, default False
+        Whether ``fetch`` reads block bodies, uncles, receipts or logs (``eth_getBlockBy*``,
+        ``eth_getUncle*``, ``eth_getBlockReceipts``, ``eth_getLogs``), which a node with
         expired history (EIP-4444) no longer serves below its cutoff: such a dataset's range
         is checked against the cutoff before anything is sent. A callable decides from the
         parameters (``eth_feeHistory`` reads bodies and receipts only for reward
-        percentiles). None (undeclared): whether the dataset's module names one of the
-        methods that read them (``feeslab.sources.rpc.BODY_METHODS``, e.g. its ``METHOD``).
+        percentiles). Headers by ``eth_getHeaderByNumber``, state and calls stay served.
     """
 
     name: str
@@ -209,17 +208,11 @@ class Dataset:
     plan_parts: Callable[..., PartsPlan] | None = None
     context: str | None = None
     written: Callable[..., pd.DataFrame] = _identity
-    bodies: bool | Callable[[Mapping[str, Any]], bool] | None = None
+    bodies: bool | Callable[[Mapping[str, Any]], bool] = False
 
     def reads_bodies(self, params: Mapping[str, Any]) -> bool:
         """Whether the dataset needs what history expiry drops (see ``bodies``)."""
-        if callable(self.bodies):
-            return bool(self.bodies(params))
-        if self.bodies is not None:
-            return self.bodies
-        module = sys.modules.get(self.fetch.__module__)
-        named = vars(module).values() if module is not None else ()
-        return any(type(value) is str and value in BODY_METHODS for value in named)
+        return bool(self.bodies(params)) if callable(self.bodies) else self.bodies
 
     def takes(self, parameter: str) -> bool:
         """Whether ``fetch`` has ``parameter``."""

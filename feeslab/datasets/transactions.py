@@ -193,5 +193,5 @@ def _bar(source: RpcSource, groups: list[tuple[int, int]], todo: list[int],
 DATASETS = (
     Dataset("transactions", get, plan=plan, cli="transactions", options=(START, STOP),
             summary="every transaction of blocks --start .. --stop - 1, with its receipt's "
-                    "gas used and effective gas price", partitions=BY_RANGE),
+                    "gas used and effective gas price", partitions=BY_RANGE, bodies=True),
 )

@@ -650,5 +650,5 @@ DATASETS = (
                "uncle_count instead", switch=True, written_only=True),
     ), summary="every uncle included by blocks --start .. --stop - 1", partitions=BY_RANGE,
             rows=lambda scan: scan.uncles, assemble=_assemble, plan_parts=plan_parts,
-            context="known_counts", written=_written),
+            context="known_counts", written=_written, bodies=True),
 )

@@ -50,27 +50,13 @@ from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
 
-__all__ = ["BODY_METHODS", "DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource",
+__all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource",
            "history_plan", "open_node"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 # a devnet pruned as geth's --history.chain says so, and its chain's cutoff, in its version
 # ("feeslab-devnet/0.1.0/history-postmerge-164999"; feeslab.devnet.rpc.pruning): zero cost
 _DEVNET_HISTORY = re.compile(r"/history-(?P<mode>[a-z]+)-(?P<cutoff>\d+)$")
-
-BODY_METHODS = frozenset({
-    "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts",
-    "eth_getBlockTransactionCountByHash", "eth_getBlockTransactionCountByNumber",
-    "eth_getLogs", "eth_getTransactionByBlockHashAndIndex",
-    "eth_getTransactionByBlockNumberAndIndex", "eth_getTransactionReceipt",
-    "eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
-    "eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber",
-})  # fmt: skip
-"""The JSON-RPC methods a node with expired history (EIP-4444) no longer answers below its
-cutoff: they read a block's body, uncles, receipts or logs (geth: eth/api_backend.go
-``BlockByNumber``/``BlockByHash``/``GetBody``, eth/filters/api.go, at go-ethereum
-02b73d4ea7181464175e0a6cbecc0a3a2655a562). Headers, state and fee history without reward
-percentiles stay served."""
 
 HISTORY_PROBE = RpcCall("eth_getBlockByNumber", ["earliest", False])
 """How a node's cutoff is learnt, in one small call: geth answers ``earliest`` with the first
