@@ -93,6 +93,11 @@ def _serve_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
         "~390 MB",
     )
     serve.add_argument(
+        "--reorgs", type=float, default=0.0,
+        help="with --block-time: the chance per new block of a 1-2 block reorganisation "
+        "(announced again over newHeads, as a node does; default %(default)s)",
+    )
+    serve.add_argument(
         "--history",
         choices=("all", "postmerge"),
         default="all",
@@ -175,8 +180,54 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     _serve_parser(sub)
     _fetch_parser(sub)
+    _watch_parser(sub)
     _export_era1_parser(sub)
     return parser
+
+
+# -- feeslab watch --------------------------------------------------------------------------------
+
+
+def _watch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
+    from feeslab.datasets.registry import percentiles_arg
+
+    watch = sub.add_parser(
+        "watch", help="follow the head live: one line per block",
+        description="Follow the chain's head (newHeads, else polling): one line per block until "
+                    "Ctrl-C or --stop-after; -o writes what it saw (Parquet or CSV) on exit. "
+                    "Without a key: the embedded devnet, growing a block every --block-time.")
+    watch.add_argument("--blocks", type=int, default=128, help="rows kept (default %(default)s)")
+    watch.add_argument("--stop-after", type=int, default=None, help="stop after this many blocks")
+    watch.add_argument("--percentiles", type=percentiles_arg, default=(10.0, 50.0, 90.0),
+                       help="tip percentiles (default 10,50,90)")
+    watch.add_argument("-o", "--output", default=None, metavar="FILE",
+                       help="on exit, write the frame to FILE.parquet or FILE.csv")
+    watch.add_argument("--url", help="root of a running devnet or service; needs a key")
+    watch.add_argument("--api-key", help="default: $INFURA_API_KEY")
+    watch.add_argument("--network", default="mainnet", help="network (default %(default)s)")
+    watch.add_argument("--block-time", type=float, default=1.0,
+                       help="the embedded devnet's seconds per block (default %(default)s)")
+    watch.set_defaults(func=_run_watch)  # fmt: skip
+
+
+def _run_watch(args: argparse.Namespace) -> int:
+    from feeslab.connection import connect
+    from feeslab.errors import FeeslabError
+    from feeslab.watch import run_cli
+
+    key = args.api_key or os.environ.get("INFURA_API_KEY")
+    if args.output is not None and Path(args.output).suffix.lower() not in FORMATS:
+        print(f"feeslab watch: error: write FILE.parquet or FILE.csv, not {args.output!r}",
+              file=sys.stderr)  # fmt: skip
+        return USER_ERROR
+    options = {"api_key": key, "url": args.url} if key else {"block_time": args.block_time}
+    try:
+        with connect(progress=False, network=args.network, **options) as lab:
+            return run_cli(lab, blocks=args.blocks, stop_after=args.stop_after,
+                           out=args.output, percentiles=args.percentiles)  # fmt: skip
+    except FeeslabError as exc:
+        print(f"feeslab watch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return USER_ERROR
 
 
 # -- feeslab export-era1 --------------------------------------------------------------------------
@@ -285,6 +336,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             wallet_allow_origin=args.wallet_allow_origin,
             read_timeout=args.read_timeout,
             height=args.height,
+            reorgs=args.reorgs,
         )
         # server.start() takes no history option: set before the banner, so before any
         # client can know where to send a request

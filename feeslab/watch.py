@@ -463,6 +463,12 @@ class Watch:
         fresh: dict[int, dict[str, Any]] = {}
         for header in sorted(headers, key=lambda h: _int(h["number"]) or 0):
             self._accept(header, fresh, received_ns)
+        if self.stop_after is not None:  # exactly stop_after blocks, however many came at once
+            extra = sorted(fresh)[max(0, self.stop_after - self._added):]
+            with self._lock:
+                for number in extra:  # the newest, backfilled ones included
+                    del fresh[number]
+                    self._rows.pop(number, None)
         if not fresh:
             return
         self._add_fees(fresh)

@@ -150,3 +150,29 @@ def test_serve_history_postmerge_prunes_as_geth_and_says_so():
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_watch_prints_a_line_a_block_and_writes_what_it_saw(tmp_path):
+    """``feeslab watch`` on the embedded devnet: a header, one line per block, the frame."""
+    import pandas as pd
+
+    out = tmp_path / "seen.parquet"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFURA_API_KEY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "feeslab.cli", "watch", "--stop-after", "3", "--block-time",
+         "0.3", "-o", str(out)], capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:2] == ["block", "base[gwei]"]
+    numbers = [int(line.split()[0]) for line in lines[1:4]]
+    assert numbers == list(range(numbers[0], numbers[0] + 3))  # no gap, no repeat
+    frame = pd.read_parquet(out)
+    assert frame["block_number"].tolist() == numbers
+
+
+def test_watch_refuses_an_unknown_output_format_without_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "feeslab.cli", "watch", "-o", "seen.txt"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "FILE.parquet or FILE.csv" in proc.stderr
+    assert "Traceback" not in proc.stderr
