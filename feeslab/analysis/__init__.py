@@ -5,11 +5,13 @@ columns), results go to :mod:`feeslab.plots`. One module per topic::
 
     feeslab.analysis.fees      EIP-1559 arithmetic, utilisation, volatility, forecast bounds
     feeslab.analysis.blobs     EIP-4844 blob fees, usage from fees, regimes, burn (in fees too)
-    feeslab.analysis.gas       intrinsic gas, estimates against the gas needed, costs over history
+    feeslab.analysis.gas       each fork's gas rules (London..Amsterdam), estimates, costs
+    feeslab.analysis.estimators  wallets' and libraries' fee suggestions, reproduced from frames
+    feeslab.analysis.backtest  those suggestions scored on history: inclusion, delay, overpayment
     feeslab.analysis.uncles    uncle rates with intervals, depth, rewards, miners, a model
     feeslab.analysis.storage   decoded storage series: balances, proxy upgrades, oracle rounds
 """
 
-from feeslab.analysis import fees, gas, storage, uncles
+from feeslab.analysis import backtest, blobs, estimators, fees, gas, storage, uncles
 
-__all__ = ["fees", "gas", "storage", "uncles"]
+__all__ = ["backtest", "blobs", "estimators", "fees", "gas", "storage", "uncles"]

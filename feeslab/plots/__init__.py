@@ -10,14 +10,18 @@ figure.
 from feeslab.plots import blobs as _blobs
 from feeslab.plots import fees as _fees
 from feeslab.plots import gas as _gas
+from feeslab.plots import gas_rules as _gas_rules
 from feeslab.plots import source as _source
 from feeslab.plots import storage as _storage
+from feeslab.plots import suggestions as _suggestions
 from feeslab.plots import uncles as _uncles
 from feeslab.plots.blobs import *  # noqa: F403
 from feeslab.plots.fees import *  # noqa: F403
 from feeslab.plots.gas import *  # noqa: F403
+from feeslab.plots.gas_rules import *  # noqa: F403
 from feeslab.plots.source import *  # noqa: F403
 from feeslab.plots.storage import *  # noqa: F403
+from feeslab.plots.suggestions import *  # noqa: F403
 from feeslab.plots.uncles import *  # noqa: F403
 
 __all__ = sorted(
@@ -25,8 +29,10 @@ __all__ = sorted(
         *_blobs.__all__,
         *_fees.__all__,
         *_gas.__all__,
+        *_gas_rules.__all__,
         *_source.__all__,
         *_storage.__all__,
+        *_suggestions.__all__,
         *_uncles.__all__,
     ]
 )

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from feeslab.plots._base import _axes, _require
+from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = [
     "BLOB_REGIME_COLOURS",
@@ -62,6 +62,7 @@ def _forks(ax: Axes, forks: Mapping[str, int] | None) -> None:
                     rotation=90, va="top", ha="right")  # fmt: skip
 
 
+@_documented
 def plot_blob_base_fee(
     frame: pd.DataFrame,
     *,
@@ -76,6 +77,7 @@ def plot_blob_base_fee(
     frame : pandas.DataFrame
         ``block_number`` and ``blob_base_fee_wei`` (:func:`~feeslab.analysis.blobs.blob_base_fees`
         added to ``Lab.blocks``) or ``base_fee_per_blob_gas_wei`` (``Lab.fee_history``).
+    %(ax)s
     forks : mapping of str to int, optional
         Fork names and first blocks to mark.
     **kwargs
@@ -91,6 +93,7 @@ def plot_blob_base_fee(
     return ax
 
 
+@_documented
 def plot_blob_usage(
     usage: pd.DataFrame,
     *,
@@ -102,6 +105,10 @@ def plot_blob_usage(
 
     The bracket is shaded, the target and max drawn as steps; ``truth`` (blobs actually
     carried, when known) is drawn as points on top. ``kwargs`` go to ``fill_between``.
+
+    Parameters
+    ----------
+    %(ax)s
     """
     _require(usage, ["block_number", "blobs_low", "blobs_high", "target_blobs", "max_blobs"],
              "infer_blob_usage's frame")  # fmt: skip
@@ -122,6 +129,7 @@ def plot_blob_usage(
     return ax
 
 
+@_documented
 def plot_blob_regimes(
     frame: pd.DataFrame, regimes: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
 ) -> Axes:
@@ -129,6 +137,10 @@ def plot_blob_regimes(
 
     ``frame`` gives ``block_number`` and the fee; ``regimes`` is aligned with it. ``kwargs``
     go to ``Axes.scatter``.
+
+    Parameters
+    ----------
+    %(ax)s
     """
     _require(frame, ["block_number"], "a blocks or fee-history frame")
     _require(regimes, ["regime"], "blob_fee_regimes' frame")
@@ -147,11 +159,16 @@ def plot_blob_regimes(
     return ax
 
 
+@_documented
 def plot_burn(daily: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """ETH burned per UTC day (or hour), execution base fee and blob fee stacked
     (:func:`~feeslab.analysis.blobs.burn_by_day`); issuance as a line when any.
 
     ``kwargs`` go to ``Axes.bar``.
+
+    Parameters
+    ----------
+    %(ax)s
     """
     _require(daily, ["base_fee_burn_eth", "blob_fee_burn_eth", "issuance_eth"],
              "burn_by_day's frame")  # fmt: skip
