@@ -21,6 +21,8 @@
      ├── CreditsExhausted       402: .credits_spent (this client's ledger); cached answers are
      │                          kept and a rerun resumes
      ├── BudgetExceeded         a planned fetch would pass budget=: .planned, .budget, .spent
+     ├── TransactionGasCapExceeded  (also a ValueError) a transaction a node refuses for
+     │                          EIP-7825's gas cap, with the node's reason
      ├── ChainSpecError         (also a ValueError) which chain's rules a frame follows
      │    ├── MissingChainSpec   the frame's attrs do not say, nor do the arguments: .argument
      │    │                      names what to pass (spec=, chain_id=)
@@ -92,6 +94,7 @@ __all__ = [
     "RateLimited",
     "RevertError",
     "RpcError",
+    "TransactionGasCapExceeded",
     "TransportError",
     "UserRejected",
     "WalletError",
@@ -335,6 +338,16 @@ class BudgetExceeded(FeeslabError):
         self.planned = planned
         self.budget = budget
         self.spent = spent
+
+
+class TransactionGasCapExceeded(FeeslabError, ValueError):
+    """A transaction a node refuses for the EIP-7825 transaction gas cap.
+
+    Before Amsterdam (Osaka on) a gas limit above ``2**24`` is refused; from Amsterdam the
+    limit may exceed the cap, but the intrinsic gas or the calldata floor may not. The
+    message is the node's reason (go-ethereum ``core.ErrGasLimitTooHigh`` /
+    ``core.ErrFloorDataGas``) with the figures.
+    """
 
 
 class IpfsError(FeeslabError):

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from feeslab import _eip1559
-from feeslab.errors import ConfigError, FeeslabError
+from feeslab.errors import ConfigError, TransactionGasCapExceeded
 from feeslab.frames import reward_column, transaction_cost
 from feeslab.frames.blocks import _empty, _object_series
 
@@ -105,16 +105,6 @@ def _calldata(data: object) -> bytes:
 GAS_FORKS: tuple[str, ...] = ("london", "shanghai", "cancun", "prague", "osaka", "amsterdam")
 _SAME_AS = {"merge": "london", "paris": "london", **{f"bpo{i}": "osaka" for i in range(1, 6)}}
 GETH_AMSTERDAM = "ethereum/go-ethereum at 02b73d4ea7181464175e0a6cbecc0a3a2655a562 (2026-08-20)"
-
-
-class TransactionGasCapExceeded(FeeslabError, ValueError):
-    """A transaction a node refuses for the EIP-7825 transaction gas cap.
-
-    Before Amsterdam (Osaka on) a gas limit above ``2**24`` is refused; from Amsterdam the
-    limit may exceed the cap, but the intrinsic gas or the calldata floor may not. The
-    message is the node's reason (go-ethereum ``core.ErrGasLimitTooHigh`` /
-    ``core.ErrFloorDataGas``) with the figures.
-    """
 
 
 @dataclass(frozen=True)
