@@ -152,7 +152,7 @@ def format_block(
         fields["transactions"] = [format_transaction(tx, block, i)
                                   for i, tx in enumerate(body.transactions)]  # fmt: skip
     else:
-        fields["transactions"] = [data(tx.hash) for tx in body.transactions]
+        fields["transactions"] = [data(h) for h in body.hashes]  # no Transaction built
     fields["uncles"] = [data(u.hash) for u in block.uncles]
     if getattr(block.header, "withdrawals_root", None) is not None:
         fields["withdrawals"] = [  # as geth's RPCMarshalBlock: EIP-4895's four fields
