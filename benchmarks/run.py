@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 
 import _table  # benchmarks/_table.py: the table into docs/benchmarks.md
+import backtest  # benchmarks/backtest.py: 8 fee estimators and the backtest on 1,000,000 blocks
 import blobs  # benchmarks/blobs.py: the blob rule beside next_base_fee
 import devnet_perf  # benchmarks/devnet_perf.py: the devnet's headers and eth_call, before/after
 import era1  # benchmarks/era1.py
@@ -47,6 +48,7 @@ import ipfs  # benchmarks/ipfs.py
 import peers  # benchmarks/peers.py: uncle scan and fee history against AsyncWeb3 and httpx
 import scan_memory  # benchmarks/scan_memory.py: peak RSS and warm reruns of long scans
 import uncle_scan  # benchmarks/uncle_scan.py
+import watch  # benchmarks/watch.py: lab.watch's lag and memory
 from _timing import median_seconds  # benchmarks/_timing.py
 
 import feeslab.devnet
@@ -211,6 +213,8 @@ def main() -> int:
         ("scan memory (benchmarks/scan_memory.py)", scan_memory.bench),
         ("IPFS (benchmarks/ipfs.py)", ipfs.bench),
         ("blobs (benchmarks/blobs.py)", blobs.bench),
+        ("fee suggestions (benchmarks/backtest.py)", backtest.bench),
+        ("watch (benchmarks/watch.py)", watch.bench),
         ("era1 (benchmarks/era1.py)", era1.bench),
         ("devnet server CPU (benchmarks/devnet_perf.py)", devnet_perf.bench),
     ):
