@@ -14,7 +14,7 @@ from typing import TypeAlias
 import numpy as np
 import pandas as pd
 
-__all__ = ["INT64_MAX", "Ints", "exact_ints", "exact_series", "scalar_ints"]
+__all__ = ["INT64_MAX", "Ints", "exact_ints", "exact_series", "scalar_ints", "wei_column"]
 
 INT64_MAX = 2**63 - 1
 #: Exact integers as the fee analyses take them: one int, or a sequence (None where missing),
@@ -90,3 +90,28 @@ def exact_series(values: np.ndarray, mask: np.ndarray, index: pd.Index, name: st
     if mask.any():
         return pd.Series(pd.arrays.IntegerArray(values, mask), index=index, name=name)
     return pd.Series(values, index=index, name=name)
+
+
+def wei_column(frame: pd.DataFrame, name: str, what: str, bound: int) -> np.ndarray:
+    """``frame[name]`` as int64, every value in ``0 .. bound`` [wei]: the int64 arithmetic of
+    the estimators and the backtest stays exact below ``bound``. Floats, missing values and
+    values out of range raise, naming ``what`` asked and the row."""
+    if name not in frame.columns:
+        raise ValueError(f"{what}: the frame lacks {name!r} (has {list(frame.columns)})")
+    series = frame[name]
+    if pd.api.types.is_float_dtype(series.dtype):
+        raise TypeError(f"{what}: {name!r} must hold exact integers [wei], not {series.dtype}")
+    if series.isna().any():
+        at = int(np.flatnonzero(series.isna().to_numpy())[0])
+        raise ValueError(f"{what}: {name!r} is missing at row {at}")
+    values = series.astype(object).to_numpy() if series.dtype == object else series.to_numpy()
+    if values.dtype == object:
+        if any(v > bound or v < 0 for v in values):
+            raise ValueError(f"{what}: {name!r} has values beyond {bound} wei, outside "
+                             "exact int64 arithmetic")  # fmt: skip
+        values = values.astype(np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    if len(values) and (values.max() > bound or values.min() < 0):
+        raise ValueError(f"{what}: {name!r} has values outside 0..{bound} wei, beyond exact "
+                         "int64 arithmetic")  # fmt: skip
+    return values

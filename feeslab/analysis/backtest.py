@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feeslab.analysis._exact import wei_column
 from feeslab.analysis.blobs import blob_parameters
 from feeslab.chainspec import ChainSpec
 
@@ -59,21 +60,7 @@ _SAFE = 2**62  # base fee + tip and max fees stay exact and comparable in int64 
 
 
 def _ints(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
-    if name not in frame.columns:
-        raise ValueError(f"{what}: the frame lacks {name!r} (has {list(frame.columns)})")
-    series = frame[name]
-    if pd.api.types.is_float_dtype(series.dtype):
-        raise TypeError(f"{what}: {name!r} must hold exact integers [wei], not {series.dtype}")
-    if series.isna().any():
-        raise ValueError(f"{what}: {name!r} has missing values")
-    values = np.asarray(series.to_numpy(dtype=object if series.dtype == object else np.int64))
-    if values.dtype == object:
-        if any(not 0 <= v < _SAFE for v in values):
-            raise ValueError(f"{what}: {name!r} passes {_SAFE} wei")
-        values = values.astype(np.int64)
-    if len(values) and (values.min() < 0 or values.max() >= _SAFE):
-        raise ValueError(f"{what}: {name!r} must be in 0..{_SAFE} wei")
-    return values
+    return wei_column(frame, name, what, _SAFE - 1)
 
 
 def market_frame(

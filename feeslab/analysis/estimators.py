@@ -81,6 +81,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feeslab.analysis._exact import wei_column
 from feeslab.frames.base_fees import reward_column
 
 __all__ = [
@@ -147,25 +148,7 @@ _SAFE_WEI = 2**63 // 512  # 1.8e16 wei: 18 million gwei
 
 def _column(frame: pd.DataFrame, name: str, what: str) -> np.ndarray:
     """``frame[name]`` as int64 with no missing value within the safe bound."""
-    if name not in frame.columns:
-        raise ValueError(f"{what}: the frame lacks {name!r} (has {list(frame.columns)})")
-    series = frame[name]
-    if pd.api.types.is_float_dtype(series.dtype):
-        raise TypeError(f"{what}: {name!r} must hold exact integers [wei], not {series.dtype}")
-    if series.isna().any():
-        at = int(np.flatnonzero(series.isna().to_numpy())[0])
-        raise ValueError(f"{what}: {name!r} is missing at row {at}")
-    values = series.astype(object).to_numpy() if series.dtype == object else series.to_numpy()
-    if values.dtype == object:
-        if any(v > _SAFE_WEI or v < 0 for v in values):
-            raise ValueError(f"{what}: {name!r} has values beyond {_SAFE_WEI} wei, outside "
-                             "this module's exact int64 arithmetic")  # fmt: skip
-        values = values.astype(np.int64)
-    values = np.asarray(values, dtype=np.int64)
-    if len(values) and (values.max() > _SAFE_WEI or values.min() < 0):
-        raise ValueError(f"{what}: {name!r} has values outside 0..{_SAFE_WEI} wei, beyond "
-                         "this module's exact int64 arithmetic")  # fmt: skip
-    return values
+    return wei_column(frame, name, what, _SAFE_WEI)
 
 
 def _blocks(frame: pd.DataFrame, what: str) -> np.ndarray:
