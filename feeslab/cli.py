@@ -337,10 +337,8 @@ def _run_serve(args: argparse.Namespace) -> int:
             read_timeout=args.read_timeout,
             height=args.height,
             reorgs=args.reorgs,
+            history=args.history,
         )
-        # server.start() takes no history option: set before the banner, so before any
-        # client can know where to send a request
-        handle.devnet.set_history(args.history)
     except (OSError, ValueError) as exc:  # CaipError is a ValueError: a bad --wallet-chains
         print(f"feeslab serve: {exc}", file=sys.stderr)
         return 2

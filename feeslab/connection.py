@@ -359,11 +359,8 @@ def _start_devnet(settings: Settings) -> Any:
     import feeslab.devnet  # only here: a client with a key never loads the devnet
 
     feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
-    handle = feeslab.devnet.start(seed=settings.seed, block_time=settings.block_time)
-    if settings.history != "all":
-        # start() takes no history option: set before any client knows where to reach it
-        handle.devnet.set_history(settings.history)
-    return handle
+    return feeslab.devnet.start(seed=settings.seed, block_time=settings.block_time,
+                                history=settings.history)
 
 
 def endpoints(settings: Settings) -> Endpoints:

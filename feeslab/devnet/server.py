@@ -354,6 +354,7 @@ def start(
     read_timeout: float = DEFAULT_READ_TIMEOUT,
     height: int | None = None,
     reorgs: float = 0.0,
+    history: str = "all",
 ) -> DevnetHandle:
     """Start a devnet on a background thread and return once it accepts connections.
 
@@ -413,6 +414,10 @@ def start(
         reorganises one or two blocks deep (``feeslab.devnet._reorg``); the ``newHeads``
         subscriptions announce the new branch's blocks as a real node does. 0 (default): never.
         Blocks are then answered without the encoded-answer caches (they may change).
+    history : {"all", "postmerge"}
+        Which history the node serves, as geth's ``--history.chain`` (EIP-4444): with
+        ``"postmerge"`` bodies, uncles and receipts below each chain's merge answer 4444 while
+        headers stay served (``Devnet.set_history``); set before the server listens.
 
     Returns
     -------
@@ -454,6 +459,7 @@ def start(
         wallet_allow_origins=allowed_origins,
         **options,
     )
+    devnet.set_history(history)
     if not read_timeout > 0:
         raise ValueError(f"read_timeout must be > 0 seconds, not {read_timeout!r}")
     handle = serve(
