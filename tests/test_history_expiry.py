@@ -158,10 +158,16 @@ def test_ranges_from_the_cutoff_on_and_datasets_of_headers_run_as_before(pruned,
         # fee history without rewards reads headers, which stay served
         pd.testing.assert_frame_equal(lab.fee_history(150_000, 150_100, percentiles=()),
                                       whole.fee_history(150_000, 150_100, percentiles=()))
-        # its rewards read bodies and receipts: the node's 4444, typed, names the range (the
-        # dataset does not declare bodies=, so no check before sending: see the registry)
+        # its rewards read bodies and receipts (fee_history declares so): refused before any
+        # eth_feeHistory is sent, naming the range; its plan, percentiles left to their
+        # default, is refused the same way
+        sent = dict(lab.credits.by_method)
         with pytest.raises(HistoryPruned, match=r"blocks 150,000 \.\. 150,099 \(fee_history\)"):
             lab.fee_history(150_000, 150_100)
+        with pytest.raises(HistoryPruned, match=r"blocks 150,000 \.\. 150,099"):
+            lab.plan_fee_history(150_000, 150_100)
+        assert lab.credits.by_method.get("eth_feeHistory") == sent.get("eth_feeHistory")
+        assert lab.plan_fee_history(CUTOFF, CUTOFF + 100).total > 0  # above it: planned
 
 
 def test_another_node_is_asked_its_cutoff_once_and_the_plan_counts_it(pruned):
