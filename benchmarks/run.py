@@ -198,28 +198,39 @@ def _section(
     print(_table.text(measured, title=took) + "\n", flush=True)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """Every section, the table written into docs/benchmarks.md; with section names (``python
+    benchmarks/run.py backtest watch``) only those, printed and not written."""
     before = _table.machine_facts()  # the load before this run adds its own
     print(f"machine: {machine()}")
     print(uncle_scan.NOTE, flush=True)
+    sections: list[tuple[str, str, Callable[[], list]]] = [
+        ("generation", "chain generation", lambda: bench_generation(
+            seed=int(time.time()) % 100_000 + 1_000_000)),
+        ("http", "devnet over HTTP", _bench_devnet),
+        ("frames", "frames (benchmarks/frames.py)", bench_frames),
+        ("uncle_scan", "uncle scan (benchmarks/uncle_scan.py)", uncle_scan.bench),
+        ("peers", "peers (benchmarks/peers.py)", peers.bench),
+        ("scan_memory", "scan memory (benchmarks/scan_memory.py)", scan_memory.bench),
+        ("ipfs", "IPFS (benchmarks/ipfs.py)", ipfs.bench),
+        ("blobs", "blobs (benchmarks/blobs.py)", blobs.bench),
+        ("backtest", "fee suggestions (benchmarks/backtest.py)", backtest.bench),
+        ("watch", "watch (benchmarks/watch.py)", watch.bench),
+        ("era1", "era1 (benchmarks/era1.py)", era1.bench),
+        ("devnet_perf", "devnet server CPU (benchmarks/devnet_perf.py)", devnet_perf.bench),
+    ]  # fmt: skip
+    unknown = set(argv) - {name for name, _, _ in sections}
+    if unknown:
+        print(f"unknown sections {sorted(unknown)}; known: "
+              f"{', '.join(name for name, _, _ in sections)}", file=sys.stderr)  # fmt: skip
+        return 2
     rows: list[tuple[str, float, str]] = []
-    _section(rows, "chain generation", lambda: bench_generation(
-        seed=int(time.time()) % 100_000 + 1_000_000))  # fmt: skip
-    _section(rows, "devnet over HTTP", _bench_devnet)
-    for title, measure in (
-        ("frames (benchmarks/frames.py)", bench_frames),
-        ("uncle scan (benchmarks/uncle_scan.py)", uncle_scan.bench),
-        ("peers (benchmarks/peers.py)", peers.bench),
-        ("scan memory (benchmarks/scan_memory.py)", scan_memory.bench),
-        ("IPFS (benchmarks/ipfs.py)", ipfs.bench),
-        ("blobs (benchmarks/blobs.py)", blobs.bench),
-        ("fee suggestions (benchmarks/backtest.py)", backtest.bench),
-        ("watch (benchmarks/watch.py)", watch.bench),
-        ("era1 (benchmarks/era1.py)", era1.bench),
-        ("devnet server CPU (benchmarks/devnet_perf.py)", devnet_perf.bench),
-    ):
-        _section(rows, title, measure)
+    for name, title, measure in sections:
+        if not argv or name in argv:
+            _section(rows, title, measure)
     print(_table.text(rows), flush=True)
+    if argv:  # a part of the run: docs/benchmarks.md keeps the last whole table
+        return 0
     written = _table.write(rows, before, _table.machine_facts())
     print(f"table written to {written}")
     return 0
@@ -246,4 +257,4 @@ def _bench_devnet() -> list[tuple[str, float, str]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
