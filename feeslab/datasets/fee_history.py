@@ -124,5 +124,6 @@ DATASETS = (
                "(eth_feeHistory, 1,024 blocks a call)",
             # whole calls: the partitions send the very calls one process sends
             partitions=Partitioning("range", align=MAX_BLOCKS),
-            bodies=lambda params: bool(params.get("percentiles", PERCENTILES))),  # rewards: receipts
+            # reward percentiles read each block's receipts, which history expiry drops
+            bodies=lambda params: bool(params.get("percentiles", PERCENTILES))),
 )
