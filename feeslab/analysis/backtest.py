@@ -348,8 +348,8 @@ def blob_multiples(blob_fees: pd.DataFrame, *, within: int = 3) -> pd.DataFrame:
                              "k_needed": np.zeros(0)})  # fmt: skip
     m = n - within
     # the least fee and whether all are known over the next `within` blocks: shifted slices
-    least = np.minimum.reduce([fees[1 + i : 1 + i + m] for i in range(within)])
-    known = np.logical_and.reduce([have[1 + i : 1 + i + m] for i in range(within)])
+    least = np.stack([fees[1 + i : 1 + i + m] for i in range(within)]).min(axis=0)
+    known = np.stack([have[1 + i : 1 + i + m] for i in range(within)]).all(axis=0)
     keep = have[:m] & known & (fees[:m] > 0)
     now = fees[:m][keep]
     out = pd.DataFrame({"block_number": numbers[:m][keep], "blob_base_fee_wei": now,
