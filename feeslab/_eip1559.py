@@ -127,6 +127,12 @@ class Eip1559Rule:
     max_change_denominator: int
     gas_target_percent: int | None = None
 
+    def gas_target(self, gas_limit: int) -> int:
+        """The gas target of a block with ``gas_limit`` [gas] under this rule [gas]."""
+        if self.gas_target_percent is not None:
+            return gas_limit * self.gas_target_percent // 100
+        return gas_limit // (self.elasticity_multiplier or 2)
+
     @property
     def full_ratio(self) -> float:
         """Gas limit over gas target: the gas-used/target ratio of a full block."""

@@ -75,7 +75,8 @@ if TYPE_CHECKING:
 __all__ = ["ELASTICITY_MULTIPLIER", "WATCH_DTYPES", "Reorg", "Watch", "run_cli", "watch"]
 
 ELASTICITY_MULTIPLIER = 2
-"""EIP-1559's ``ELASTICITY_MULTIPLIER``: the gas target is the gas limit over it [2]."""
+"""EIP-1559's ``ELASTICITY_MULTIPLIER``: the gas target is the gas limit over it [2], for a
+chain whose spec feeslab does not know (a known chain's own rule is used: Polygon's percent)."""
 
 #: Columns and dtypes of :attr:`Watch.frame`, in order, before the ``reward_p<pct>_wei``
 #: columns (``Int64`` [wei], ``eth_feeHistory``'s tips at each percentile) and the two last
@@ -210,6 +211,7 @@ class Watch:
         self.stop_after = stop_after
         self.on_block = on_block
         self._retry = retry or Retry()
+        self._spec = lab.chain_spec  # each block's gas target by its chain's EIP-1559 rule
         self._node = lab.node.transport  # live blocks: past the answer cache, which is for
         self._credits_at_start = lab.credits.spent  # settled ones
         self._ws, self._owns_ws = self._heads_transport(websocket)
@@ -551,7 +553,9 @@ class Watch:
         gas_limit, gas_used = _int(header["gasLimit"]) or 0, _int(header["gasUsed"]) or 0
         base_fee = _int(header.get("baseFeePerGas"))
         blob_gas = _int(header.get("blobGasUsed"))
-        target = gas_limit // ELASTICITY_MULTIPLIER
+        number = _int(header["number"]) or 0
+        rule = None if self._spec is None else self._spec.eip1559_rule_at(number)
+        target = gas_limit // ELASTICITY_MULTIPLIER if rule is None else rule.gas_target(gas_limit)
         row: dict[str, Any] = {
             "block_number": _int(header["number"]),
             "hash": str(header["hash"]),

@@ -245,3 +245,11 @@ def test_amsterdams_eips_carry_parameters_and_sources():
     assert hoodi["timestamp"] is None and "not found" in hoodi["note"]  # said, not invented
     with pytest.raises(feeslab.errors.ConfigError, match="no upgrade"):
         feeslab.chainspec.upgrade_eips("hegota")
+
+
+def test_a_rules_gas_target_follows_its_elasticity_or_its_percent():
+    from feeslab._eip1559 import Eip1559Rule
+
+    assert Eip1559Rule(0, 2, 8).gas_target(30_000_001) == 15_000_000
+    assert Eip1559Rule(0, 6, 250).gas_target(60_000_000) == 10_000_000  # Base-like
+    assert Eip1559Rule(0, None, 16, gas_target_percent=65).gas_target(45_000_000) == 29_250_000
