@@ -30,9 +30,11 @@ What is simulated, and how:
   difficulty 0, no uncles; Bor-style and OP-stack-style headers for 137/8453.
 * **Dates.**  Chain 1's proof-of-work blocks are dated in mainnet's last weeks of
   proof of work (from 2022-08-15, ending days before mainnet's terminal block of
-  2022-09-15); its first proof-of-stake block jumps ``merge_clock_jump_s`` (72
-  weeks) ahead into 2024.  Whole weeks, so the daily and weekly demand cycles see
-  the same hours and weekdays; forks activate by block number here, never by time.
+  2022-09-15); its first proof-of-stake block jumps ``merge_clock_jump_s`` (229
+  weeks) ahead into January 2027, where the other chains start: after every real
+  fork, so no simulated date can pass for a real one.  Whole weeks, so the daily
+  and weekly demand cycles see the same hours and weekdays; forks activate by block
+  number here, never by time.
 * **After the merge** (chains 1 and 11155111): Shanghai, Cancun, Prague, Osaka,
   BPO1 and BPO2 at scaled heights, each adding geth's header fields
   (``withdrawals`` and their ``withdrawalsRoot``, ``blobGasUsed``,
