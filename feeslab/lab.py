@@ -13,8 +13,9 @@ with ``client=``, in partitions on a dask cluster (``feeslab.cluster``). A Lab a
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
 import pandas as pd
 
@@ -28,10 +29,13 @@ from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import JSON_RPC, Source
 
 if TYPE_CHECKING:
+    from feeslab.devnet.server import DevnetHandle
+    from feeslab.fetch.gas import GasClient
     from feeslab.fetch.ipfs import IpfsClient
+    from feeslab.fetch.node import NodeClient
     from feeslab.fetch.wallet import WalletClient
     from feeslab.fetch.ws import Subscription
-    from feeslab.watch import Watch
+    from feeslab.watch import Watch, WatchOptions
 
 __all__ = ["Lab", "UncleScan"]
 
@@ -51,8 +55,8 @@ class Lab:
     """
 
     def __init__(self, source: Source, *, credits: CreditLedger, ipfs: IpfsClient | None = None,
-                 wallet_url: str | None = None, devnet: Any = None, owns_devnet: bool = False,
-                 network: str = "mainnet", rpc_url: str | None = None,
+                 wallet_url: str | None = None, devnet: DevnetHandle | None = None,
+                 owns_devnet: bool = False, network: str = "mainnet", rpc_url: str | None = None,
                  reconnect: Callable[[str], Lab] | None = None) -> None:
         self.data_source = source
         self.credits = credits
@@ -71,15 +75,16 @@ class Lab:
         return JSON_RPC in self.data_source.offers()
 
     @property
-    def node(self) -> Any:
+    def node(self) -> NodeClient:
         """The node client (``NodeClient``); ``ConfigError`` without one (era1 files)."""
         if not self.has_node:
             raise ConfigError(f"this Lab reads {self.data_source!r}, which has no node: "
                               "connect() without era1= for one")  # fmt: skip
-        return self.data_source.node  # type: ignore[attr-defined]
+        node: NodeClient = self.data_source.node  # type: ignore[attr-defined]
+        return node
 
     @property
-    def gas(self) -> Any:
+    def gas(self) -> GasClient | None:
         """The Gas API client, or None (era1 files, ``connect(rpc_url=)``)."""
         return getattr(self.data_source, "gas", None)
 
@@ -99,7 +104,7 @@ class Lab:
         for client in (self.ipfs, self._wallet):
             if client is not None:
                 client.close()
-        if self._owns_devnet:
+        if self._owns_devnet and self.devnet is not None:
             self.devnet.stop()
 
     def __enter__(self) -> Lab:
@@ -135,17 +140,17 @@ class Lab:
             self._wallet = WalletClient(url=self.wallet_url)
         return self._wallet
 
-    def subscribe(self, kind: str = "newHeads", *params: Any) -> Subscription:
+    def subscribe(self, kind: str = "newHeads", *params: object) -> Subscription:
         """``eth_subscribe(kind, *params)`` on this Lab's WebSocket (``connect(websocket=True)``):
         iterate it for the notifications; close it when done."""
         from feeslab.fetch.ws import WebSocketTransport
 
-        if not isinstance(getattr(self.node, "transport", None), WebSocketTransport):
+        transport = self.node.transport
+        if not isinstance(transport, WebSocketTransport):
             raise ConfigError("subscriptions need a WebSocket: connect(..., websocket=True)")
-        subscription: Subscription = self.node.transport.subscribe(kind, *params)
-        return subscription
+        return transport.subscribe(kind, *params)
 
-    def watch(self, **options: Any) -> Watch:
+    def watch(self, **options: Unpack[WatchOptions]) -> Watch:
         """The chain's head live (:func:`feeslab.watch.watch`, whose options it takes): a
         rolling frame of the last blocks and, in JupyterLab, a figure redrawn every block."""
         from feeslab.watch import watch
@@ -176,12 +181,15 @@ class Lab:
             )
         return self.ipfs
 
-    def publish_frame(self, frame: pd.DataFrame, format: str = "parquet", **options: Any) -> str:
+    def publish_frame(self, frame: pd.DataFrame, format: str = "parquet", *,
+                      name: str | None = None, pin: bool = True, cid_version: int = 0) -> str:
         """Share a frame as a Parquet (or CSV) file, pinned (``feeslab.frames.io``); returns
-        its CID, which anyone can load the same frame by. ``options``: ``name``, ``pin``,
-        ``cid_version`` (``feeslab.fetch.ipfs.IpfsClient.publish``)."""
-        options.setdefault("name", f"frame.{format}")
-        return self._storage().publish(frame_to_bytes(frame, format), **options)
+        its CID, which anyone can load the same frame by. ``name`` (default
+        ``frame.<format>``), ``pin``, ``cid_version``: as
+        ``feeslab.fetch.ipfs.IpfsClient.publish``'s."""
+        return self._storage().publish(frame_to_bytes(frame, format),
+                                       name=f"frame.{format}" if name is None else name,
+                                       pin=pin, cid_version=cid_version)  # fmt: skip
 
     def load_frame(self, cid: str) -> pd.DataFrame:
         """The frame published under ``cid``; ``CidMismatchError`` unless its bytes give ``cid``."""
@@ -189,8 +197,9 @@ class Lab:
 
     # -- datasets: a method each, made from REGISTRY below the class -------------------------
 
-    def fetch(self, name: str, *args: Any, client: Any = None, out: Any = None,
-              keys: Sequence[Lab] = (), **kwargs: Any) -> Any:
+    def fetch(self, name: str, *args: object, client: object = None,
+              out: str | os.PathLike[str] | None = None, keys: Sequence[Lab] = (),
+              **kwargs: object) -> object:
         """Dataset ``name`` (``feeslab.datasets.REGISTRY``) with its arguments: what
         ``lab.<name>(...)`` does. With ``client`` (a ``distributed.Client``): in partitions on
         its cluster, written to ``out``, paced with ``keys`` (Labs with other API keys) too
@@ -205,9 +214,9 @@ class Lab:
         from feeslab import cluster  # dask only when asked for
 
         return cluster.run(dataset, self.data_source, client=client, out=out, keys=keys,
-                           **params).value  # fmt: skip
+                           planned=None, **params).value  # fmt: skip
 
-    def plan(self, name: str, *args: Any, **kwargs: Any) -> Plan:
+    def plan(self, name: str, *args: object, **kwargs: object) -> Plan:
         """What dataset ``name`` with these arguments costs, before anything is sent: what
         ``lab.plan_<name>(...)`` does."""
         dataset = REGISTRY[name]
@@ -223,12 +232,13 @@ _ON_CLUSTER = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
                for n, d in (("client", None), ("out", None), ("keys", ()))]  # fmt: skip
 
 
-def _method(dataset: Dataset, function: Callable[..., Any], run: Callable[..., Any],
-            name: str, extra: Sequence[inspect.Parameter] = ()) -> Callable[..., Any]:  # fmt: skip
+def _method(dataset: Dataset, function: Callable[..., object], run: Callable[..., object],
+            name: str, extra: Sequence[inspect.Parameter] = ()
+            ) -> Callable[..., object]:  # fmt: skip
     """``Lab.<name>``: ``run(dataset.name, ...)`` with ``function``'s signature (less its
     source and the parameters a cluster fills) and docstring."""
 
-    def method(self: Lab, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Lab, *args: object, **kwargs: object) -> object:
         return run(self, dataset.name, *args, **kwargs)
 
     signature = inspect.signature(function)

@@ -56,7 +56,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    SupportsFloat,
+    SupportsInt,
+    TextIO,
+    TypeAlias,
+    TypedDict,
+    TypeVar,
+    Unpack,
+)
 
 import numpy as np
 import pandas as pd
@@ -69,10 +79,11 @@ from feeslab.frames.base_fees import GWEI, parse_fee_history, reward_column
 from feeslab.frames.blocks import _typed_frame
 
 if TYPE_CHECKING:
-    from feeslab.fetch.ws import Subscription
+    from feeslab.fetch.ws import Subscription, WebSocketTransport
     from feeslab.lab import Lab
 
-__all__ = ["ELASTICITY_MULTIPLIER", "WATCH_DTYPES", "Reorg", "Watch", "run_cli", "watch"]
+__all__ = ["ELASTICITY_MULTIPLIER", "WATCH_DTYPES", "Reorg", "Watch", "WatchOptions", "run_cli",
+           "watch"]
 
 ELASTICITY_MULTIPLIER = 2
 """EIP-1559's ``ELASTICITY_MULTIPLIER``: the gas target is the gas limit over it [2], for a
@@ -105,6 +116,7 @@ DEFAULT_COLUMNS = ("base_fee_gwei", "gas_target_ratio", "blob_count")
 DEFAULT_PERCENTILES = (10.0, 50.0, 90.0)
 MAX_FEE_HISTORY = 1024  # blocks one eth_feeHistory may cover (geth's and Infura's cap)
 _R = TypeVar("_R")
+_Row: TypeAlias = dict[str, object]  # a block's row of the frame, by column (and "pending")
 
 
 @dataclass(frozen=True)
@@ -122,15 +134,34 @@ class Reorg:
     new_hash: str
 
 
+class WatchOptions(TypedDict, total=False):
+    """The options of :func:`watch` (and ``lab.watch``), as :class:`Watch` takes them."""
+
+    blocks: int
+    columns: Sequence[str]
+    percentiles: Sequence[float]
+    websocket: bool | str | None
+    poll: float
+    redraw: float
+    stop_after: int | None
+    retry: Retry | None
+    on_block: Callable[[Mapping[str, object]], None] | None
+    start: bool
+
+
 class _Stopped(Exception):
     """Raised inside the watch thread when ``stop()`` was called."""
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     """A JSON-RPC quantity as an int; None when absent (a field before its fork)."""
     if value is None:
         return None
-    return int(value, 16) if isinstance(value, str) else int(value)
+    if isinstance(value, str):
+        return int(value, 16)
+    if isinstance(value, SupportsInt):
+        return int(value)
+    raise TypeError(f"a quantity must be 0x hex or a number, not {type(value).__name__}")
 
 
 def _ws_url_of(http_url: str) -> str | None:
@@ -182,7 +213,7 @@ class Watch:
         redraw: float = 0.25,
         stop_after: int | None = None,
         retry: Retry | None = None,
-        on_block: Callable[[Mapping[str, Any]], None] | None = None,
+        on_block: Callable[[Mapping[str, object]], None] | None = None,
         start: bool = True,
     ) -> None:
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
@@ -219,7 +250,7 @@ class Watch:
         self.reorgs: list[Reorg] = []
         self.drops = 0
         self.error: FeeslabError | None = None
-        self._rows: dict[int, dict[str, Any]] = {}  # by block number, ascending
+        self._rows: dict[int, _Row] = {}  # by block number, ascending
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._version = 0  # bumped at each change of the rows
@@ -236,7 +267,8 @@ class Watch:
 
     # -- where the heads come from -----------------------------------------------------------
 
-    def _heads_transport(self, websocket: bool | str | None) -> tuple[Any, bool]:
+    def _heads_transport(self, websocket: bool | str | None
+                         ) -> tuple[WebSocketTransport | None, bool]:  # fmt: skip
         """The WebSocket transport to subscribe on, and whether this watch opened it."""
         from feeslab.fetch.ws import WebSocketTransport
 
@@ -281,8 +313,8 @@ class Watch:
             self._frame = (version, frame)
         return frame.copy(deep=False)
 
-    def _build(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
-        columns: dict[str, Any] = {name: [row.get(name) for row in rows] for name in self._dtypes}
+    def _build(self, rows: list[_Row]) -> pd.DataFrame:
+        columns: _Row = {name: [row.get(name) for row in rows] for name in self._dtypes}
         for name in ("timestamp", "received_at"):
             columns[name] = pd.to_datetime(np.asarray(columns[name], dtype="int64"), unit="ns",
                                            utc=True)  # fmt: skip
@@ -461,8 +493,8 @@ class Watch:
 
     # -- rows --------------------------------------------------------------------------------
 
-    def _ingest(self, headers: list[Mapping[str, Any]], received_ns: int) -> None:
-        fresh: dict[int, dict[str, Any]] = {}
+    def _ingest(self, headers: list[Mapping[str, object]], received_ns: int) -> None:
+        fresh: dict[int, _Row] = {}
         for header in sorted(headers, key=lambda h: _int(h["number"]) or 0):
             self._accept(header, fresh, received_ns)
         if self.stop_after is not None:  # exactly stop_after blocks, however many came at once
@@ -494,7 +526,7 @@ class Watch:
             self._stop.set()
             raise _Stopped
 
-    def _accept(self, header: Mapping[str, Any], fresh: dict[int, dict[str, Any]],
+    def _accept(self, header: Mapping[str, object], fresh: dict[int, _Row],
                 received_ns: int) -> None:  # fmt: skip
         number = _int(header["number"])
         assert number is not None
@@ -509,7 +541,7 @@ class Watch:
             if held is not None:
                 if held["hash"] == block_hash:
                     return  # announced again: held already
-                replaced = held["hash"]
+                replaced = str(held["hash"])
                 self._drop_from(number)
             elif number > last + 1:
                 self._backfill(last + 1, number - 1, fresh, received_ns)
@@ -536,7 +568,7 @@ class Watch:
                 del self._rows[n]
             self._version += 1
 
-    def _backfill(self, low: int, high: int, fresh: dict[int, dict[str, Any]],
+    def _backfill(self, low: int, high: int, fresh: dict[int, _Row],
                   received_ns: int) -> None:  # fmt: skip
         low = max(low, high - self.blocks + 1)  # more than the window holds: its last part
         if low > next(reversed(self._rows)) + 1:
@@ -548,15 +580,15 @@ class Watch:
             if header is not None:
                 self._accept(header, fresh, received_ns)
 
-    def _row(self, header: Mapping[str, Any], received_ns: int, *, reorged: bool
-             ) -> dict[str, Any]:  # fmt: skip
+    def _row(self, header: Mapping[str, object], received_ns: int, *, reorged: bool
+             ) -> _Row:  # fmt: skip
         gas_limit, gas_used = _int(header["gasLimit"]) or 0, _int(header["gasUsed"]) or 0
         base_fee = _int(header.get("baseFeePerGas"))
         blob_gas = _int(header.get("blobGasUsed"))
         number = _int(header["number"]) or 0
         rule = None if self._spec is None else self._spec.eip1559_rule_at(number)
         target = gas_limit // ELASTICITY_MULTIPLIER if rule is None else rule.gas_target(gas_limit)
-        row: dict[str, Any] = {
+        row: _Row = {
             "block_number": _int(header["number"]),
             "hash": str(header["hash"]),
             "parent_hash": str(header["parentHash"]),
@@ -579,7 +611,7 @@ class Watch:
         row.update(dict.fromkeys(self._rewards))
         return row
 
-    def _add_fees(self, fresh: dict[int, dict[str, Any]]) -> None:
+    def _add_fees(self, fresh: dict[int, _Row]) -> None:
         """The blob base fee and the tips of the new rows, from ``eth_feeHistory``."""
         numbers = sorted(fresh)
         calls, spans = [], []
@@ -661,7 +693,7 @@ class _View:
         self.draws += 1
 
 
-def _source_title(lab: Any, frame: pd.DataFrame) -> str:
+def _source_title(lab: Lab, frame: pd.DataFrame) -> str:
     """What the figure's data are: ``"devnet (simulated), mainnet, blocks a-b"`` or
     ``"mainnet, blocks a-b"``."""
     where = str(getattr(lab, "network", "chain"))
@@ -726,7 +758,7 @@ def _label(column: str) -> str:
     return column
 
 
-def watch(lab: Lab, **options: Any) -> Watch:
+def watch(lab: Lab, **options: Unpack[WatchOptions]) -> Watch:
     """Start watching ``lab``'s chain: a :class:`Watch` (what ``lab.watch(...)`` returns).
 
     Parameters
@@ -771,9 +803,10 @@ def watch(lab: Lab, **options: Any) -> Watch:
     return Watch(lab, **options)
 
 
-def _cli_line(row: Mapping[str, Any], rewards: Sequence[str]) -> str:
-    def gwei(value: Any) -> str:
-        return "-" if value is None else f"{value / GWEI:10.4f}"
+def _cli_line(row: Mapping[str, object], rewards: Sequence[str]) -> str:
+    def gwei(value: object) -> str:
+        # a base fee or tip [wei] (exact below 2**53, so as the int's own quotient)
+        return "-" if not isinstance(value, SupportsFloat) else f"{float(value) / GWEI:10.4f}"
 
     blobs = row["blob_count"]
     tips = " ".join(gwei(row[name]) for name in rewards)
@@ -805,7 +838,7 @@ def run_cli(
           + " ".join(f"{'p' + format(float(p), 'g'):>10}" for p in percentiles),
           file=stream, flush=True)  # fmt: skip
 
-    def line(row: Mapping[str, Any]) -> None:
+    def line(row: Mapping[str, object]) -> None:
         print(_cli_line(row, rewards), file=stream, flush=True)
 
     w = watch(lab, blocks=blocks, percentiles=percentiles, stop_after=stop_after,

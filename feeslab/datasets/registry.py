@@ -30,9 +30,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, SupportsIndex, TypeAlias, TypeGuard
 
 import pandas as pd
 
@@ -61,6 +62,9 @@ __all__ = [
     "rows",
 ]
 
+#: A dataset's parameters by name (its fetch's bound arguments): handed on as they are
+Params: TypeAlias = Mapping[str, object]
+
 FETCH_ONLY = frozenset({"budget"})  # what a source holding the rows is not asked
 
 
@@ -72,9 +76,9 @@ class Option:
     flags: tuple[str, ...]
     dest: str
     help: str
-    type: Callable[[str], Any] | None = None
+    type: Callable[[str], object] | None = None
     required: bool = False
-    default: Any = None
+    default: object = None
     switch: bool = False  # a flag without a value (store_true)
     metavar: str | None = None
     written_only: bool = False
@@ -103,21 +107,41 @@ class Partitioning:
     kind: Literal["range", "series"]
     align: int = 1
 
-    def span(self, params: Mapping[str, Any]) -> tuple[int, int]:
+    def span(self, params: Params) -> tuple[int, int]:
         """The blocks the job covers, as (first, after the last)."""
         if self.kind == "range":
-            return params["start"], params["stop"]
-        numbers = params["blocks"]
+            return _block(params, "start"), _block(params, "stop")
+        numbers = _blocks(params["blocks"])
         if not len(numbers):
             raise ValueError("blocks is empty: a cluster job needs at least one block")
         return min(numbers), max(numbers) + 1
 
-    def narrow(self, params: Mapping[str, Any], start: int, stop: int,
-               blocks: Sequence[int] | None) -> dict[str, Any]:  # fmt: skip
+    def narrow(self, params: Params, start: int, stop: int,
+               blocks: Sequence[int] | None) -> dict[str, object]:  # fmt: skip
         """``params`` of one partition."""
         if self.kind == "range":
             return {**params, "start": start, "stop": stop}
         return {**params, "blocks": tuple(blocks or ())}
+
+
+def _block(params: Params, name: str) -> int:
+    """Parameter ``name``, a block number (an int, numpy's included)."""
+    value = params[name]
+    if not isinstance(value, SupportsIndex):
+        raise TypeError(f"{name} must be a block number (int), not {type(value).__name__}")
+    return operator.index(value)
+
+
+def _blocks(numbers: object) -> list[int]:
+    """The ``blocks`` parameter (a range, a sequence or an array of block numbers) as ints."""
+    if not isinstance(numbers, Iterable):
+        raise TypeError(f"blocks must be block numbers, not {type(numbers).__name__}")
+    out = []
+    for number in numbers:
+        if not isinstance(number, SupportsIndex):
+            raise TypeError(f"blocks must be block numbers (int), not {type(number).__name__}")
+        out.append(operator.index(number))
+    return out
 
 
 BY_RANGE = Partitioning("range")
@@ -134,7 +158,7 @@ class PartsPlan:
         The whole job's credits, as one process would pay them.
     credits : tuple of int
         Each partition's share [credits].
-    context : mapping of int to Any
+    context : mapping of int to object
         What planning learnt, by block number (an uncle scan's sampled counts): each
         partition is handed its range's part as the dataset's ``context`` parameter.
     bought : int
@@ -143,12 +167,12 @@ class PartsPlan:
 
     plan: Plan
     credits: tuple[int, ...]
-    context: Mapping[int, Any] = field(default_factory=dict)
+    context: Mapping[int, object] = field(default_factory=dict)
     bought: int = 0
 
 
-def _identity(value: Any) -> Any:
-    return value
+def _identity(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
 
 
 @dataclass(frozen=True)
@@ -196,7 +220,7 @@ class Dataset:
     """
 
     name: str
-    fetch: Callable[..., Any]
+    fetch: Callable[..., object]
     plan: Callable[..., Plan] | None = None
     needs: tuple[str, ...] = (JSON_RPC,)
     summary: str = ""
@@ -204,13 +228,13 @@ class Dataset:
     options: tuple[Option, ...] = ()
     partitions: Partitioning | None = None
     rows: Callable[[Any], pd.DataFrame] = _identity
-    assemble: Callable[..., Any] | None = None
+    assemble: Callable[..., object] | None = None
     plan_parts: Callable[..., PartsPlan] | None = None
     context: str | None = None
     written: Callable[..., pd.DataFrame] = _identity
-    bodies: bool | Callable[[Mapping[str, Any]], bool] = False
+    bodies: bool | Callable[[Params], bool] = False
 
-    def reads_bodies(self, params: Mapping[str, Any]) -> bool:
+    def reads_bodies(self, params: Params) -> bool:
         """Whether the dataset needs what history expiry drops (see ``bodies``)."""
         return bool(self.bodies(params)) if callable(self.bodies) else self.bodies
 
@@ -218,7 +242,7 @@ class Dataset:
         """Whether ``fetch`` has ``parameter``."""
         return parameter in inspect.signature(self.fetch).parameters
 
-    def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def bind(self, *args: object, **kwargs: object) -> dict[str, object]:
         """``fetch``'s parameters from a call's arguments (defaults applied), without the
         source: a TypeError names a wrong or missing one, as the function would."""
         bound = inspect.signature(self.fetch).bind(None, *args, **kwargs)
@@ -228,7 +252,7 @@ class Dataset:
         return params
 
 
-def _accepted(function: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
+def _accepted(function: Callable[..., object], params: Params) -> dict[str, object]:
     """The items of ``params`` that ``function`` takes."""
     names = inspect.signature(function).parameters
     return {k: v for k, v in params.items() if k in names}
@@ -239,7 +263,7 @@ def holds(source: Source, dataset: Dataset) -> bool:
     return dataset.name in source.offers()
 
 
-def get(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Any:
+def get(dataset: Dataset, source: Source, params: Params) -> object:
     """``dataset`` of ``params`` from ``source``: read where the source holds its rows,
     else fetched by the dataset from what the source offers (``SourceMismatch`` if neither);
     on a source of several, each part from its own and joined.
@@ -253,7 +277,7 @@ def get(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Any:
     return _get(dataset, source, params, check=True)
 
 
-def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: bool) -> Any:
+def _get(dataset: Dataset, source: Source, params: Params, *, check: bool) -> object:
     if _splits(source):
         return _joined(dataset, source, params, check=check)
     if holds(source, dataset):
@@ -270,7 +294,7 @@ def _get(dataset: Dataset, source: Source, params: Mapping[str, Any], *, check: 
         raise
 
 
-def rows(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
+def rows(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
     """``dataset``'s rows of ``params`` (a partition's: what :func:`assemble` takes). The
     history cutoff is not checked again: the job's plan checked the whole range."""
     if holds(source, dataset) and not _splits(source):
@@ -285,16 +309,16 @@ def _splits(source: Source) -> TypeGuard[SplitSource]:
     return callable(getattr(type(source), "split", None))
 
 
-def _span(dataset: Dataset, params: Mapping[str, Any]) -> tuple[int, int] | None:
+def _span(dataset: Dataset, params: Params) -> tuple[int, int] | None:
     """The blocks a call of ``dataset`` covers, (first, after the last), when it says."""
     if dataset.partitions is not None:
         return dataset.partitions.span(params)
     if "start" in params and "stop" in params:
-        return int(params["start"]), int(params["stop"])
+        return _block(params, "start"), _block(params, "stop")
     return None
 
 
-def _history_guard(dataset: Dataset, source: Source, params: Mapping[str, Any], *,
+def _history_guard(dataset: Dataset, source: Source, params: Params, *,
                    at_exit: bool = False) -> contextlib.AbstractContextManager[None]:  # fmt: skip
     """A dataset reading bodies is refused (``HistoryPruned``) below the node's cutoff once
     its fetch sets up or enters its budget (``RpcSource.guard_history``): after a budget's
@@ -306,8 +330,8 @@ def _history_guard(dataset: Dataset, source: Source, params: Mapping[str, Any], 
     return guard(*span, dataset.name, at_exit=at_exit)  # type: ignore[no-any-return]
 
 
-def _joined(dataset: Dataset, source: SplitSource, params: Mapping[str, Any], *,
-            check: bool) -> Any:  # fmt: skip
+def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
+            check: bool) -> object:  # fmt: skip
     """``dataset`` of ``params`` on a source of several: each part on its own source, the
     rows joined in block order, assembled and tagged by the joined source."""
     span = _span(dataset, params)
@@ -338,12 +362,12 @@ def _joined(dataset: Dataset, source: SplitSource, params: Mapping[str, Any], *,
     return result
 
 
-def _read(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> pd.DataFrame:
+def _read(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
     wanted = {k: v for k, v in params.items() if k not in FETCH_ONLY and k != dataset.context}
     return source.read(dataset.name, **wanted)  # type: ignore[attr-defined]
 
 
-def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
+def plan(dataset: Dataset, source: Source, params: Params) -> Plan:
     """What :func:`get` of the same arguments costs [credits]: nothing where the source holds
     the rows; on a source of several, the parts' plans added up.
 
@@ -383,8 +407,8 @@ def plan(dataset: Dataset, source: Source, params: Mapping[str, Any]) -> Plan:
     return with_probe
 
 
-def assemble(dataset: Dataset, source: Source, rows: Any, params: Mapping[str, Any],
-             planned: Plan) -> Any:  # fmt: skip
+def assemble(dataset: Dataset, source: Source, rows: pd.DataFrame, params: Params,
+             planned: Plan) -> object:  # fmt: skip
     """The result of ``rows`` (every partition's, or a source's)."""
     if dataset.assemble is None:
         return rows

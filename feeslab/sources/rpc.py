@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -30,6 +31,7 @@ from feeslab._redact import register_secrets
 from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError, HistoryPruned
 from feeslab.fetch.cache import MISSING
+from feeslab.fetch.core import Governor
 from feeslab.fetch.credits import (
     Budget,
     CreditLedger,
@@ -50,7 +52,7 @@ from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.sources.base import GAS_API, JSON_RPC
 
-__all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource",
+__all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",
            "history_plan", "open_node"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
@@ -89,7 +91,8 @@ class RpcSource:
     """
 
     def __init__(
-        self, node: NodeClient, *, gas: Any = None, open_gas: Callable[[], Any] | None = None,
+        self, node: NodeClient, *, gas: GasClient | None = None,
+        open_gas: Callable[[], GasClient] | None = None,
         devnet: bool | None = None, any_node: bool = False, history_cutoff: int | None = None,
     ) -> None:
         self.node = node
@@ -113,7 +116,7 @@ class RpcSource:
         return frozenset({JSON_RPC, GAS_API} if has_gas else {JSON_RPC})
 
     @property
-    def gas(self) -> Any:
+    def gas(self) -> GasClient | None:
         """The Gas API client (made on first use), or None where there is none."""
         if self._gas is None and self._open_gas is not None:
             with self._gas_lock:
@@ -420,7 +423,7 @@ class NodeSpec:
     api_key: str | None = None
     api_key_secret: str | None = None
     gas_url: str | None = None
-    cache: Any = False
+    cache: bool | str | os.PathLike[str] = False
     progress: bool = False
     priced: bool = True
     devnet: bool | None = None
@@ -443,7 +446,15 @@ class NodeSpec:
         return self.url.startswith(("ws://", "wss://"))
 
 
-def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
+class SharedBucket(Governor, Protocol):
+    """A pacer shared with other processes (:func:`open_node`'s ``bucket``): a governor told
+    what each answer cost."""
+
+    def charge(self, credits: int, booked: int, status: int, calls: dict[str, int], /
+               ) -> None: ...  # fmt: skip
+
+
+def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSource:
     """The source ``spec`` describes: its transport (HTTP or WebSocket by the URL's scheme),
     paced at ``spec.credits_per_second``, one ledger for every credit, the node client and the
     Gas API client.
@@ -494,7 +505,7 @@ def open_node(spec: NodeSpec, *, bucket: Any = None) -> RpcSource:
         governor = getattr(transport, "governor", None)
         if told is not None and governor is not None:
             governor.follow(told)
-        known: dict[tuple[str, str], Any] = (
+        known: dict[tuple[str, str], object] = (
             {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
         if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
             known[("eth_getBlockByNumber", json.dumps(["0x0", False]))] = {
