@@ -39,8 +39,10 @@ from feeslab.cluster.jobs import (
 from feeslab.datasets import REGISTRY, registry
 from feeslab.datasets.registry import Dataset
 from feeslab.errors import ConfigError
+from feeslab.fetch.credits import Plan
 from feeslab.frames.partitions import JOB
 from feeslab.sources.base import Source
+from feeslab.sources.rpc import history_plan
 
 __all__ = ["DatasetJob", "plan", "run"]
 
@@ -124,8 +126,17 @@ class DatasetJob(JobSpec):
             return _plan_partitions(self, source, out=out, partition_blocks=partition_blocks)
         whole = self.span()
         parts = self.cut(whole, partition_blocks)
-        made = declared.plan_parts(source, self.arguments(),
-                                   [(p.start, p.stop) for p in parts], budget)  # fmt: skip
+        params = self.arguments()
+        # the in-process plan's one cutoff check (EIP-4444): a range below a pruned node's
+        # history is refused before the sample is bought, and a probe it sent is counted
+        probes = getattr(source, "history_probes", 0)
+        with registry._history_guard(declared, source, params, at_exit=True):
+            made = declared.plan_parts(source, params, [(p.start, p.stop) for p in parts],
+                                       budget)  # fmt: skip
+        probe = history_plan(getattr(source, "history_probes", 0) - probes)
+        if probe.lines:
+            made = dataclasses.replace(made, plan=_with(made.plan, probe),
+                                       bought=made.bought + probe.total)
         parts = [dataclasses.replace(p, credits=c) for p, c in zip(parts, made.credits,
                                                                     strict=True)]
         where = f"{source.label}:{source.node.identity}:{partition_blocks}"
@@ -181,6 +192,13 @@ def _describe(out: Path, dataset: str, params: dict[str, Any], attrs: dict[str, 
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _with(planned: Plan, probe: Plan) -> Plan:
+    """``planned`` with the cutoff's probe added, under its own title."""
+    whole = planned + probe
+    whole.title = planned.title
+    return whole
 
 
 def _where(where: str, key: str) -> str:
