@@ -39,8 +39,8 @@ def _refused(error: HistoryPruned) -> None:
 
 
 @pytest.mark.parametrize("how", ["plan", "run"])
-def test_a_cluster_uncle_scan_below_the_cutoff_is_refused_before_spending(client, pruned,
-                                                                          tmp_path, how):  # fmt: skip
+def test_a_cluster_scan_below_the_cutoff_is_refused_before_spending(client, pruned, tmp_path,
+                                                                    how):  # fmt: skip
     out = tmp_path / "job"
     with uncached_lab(pruned) as lab:
         with pytest.raises(HistoryPruned) as caught:
