@@ -202,6 +202,7 @@ def _period_forks(ax: Axes, frame: pd.DataFrame) -> None:
                     fontsize=8, rotation=90, va="top", ha="right")  # fmt: skip
 
 
+@_documented
 def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """The blob base fee per period: the range (min to max) as a band, the median as a line.
 
@@ -210,8 +211,7 @@ def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kw
     frame : pandas.DataFrame
         :func:`feeslab.analysis.blobs.blob_market_by_period`'s frame (its ``fork`` column,
         when present, marks where each fork starts).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` (the median line).
 
@@ -237,6 +237,7 @@ def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kw
     return ax
 
 
+@_documented
 def plot_blob_counts_by_period(
     frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any
 ) -> Axes:
@@ -247,8 +248,7 @@ def plot_blob_counts_by_period(
     frame : pandas.DataFrame
         :func:`feeslab.analysis.blobs.blob_market_by_period`'s frame; optional
         ``target_blobs`` and ``max_blobs`` columns (each period's fork's) draw as steps.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` (the mean line).
 
@@ -274,6 +274,7 @@ def plot_blob_counts_by_period(
     return ax
 
 
+@_documented
 def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """Per period, the shares of blocks whose excess followed each branch, stacked to 1.
 
@@ -281,8 +282,7 @@ def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     ----------
     frame : pandas.DataFrame
         :func:`feeslab.analysis.blobs.branch_shares_by_period`'s frame.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.stackplot``.
 
@@ -290,6 +290,10 @@ def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     -------
     matplotlib.axes.Axes
         One stacked area per branch present (``ax.collections``), y ``share of blocks [%]``.
+
+    References
+    ----------
+    EIP-4844 (the target branch) and EIP-7918 (the reserve branch), https://eips.ethereum.org/
     """
     _require(frame, ["blocks"], "branch_shares_by_period's frame")
     ax = _axes(ax)
@@ -304,6 +308,7 @@ def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     return ax
 
 
+@_documented
 def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> Axes:
     """The blob base fee per block beside EIP-7918's reserve price (1/16 of the base fee).
 
@@ -312,8 +317,7 @@ def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     frame : pandas.DataFrame
         Blocks with ``block_number``, ``blob_base_fee_wei`` and ``reserve_price_wei``
         (:func:`feeslab.analysis.blobs.reserve_price`) [wei per blob gas].
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when None.
+    %(ax)s
     **kwargs
         Passed to ``Axes.plot`` (the blob base fee).
 
@@ -321,6 +325,10 @@ def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     -------
     matplotlib.axes.Axes
         Two lines on a log y axis: the blob base fee and the reserve price.
+
+    References
+    ----------
+    EIP-7918, "Blob base fee bounded by execution cost", https://eips.ethereum.org/EIPS/eip-7918
     """
     _require(frame, ["block_number", "blob_base_fee_wei", "reserve_price_wei"],
              "blocks with blob_base_fee_wei and reserve_price_wei")  # fmt: skip

@@ -1,5 +1,6 @@
 """Every plot function's docstring names its ``ax`` parameter (written once, in
-``feeslab.plots._base``) and keeps no unfilled placeholder."""
+``feeslab.plots._base``, and filled in through the ``%(ax)s`` placeholder, never by hand) and
+keeps no unfilled placeholder."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def test_the_ax_parameter_is_documented(plot) -> None:
     assert "ax" in inspect.signature(plot).parameters
     assert "ax : matplotlib.axes.Axes, optional\n    Where to draw; a new figure when None." in doc
     assert "%(" not in doc
+
+
+@pytest.mark.parametrize("plot", PLOTS, ids=lambda f: f.__name__)
+def test_the_ax_entry_comes_from_the_shared_placeholder(plot) -> None:
+    # a hand-written entry drifts from the shared one the day either changes
+    source = inspect.getsource(plot)
+    assert "%(ax)s" in source
+    assert "ax : matplotlib.axes.Axes" not in source
