@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from feeslab.plots._base import _axes, _documented, _require
 
@@ -18,6 +19,8 @@ __all__ = ["plot_blob_k", "plot_inclusion", "plot_overpayment", "plot_tradeoff"]
 
 _WITHIN = ("within_1", "within_3", "within_10")
 _WITHIN_COLOURS = ("#2166ac", "#67a9cf", "#d1e5f0")
+#: Shares labelled on plot_tradeoff's logit axis [fraction]
+_LOGIT_TICKS = (0.01, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995)
 
 
 def _one_regime(table: pd.DataFrame, regime: str) -> pd.DataFrame:
@@ -114,6 +117,11 @@ def plot_tradeoff(
 ) -> Axes:
     """Inclusion within 1 block against median overpayment [%], one point per estimator.
 
+    The inclusion axis is a logit scale (50 %, 90 %, 99 %, 99.9 % equally spaced), so that
+    estimators near 100 % stay apart. Estimators within 0.1 of each other on both axes (% and
+    percentage points: the same place in the figure) share one marker, named together in the
+    legend ("a = b"): one could otherwise hide the other.
+
     Parameters
     ----------
     table : pandas.DataFrame
@@ -122,21 +130,39 @@ def plot_tradeoff(
     regime : str
         Which rows to draw.
     **kwargs
-        Passed to ``Axes.scatter`` (once per estimator).
+        Passed to ``Axes.scatter`` (once per point).
 
     Returns
     -------
     matplotlib.axes.Axes
+        One scatter per point (``ax.collections``) at (overpayment [%], share included in
+        the next block [fraction]), y axis in logit scale labelled in percent.
     """
     columns = ["estimator", "regime", "within_1", "overpay_pct_median"]
     rows = _one_regime(_require(table, columns, "backtest()'s table"), regime)
     ax = _axes(ax)
     x = rows["overpay_pct_median"].to_numpy(dtype=float)
-    y = rows["within_1"].to_numpy(dtype=float) * 100
-    # one marker per estimator, named in a legend: close points would overprint labels
+    y = rows["within_1"].to_numpy(dtype=float)
+    # within 0.1 of a drawn point (% and percentage points): the same place, drawn once
+    points: list[tuple[float, float, list[str]]] = []
+    for name, xi, yi in zip(rows["estimator"], x, y, strict=True):
+        near = [p for p in points if abs(p[0] - xi) <= 0.1 and abs(p[1] - yi) * 100 <= 0.1]
+        if near:
+            near[0][2].append(str(name))
+        else:
+            points.append((float(xi), float(yi), [str(name)]))
+    # one marker per point, named in a legend: close points would overprint labels
     markers = "osD^v<>ph*"
-    for k, (name, xi, yi) in enumerate(zip(rows["estimator"], x, y, strict=True)):
-        ax.scatter([xi], [yi], marker=markers[k % len(markers)], label=str(name), **kwargs)
+    for k, (xi, yi, names) in enumerate(points):
+        ax.scatter([xi], [yi], marker=markers[k % len(markers)], label=" = ".join(names), **kwargs)
+    below = [t for t in _LOGIT_TICKS if t < y.min()]
+    above = [t for t in _LOGIT_TICKS if t > y.max()]
+    if below and above:  # shares strictly between 0 and 1: the logit axis, from tick to tick
+        ax.set_yscale("logit")
+        ax.set_ylim(below[-1], above[0])
+        ax.set_yticks([t for t in _LOGIT_TICKS if below[-1] <= t <= above[0]])
+        ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 100:.6g} %"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     ax.set_xlabel("median overpayment [%]")
     ax.set_ylabel("included in the next block [%]")

@@ -34,7 +34,9 @@ def test_plot_overpayment_and_tradeoff_draw_the_medians():
     assert [round(p.get_width(), 9) for p in ax.patches] == [2.0, 3.0]
     ax = suggestions.plot_tradeoff(TABLE)
     points = np.concatenate([c.get_offsets() for c in ax.collections])
-    assert points.tolist() == [[1.0, 50.0], [4.0, 90.0]]
+    assert points.tolist() == [[1.0, 0.5], [4.0, 0.9]]  # shares, on a logit axis in percent
+    assert ax.get_yscale() == "logit"
+    assert ax.yaxis.get_major_formatter()(0.9, 0) == "90 %"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
     with pytest.raises(TypeError, match="backtest"):
         suggestions.plot_tradeoff(TABLE.drop(columns="within_1"))
@@ -46,3 +48,19 @@ def test_plot_blob_k_bars_are_k():
     ax = suggestions.plot_blob_k(table)
     assert [round(p.get_height(), 9) for p in ax.patches] == [1.125, 1.0667]
     assert [t.get_text() for t in ax.texts] == ["88% at k=1", "98% at k=1"]
+
+
+def test_plot_tradeoff_draws_coinciding_estimators_once_and_names_them_together():
+    # ethers and viem score alike: two markers in one place would hide one of them
+    table = pd.DataFrame({
+        "estimator": ["ethers", "viem", "MetaMask low", "Gas API low", "geth"], "regime": "all",
+        "within_1": [0.838, 0.838, 0.985, 0.991, 0.705],
+        "overpay_pct_median": [1.4, 1.4, 4.75, 4.72, 2.2],
+    })
+    ax = suggestions.plot_tradeoff(table)
+    points = np.concatenate([c.get_offsets() for c in ax.collections])
+    assert points.tolist() == [[1.4, 0.838], [4.75, 0.985], [4.72, 0.991], [2.2, 0.705]]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "ethers = viem", "MetaMask low", "Gas API low", "geth"]
+    low, high = ax.get_ylim()
+    assert low < 0.705 and high > 0.991  # every point inside the logit axis's ticks
