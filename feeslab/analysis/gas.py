@@ -38,7 +38,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 import pandas as pd
@@ -294,7 +294,7 @@ def intrinsic_gas(
     data: bytes | str = b"",
     *,
     create: bool = False,
-    access_list: Sequence[Any] = (),
+    access_list: Sequence[object] = (),
     authorizations: int = 0,
     value: int = 0,
     to_self: bool = False,
@@ -374,7 +374,7 @@ def calldata_floor(
     data: bytes | str = b"",
     *,
     create: bool = False,
-    access_list: Sequence[Any] = (),
+    access_list: Sequence[object] = (),
     value: int = 0,
     to_self: bool = False,
     fork: str | GasRules = "osaka",
@@ -418,7 +418,7 @@ def least_gas_limit(
     data: bytes | str = b"",
     *,
     create: bool = False,
-    access_list: Sequence[Any] = (),
+    access_list: Sequence[object] = (),
     authorizations: int = 0,
     value: int = 0,
     to_self: bool = False,
@@ -428,10 +428,10 @@ def least_gas_limit(
 
     Parameters are those of :func:`intrinsic_gas`.
     """
-    kwargs: dict[str, Any] = dict(create=create, access_list=access_list, value=value,
-                                  to_self=to_self, fork=fork)  # fmt: skip
-    intrinsic = intrinsic_gas(data, authorizations=authorizations, **kwargs)
-    floor = calldata_floor(data, **kwargs)
+    intrinsic = intrinsic_gas(data, create=create, access_list=access_list, value=value,
+                              to_self=to_self, fork=fork, authorizations=authorizations)
+    floor = calldata_floor(data, create=create, access_list=access_list, value=value,
+                           to_self=to_self, fork=fork)  # fmt: skip
     return intrinsic if floor is None else max(intrinsic, floor)
 
 
@@ -641,19 +641,17 @@ def estimate_accuracy(frame: pd.DataFrame, labels: Sequence[str] | None = None) 
     )
 
 
-def _gas_amounts(gas: Any) -> dict[str, int]:
-    one = not isinstance(gas, pd.Series | Mapping)
-    items = [("transaction", gas)] if one else list(gas.items())
+def _gas_amounts(gas: object) -> dict[str, int]:
+    items = list(gas.items()) if isinstance(gas, pd.Series | Mapping) else [("transaction", gas)]
     if not items:
         raise ValueError("gas names no transaction")
     out = {}
     for name, value in items:
         if isinstance(value, bool):
             raise TypeError(f"gas of {name!r} must be an int, not bool")
-        try:
-            amount = operator.index(value)
-        except TypeError:
-            raise TypeError(f"gas of {name!r} must be an int [gas], not {value!r}") from None
+        if not isinstance(value, SupportsIndex):
+            raise TypeError(f"gas of {name!r} must be an int [gas], not {value!r}")
+        amount = operator.index(value)
         if amount < 0:
             raise ValueError(f"gas of {name!r} must be >= 0, got {amount}")
         out[str(name)] = amount
@@ -865,7 +863,7 @@ def fork_gas_table(
         raise ValueError(f"base_fee_wei must be a non-negative int [wei/gas], not {base_fee_wei!r}")
     if isinstance(transactions, str) or not isinstance(transactions, Mapping):
         raise TypeError("transactions must map names to intrinsic_gas's keyword arguments")
-    rows: dict[str, list[Any]] = {name: [] for name in FORK_GAS_DTYPES}
+    rows: dict[str, list[object]] = {name: [] for name in FORK_GAS_DTYPES}
     for name, tx in transactions.items():
         kwargs = dict(tx)
         execution = kwargs.pop("execution_gas", 0)

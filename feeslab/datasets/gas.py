@@ -38,14 +38,14 @@ NEVER_ENOUGH_GAS = 20_999  # below every transaction's intrinsic gas (21,000): a
 Abi = Sequence[Mapping[str, Any]]
 
 
-def _objects(transactions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _objects(transactions: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """The transactions as call objects, checked before anything is sent."""
     if isinstance(transactions, Mapping):
         raise TypeError("transactions must be a list of dicts (wrap a single one in [])")
     return [call_object(tx) for tx in transactions]
 
 
-def _estimate_calls(objects: Sequence[dict[str, Any]], number: int) -> list[RpcCall]:
+def _estimate_calls(objects: Sequence[dict[str, object]], number: int) -> list[RpcCall]:
     return [RpcCall("eth_estimateGas", [obj, quantity(number)]) for obj in objects]
 
 
@@ -70,7 +70,7 @@ def _block_fork(node: RpcSource, number: int, header: Mapping[str, Any]) -> str 
     return fork
 
 
-def _check_cap(objects: Sequence[Mapping[str, Any]], fork: str | None) -> None:
+def _check_cap(objects: Sequence[Mapping[str, object]], fork: str | None) -> None:
     """Refuse, as a node does, a transaction over the EIP-7825 cap under ``fork``'s rules
     (its ``gas``, or from Amsterdam its intrinsic gas or floor); None: no rules known."""
     if fork is None:
@@ -78,11 +78,14 @@ def _check_cap(objects: Sequence[Mapping[str, Any]], fork: str | None) -> None:
     rules = gas_rules.gas_rules(fork)
     for i, obj in enumerate(objects):
         inputs = call_gas_inputs(obj)
-        authorizations = inputs.pop("authorizations")
-        intrinsic = gas_rules.intrinsic_gas(authorizations=authorizations, fork=rules, **inputs)
-        floor = gas_rules.calldata_floor(fork=rules, **inputs)
+        intrinsic = gas_rules.intrinsic_gas(fork=rules, **inputs)
+        floor = gas_rules.calldata_floor(inputs["data"], create=inputs["create"],
+                                         access_list=inputs["access_list"],
+                                         value=inputs["value"], to_self=inputs["to_self"],
+                                         fork=rules)  # fmt: skip
         least = max(intrinsic, floor or 0)
-        limit = int(obj["gas"], 16) if "gas" in obj else max(least, rules.tx_gas_cap or least)
+        gas = obj.get("gas")  # 0x hex in a call object
+        limit = int(gas, 16) if isinstance(gas, str) else max(least, rules.tx_gas_cap or least)
         try:
             gas_rules.check_gas_limit(limit, intrinsic=intrinsic, floor=floor, fork=rules)
         except gas_rules.TransactionGasCapExceeded as exc:
@@ -93,7 +96,8 @@ def _check_cap(objects: Sequence[Mapping[str, Any]], fork: str | None) -> None:
             pass  # too little gas: the node says so in that transaction's error
 
 
-def plan(source: RpcSource, transactions: Sequence[Mapping[str, Any]], *, block: int | str) -> Plan:
+def plan(source: RpcSource, transactions: Sequence[Mapping[str, object]], *,
+         block: int | str) -> Plan:  # fmt: skip
     """What :func:`get` costs: the estimates the cache cannot answer (300 credits each) and
     the block's header (``"latest"`` asks the head first)."""
     node = rpc(source, "eth_estimateGas")
@@ -109,7 +113,7 @@ def _plan(node: RpcSource, batch: Sequence[RpcCall]) -> Plan:
 
 def get(
     source: RpcSource,
-    transactions: Sequence[Mapping[str, Any]],
+    transactions: Sequence[Mapping[str, object]],
     *,
     block: int | str = "latest",
     priority_fee_wei: int = 0,
@@ -177,7 +181,7 @@ def get(
 
 def needed(
     source: RpcSource,
-    transactions: Sequence[Mapping[str, Any]],
+    transactions: Sequence[Mapping[str, object]],
     *,
     block: int | str = "latest",
     abi: Abi | None = None,
@@ -267,9 +271,9 @@ def needed(
     )
 
 
-def _probes(search: dict[int, list[Any]]) -> list[tuple[int, int]]:
-    """The next gas limits to try: first the estimate itself and just under geth's 1.5 %
-    stop, then the middle of what is left."""
+def _probes(search: dict[int, list[int]]) -> list[tuple[int, int]]:
+    """The next gas limits to try (``search``: each transaction's [lo, hi, checked]): first
+    the estimate itself and just under geth's 1.5 % stop, then the middle of what is left."""
     probes: list[tuple[int, int]] = []
     for i, (lo, hi, checked) in search.items():
         if not checked:

@@ -19,15 +19,17 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from feeslab.headers import HEADER_FIELDS, header_hash, unknown_header_fields
 
 __all__ = [
+    "AMSTERDAM_COLUMNS",
     "BLOCK_DTYPES",
     "HEADER_FIELD_DTYPES",
     "blocks_frame",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 INT64_MAX = np.iinfo(np.int64).max
+_T = TypeVar("_T")
 
 #: Columns and dtypes of :func:`parse_blocks`' frame, in order.
 BLOCK_DTYPES: dict[str, str] = {
@@ -106,7 +109,7 @@ _OPTIONAL_QUANTITIES = {"baseFeePerGas": "base_fee_wei", "blobGasUsed": "blob_ga
 # -- helpers shared by the frames modules ------------------------------------------------------
 
 
-def _quantity(value: Any, what: str) -> int:
+def _quantity(value: object, what: str) -> int:
     """A JSON-RPC quantity (``"0x1b"``) or a plain non-negative int, as an int."""
     if isinstance(value, bool):
         raise TypeError(f"{what} must be a 0x hex quantity or an int, not bool")
@@ -124,7 +127,7 @@ def _quantity(value: Any, what: str) -> int:
     return number
 
 
-def _field(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[Any]:
+def _field(items: Sequence[Mapping[str, object]], key: str, what: str) -> list[object]:
     """``[item[key] for item in items]``, naming the first item that lacks ``key``."""
     try:
         return [item[key] for item in items]
@@ -141,16 +144,15 @@ def _field(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[Any]
     raise ValueError(f"{what}[{index}] has no {key!r} field")
 
 
-def _hex_ints(values: list[Any], key: str, what: str) -> list[int]:
+def _hex_ints(values: Sequence[object], key: str, what: str) -> list[int]:
     """Hex quantities as Python ints (exact), naming the first bad value."""
-    try:
-        out = [int(v, 16) for v in values]
-    except (TypeError, ValueError):
-        out = None
-    if out is None or any(v < 0 for v in out):
-        for i, v in enumerate(values):
-            _quantity(v, f"{what}[{i}].{key}")
-    return out  # type: ignore[return-value]
+    try:  # the fast path: every value a hex string
+        out = [int(v, 16) for v in values if isinstance(v, str)]
+    except ValueError:
+        out = []
+    if len(out) != len(values) or any(v < 0 for v in out):  # ints, or one to name
+        return [_quantity(v, f"{what}[{i}].{key}") for i, v in enumerate(values)]
+    return out
 
 
 def _int64(values: list[int], key: str, what: str) -> np.ndarray:
@@ -162,23 +164,23 @@ def _int64(values: list[int], key: str, what: str) -> np.ndarray:
         raise ValueError(f"{what}[{i}].{key} = {values[i]} does not fit int64") from None
 
 
-def _hex_int64(items: Sequence[Mapping[str, Any]], key: str, what: str) -> np.ndarray:
+def _hex_int64(items: Sequence[Mapping[str, object]], key: str, what: str) -> np.ndarray:
     return _int64(_hex_ints(_field(items, key, what), key, what), key, what)
 
 
-def _hex_exact(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[int]:
+def _hex_exact(items: Sequence[Mapping[str, object]], key: str, what: str) -> list[int]:
     """Exact Python ints (for an ``object`` column)."""
     return _hex_ints(_field(items, key, what), key, what)
 
 
-def _object_series(values: list[Any]) -> pd.Series:
+def _object_series(values: Sequence[object] | np.ndarray) -> pd.Series:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return pd.Series(array, dtype=object)
 
 
 def _optional(
-    items: Sequence[Mapping[str, Any]], key: str, what: str
+    items: Sequence[Mapping[str, object]], key: str, what: str
 ) -> tuple[list[int | None], np.ndarray]:
     """Hex quantities that may be missing or null: (ints or None, mask of present values)."""
     raw = [item.get(key) for item in items]
@@ -193,7 +195,7 @@ def _optional(
 
 
 def _nullable_int64(
-    items: Sequence[Mapping[str, Any]], key: str, what: str
+    items: Sequence[Mapping[str, object]], key: str, what: str
 ) -> pd.arrays.IntegerArray:
     """A hex quantity that may be missing or null, as nullable ``Int64`` (``<NA>`` if absent)."""
     values, present = _optional(items, key, what)
@@ -201,12 +203,13 @@ def _nullable_int64(
     return pd.arrays.IntegerArray(data, ~present)
 
 
-def _strings(items: Sequence[Mapping[str, Any]], key: str, what: str) -> list[str]:
+def _strings(items: Sequence[Mapping[str, object]], key: str, what: str) -> list[str]:
     values = _field(items, key, what)
-    if not all(isinstance(v, str) for v in values):
+    strings = [v for v in values if isinstance(v, str)]
+    if len(strings) != len(values):
         i = next(i for i, v in enumerate(values) if not isinstance(v, str))
         raise TypeError(f"{what}[{i}].{key} must be a string, not {type(values[i]).__name__}")
-    return values
+    return strings
 
 
 def _utc_seconds(seconds: np.ndarray) -> pd.Series:
@@ -214,7 +217,7 @@ def _utc_seconds(seconds: np.ndarray) -> pd.Series:
     return pd.Series(pd.to_datetime(seconds, unit="s", utc=True).as_unit("ns"))
 
 
-def gas_used_ratio(gas_used: Any, gas_limit: Any) -> np.ndarray:
+def gas_used_ratio(gas_used: npt.ArrayLike, gas_limit: npt.ArrayLike) -> np.ndarray:
     """``gas_used / gas_limit`` per block, NaN where the limit is 0.
 
     Parameters
@@ -235,7 +238,7 @@ def gas_used_ratio(gas_used: Any, gas_limit: Any) -> np.ndarray:
     return out
 
 
-def _column(values: Any, dtype: str) -> Any:
+def _column(values: object, dtype: str) -> object:
     """``values`` as a column of ``dtype`` (a name the ``*_DTYPES`` dicts use).
 
     ``object`` columns hold exact Python ints (numpy integers become ints) or whatever else
@@ -247,11 +250,11 @@ def _column(values: Any, dtype: str) -> Any:
     if dtype == "str":
         return pd.Series(values, dtype="str")
     if dtype == "object":
-        if not isinstance(values, list):
-            values = np.asarray(values)
-            if values.dtype != object:
-                values = values.tolist()  # numpy integers as exact Python ints
-        return _object_series(values)
+        if isinstance(values, list):
+            return _object_series(values)
+        array = np.asarray(values)
+        # numpy integers as exact Python ints
+        return _object_series(array if array.dtype == object else array.tolist())
     if dtype == "Int64":
         return pd.array(values, dtype="Int64")
     if dtype == "datetime64[ns, UTC]":
@@ -290,7 +293,7 @@ def _given(
     return given
 
 
-def _typed_frame(dtypes: Mapping[str, str], columns: Mapping[str, Any]) -> pd.DataFrame:
+def _typed_frame(dtypes: Mapping[str, str], columns: Mapping[str, object]) -> pd.DataFrame:
     """The frame of ``dtypes``, in their order, each column made that dtype (:func:`_column`)."""
     return pd.DataFrame({name: _column(columns[name], dtype) for name, dtype in dtypes.items()})
 
@@ -299,13 +302,23 @@ def _empty(dtypes: Mapping[str, str]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in dtypes.items()})
 
 
-def _as_list(items: Iterable[Any], what: str) -> list[Any]:
+def _as_list(items: Iterable[_T], what: str) -> list[_T]:
     if isinstance(items, Mapping | str | bytes):
         raise TypeError(f"{what} must be a list, not a single {type(items).__name__}")
     return list(items)
 
 
-def _check_not_null(items: list[Any], what: str, hint: Callable[[int], str]) -> None:
+def _count(values: object, index: int, what: str) -> int:
+    """How many ``values`` (a list, or a slim header's ``range``) hold; 0 for none (null)."""
+    if not values:
+        return 0
+    if not isinstance(values, Sized):
+        raise TypeError(f"{what}[{index}].transactions must be a list, "
+                        f"not {type(values).__name__}")  # fmt: skip
+    return len(values)
+
+
+def _check_not_null(items: Sequence[object], what: str, hint: Callable[[int], str]) -> None:
     if any(item is None for item in items):
         i = items.index(None)
         raise ValueError(f"{what}[{i}] is null: {hint(i)}")
@@ -316,7 +329,12 @@ def _check_not_null(items: list[Any], what: str, hint: Callable[[int], str]) -> 
 # the fields of a header parse_blocks reads
 _READ = ("number", "hash", "parentHash", "timestamp", "miner", "difficulty", "totalDifficulty",
          "gasLimit", "gasUsed", "baseFeePerGas", "size", "uncles", "blobGasUsed",
-         "excessBlobGas")
+         "excessBlobGas", "blockAccessListHash", "slotNumber")
+
+#: Amsterdam's header fields (EIP-7928, EIP-7843) and their columns in :func:`parse_blocks`'
+#: frame, added only when a block of the frame carries them (a frame of earlier blocks keeps
+#: exactly :data:`BLOCK_DTYPES`)
+AMSTERDAM_COLUMNS: dict[str, str] = {"block_access_list_hash": "object", "slot_number": "Int64"}
 
 
 # what a block may carry besides an unknown (newer) header field
@@ -329,7 +347,7 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
 
-def _extra_columns(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame) -> pd.DataFrame:
+def _extra_columns(items: Sequence[Mapping[str, object]], frame: pd.DataFrame) -> pd.DataFrame:
     """Header fields feeslab does not know, kept as ``str`` columns (snake_case, as served;
     None where a block lacks one) and named in ``attrs["extra_header_fields"]``, with a
     warning once per field (``feeslab.headers.UnknownHeaderFieldWarning``)."""
@@ -348,7 +366,7 @@ def _extra_columns(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame) -> p
     return frame
 
 
-def slim_block(block: Any) -> Any:
+def slim_block(block: _T) -> _T | dict[str, object]:
     """What :func:`parse_blocks` reads of a header: its fields, the transactions by their count
     only (a ``range`` of it). A streaming fetch keeps this of each header as it arrives: a
     decoded header after Shanghai (16 withdrawals, a bloom) is ~11 KB, this ~1.5 KB.
@@ -405,7 +423,7 @@ def blocks_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
     return _typed_frame(BLOCK_DTYPES, given)
 
 
-def _header_columns(items: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
+def _header_columns(items: Sequence[Mapping[str, object]], what: str) -> dict[str, object]:
     """The columns of the header fields the blocks and the uncles frames share, from a
     node's JSON headers."""
     return {
@@ -419,7 +437,7 @@ def _header_columns(items: Sequence[Mapping[str, Any]], what: str) -> dict[str, 
     }
 
 
-def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def parse_blocks(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     """Block headers as one row per block, in the order given.
 
     Parameters
@@ -463,6 +481,10 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             ``blobGasUsed`` and ``excessBlobGas`` (EIP-4844); ``<NA>`` before Cancun. Exact
             (multiples of 2**17 far below 2**63). ``feeslab.analysis.fees.blob_base_fees``
             turns the excess into each block's blob base fee.
+        ``block_access_list_hash`` (object: str or None), ``slot_number`` (Int64, nullable)
+            Amsterdam's ``blockAccessListHash`` (EIP-7928) and ``slotNumber`` (EIP-7843)
+            [slots], after the columns above, only when a block of the input carries them
+            (:data:`AMSTERDAM_COLUMNS`); None / ``<NA>`` in the blocks before Amsterdam.
 
         An empty input gives an empty frame with these dtypes (``BLOCK_DTYPES``).
 
@@ -476,20 +498,34 @@ def parse_blocks(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     _check_not_null(items, "blocks", lambda i: "the node knows no such block")
     what = "blocks"
     # block_number first: it names a block that is not a JSON object
-    return _extra_columns(items, blocks_frame({
+    return _extra_columns(items, _amsterdam_columns(items, what, blocks_frame({
         "block_number": _hex_int64(items, "number", what),
         **_header_columns(items, what),
         "parent_hash": _strings(items, "parentHash", what),
         "total_difficulty": _optional(items, "totalDifficulty", what)[0],
         "size_bytes": _hex_int64(items, "size", what),
-        "transaction_count": [len(item.get("transactions") or ()) for item in items],
+        "transaction_count": [_count(item.get("transactions"), i, what)
+                              for i, item in enumerate(items)],
         "uncle_hashes": _field(items, "uncles", what),
         "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
         "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
-    }))  # fmt: skip
+    })))  # fmt: skip
 
 
-def parse_header_fields(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def _amsterdam_columns(items: Sequence[Mapping[str, object]], what: str,
+                       frame: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """``frame`` with :data:`AMSTERDAM_COLUMNS` when a block carries Amsterdam's fields:
+    ``block_access_list_hash`` (0x hex, None before Amsterdam) and ``slot_number`` (Int64,
+    ``<NA>`` before it)."""
+    if not any("blockAccessListHash" in item or "slotNumber" in item for item in items):
+        return frame
+    frame["block_access_list_hash"] = _object_series(
+        [item.get("blockAccessListHash") for item in items])
+    frame["slot_number"] = _nullable_int64(items, "slotNumber", what)
+    return frame
+
+
+def parse_header_fields(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     """Every header field of every block, through Amsterdam, and whether its hash checks.
 
     :func:`parse_blocks` keeps what the fee analysis reads; this keeps the whole header: the
@@ -522,7 +558,7 @@ def parse_header_fields(blocks: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     items = _as_list(blocks, "blocks")
     _check_not_null(items, "blocks", lambda i: "the node knows no such block")
     what = "blocks"
-    columns: dict[str, Any] = {
+    columns: dict[str, object] = {
         "block_number": _hex_int64(items, "number", what),
         "hash": _strings(items, "hash", what),
         **{column: _strings(items, key, what) for key, column in _HEADER_KEYS.items()},

@@ -21,9 +21,9 @@ References
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ __all__ = [
     "COST_DTYPES",
     "ZERO_ADDRESS",
     "FunctionSpec",
+    "GasInputs",
     "call_gas_inputs",
     "call_object",
     "decode_output",
@@ -232,7 +233,7 @@ def _signature_spec(text: str, abi: Sequence[Mapping[str, Any]] | None) -> Funct
 # -- encoding and decoding ---------------------------------------------------------------------
 
 
-def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
+def encode_call(spec: FunctionSpec, args: Sequence[object] = ()) -> str:
     """Calldata for calling ``spec`` with ``args``: selector + ABI-encoded arguments.
 
     Parameters
@@ -261,7 +262,7 @@ def encode_call(spec: FunctionSpec, args: Sequence[Any] = ()) -> str:
     return "0x" + (spec.selector + encoded).hex()
 
 
-def decode_output(spec: FunctionSpec, result: str) -> tuple[Any, ...]:
+def decode_output(spec: FunctionSpec, result: str) -> tuple[object, ...]:
     """The return values of ``spec`` from an ``eth_call`` result.
 
     Parameters
@@ -305,7 +306,7 @@ def decode_output(spec: FunctionSpec, result: str) -> tuple[Any, ...]:
         ) from None
 
 
-def _format_value(value: Any) -> str:
+def _format_value(value: object) -> str:
     if isinstance(value, bytes):
         return "0x" + value.hex()
     if isinstance(value, tuple | list):
@@ -317,7 +318,7 @@ def _format_value(value: Any) -> str:
 
 
 def error_text(
-    error: RpcError | Mapping[str, Any], abi: Sequence[Mapping[str, Any]] | None = None
+    error: RpcError | Mapping[str, object], abi: Sequence[Mapping[str, Any]] | None = None
 ) -> str:
     """A one-line reading of a JSON-RPC error; reverts decoded.
 
@@ -376,13 +377,13 @@ def _output_dtype(kind: str) -> str:
     return "object"
 
 
-def _output_value(kind: str, value: Any) -> Any:
+def _output_value(kind: str, value: object) -> object:
     if isinstance(value, bytes) and _output_dtype(kind) == "str":
         return "0x" + value.hex()
     return value
 
 
-def _output_series(kind: str, values: list[Any]) -> pd.Series:
+def _output_series(kind: str, values: list[object]) -> pd.Series:
     dtype = _output_dtype(kind)
     if dtype == "object":
         return _object_series(values)
@@ -391,7 +392,7 @@ def _output_series(kind: str, values: list[Any]) -> pd.Series:
 
 def parse_call_series(
     spec: FunctionSpec,
-    answers: Mapping[Any, str | RpcError | Mapping[str, Any]],
+    answers: Mapping[Any, str | RpcError | Mapping[str, object]],
     *,
     abi: Sequence[Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
@@ -435,10 +436,10 @@ def parse_call_series(
     numbers = [b for b, _ in rows]
     if len(set(numbers)) != len(numbers):
         raise ValueError("answers has the same block twice (as an int and as hex)")
-    values: list[list[Any]] = [[] for _ in spec.outputs]
+    values: list[list[object]] = [[] for _ in spec.outputs]
     errors: list[str | None] = []
     for block, answer in rows:
-        decoded: tuple[Any, ...] | None = None
+        decoded: tuple[object, ...] | None = None
         if isinstance(answer, str):
             try:
                 decoded = decode_output(spec, answer)
@@ -453,7 +454,7 @@ def parse_call_series(
                             f"{type(answer).__name__}")
         for i, kind in enumerate(spec.outputs):
             values[i].append(None if decoded is None else _output_value(kind, decoded[i]))
-    columns: dict[str, Any] = {"block_number": _int64(numbers, "block_number", "answers")}
+    columns: dict[str, object] = {"block_number": _int64(numbers, "block_number", "answers")}
     for name, kind, column in zip(spec.output_names, spec.outputs, values, strict=True):
         columns[name] = _output_series(kind, column)
     columns["error"] = pd.Series(errors, dtype="str")
@@ -468,7 +469,7 @@ def parse_call_series(
 # -- gas estimates and their cost --------------------------------------------------------------
 
 
-def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
+def call_object(transaction: Mapping[str, object]) -> dict[str, object]:
     """A transaction dict as a JSON-RPC call object (``eth_call``/``eth_estimateGas``).
 
     Parameters
@@ -485,7 +486,7 @@ def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(transaction, Mapping):
         raise TypeError(f"a transaction must be a dict, not {type(transaction).__name__}")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in transaction.items():
         if value is None:
             continue
@@ -499,7 +500,19 @@ def call_object(transaction: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def call_gas_inputs(call: Mapping[str, Any]) -> dict[str, Any]:
+class GasInputs(TypedDict):
+    """What a transaction's intrinsic gas depends on (:func:`call_gas_inputs`): the keyword
+    arguments of ``feeslab.analysis.gas.intrinsic_gas`` and ``least_gas_limit``."""
+
+    data: bytes
+    create: bool
+    access_list: list[object]  # JSON-RPC's {"address", "storageKeys"} entries
+    authorizations: int  # EIP-7702 authorizations [count]
+    value: int  # [wei]
+    to_self: bool
+
+
+def call_gas_inputs(call: Mapping[str, object]) -> GasInputs:
     """What a call object's intrinsic gas depends on, as ``feeslab.analysis.gas``'s
     ``intrinsic_gas`` takes it.
 
@@ -521,15 +534,25 @@ def call_gas_inputs(call: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, str) or raw[:2] not in ("0x", "0X") or len(raw) % 2:
         raise ValueError(f"transaction data must be 0x hex with whole bytes, not {raw!r}")
     value = obj.get("value", "0x0")
-    to, sender = obj.get("to"), obj.get("from")
+    to, sender = obj.get("to"), obj.get("from")  # checked addresses (call_object)
     return {
         "data": bytes.fromhex(raw[2:]),
         "create": to is None,
-        "access_list": list(obj.get("accessList") or ()),
-        "authorizations": len(obj.get("authorizationList") or ()),
-        "value": int(value, 16) if isinstance(value, str) else int(value),
-        "to_self": to is not None and sender is not None and to.lower() == sender.lower(),
-    }
+        "access_list": _entries(obj.get("accessList"), "accessList"),
+        "authorizations": len(_entries(obj.get("authorizationList"), "authorizationList")),
+        "value": int(value, 16) if isinstance(value, str) else _quantity(value, "value"),
+        "to_self": isinstance(to, str) and isinstance(sender, str)
+                   and to.lower() == sender.lower(),
+    }  # fmt: skip
+
+
+def _entries(value: object, key: str) -> list[object]:
+    """A list field of a call object (``accessList``, ``authorizationList``); [] when absent."""
+    if not value:
+        return []
+    if not isinstance(value, Iterable):
+        raise TypeError(f"transaction {key!r} must be a list, not {type(value).__name__}")
+    return list(value)
 
 
 def transaction_cost(gas: int, base_fee_wei: int, priority_fee_wei: int = 0) -> int:
@@ -557,7 +580,7 @@ def transaction_cost(gas: int, base_fee_wei: int, priority_fee_wei: int = 0) -> 
 
 
 def parse_cost_estimates(
-    answers: Sequence[str | RpcError | Mapping[str, Any]],
+    answers: Sequence[str | RpcError | Mapping[str, object]],
     *,
     block_number: int,
     base_fee_wei: int | None,
