@@ -13,6 +13,7 @@ from protocol_reference import eip1559_base_fee
 from trie import HexaryTrie
 
 from feeslab._chaindata import load_chains
+from feeslab.chainspec import ChainSpec
 from feeslab.devnet.chain import (
     EMPTY_TRIE_ROOT,
     EMPTY_UNCLES_HASH,
@@ -422,4 +423,9 @@ def test_chain_1_dates_its_proof_of_work_in_mainnets_proof_of_work_era(mainnet):
     assert jump % (7 * 86_400) == 0  # whole weeks: hours and weekdays of demand unchanged
     gap = pos_era[0] - pow_era[-1]
     assert jump < gap <= jump + 8 * mainnet.params.slot_time_s
-    assert pd.Timestamp(pos_era[0], unit="s").year == 2024
+    # after every real fork (mainnet's BPO2 of 2026-01-07 is the last scheduled), so no simulated
+    # date can pass for a real one
+    last_real_fork = max(f.timestamp or 0 for f in ChainSpec.from_chain(1).forks)
+    assert pos_era[0] > last_real_fork
+    first_pos = pd.Timestamp(pos_era[0], unit="s", tz="UTC")
+    assert (first_pos.year, first_pos.month) == (2027, 1)  # as if born with the other chains
