@@ -264,8 +264,9 @@ class Header:
     The fields after ``nonce`` exist from the fork that added them and are None before:
     ``base_fee_per_gas`` (London, EIP-1559), ``withdrawals_root`` (Shanghai, EIP-4895),
     ``blob_gas_used``, ``excess_blob_gas`` (Cancun, EIP-4844), ``parent_beacon_block_root``
-    (Cancun, EIP-4788) and ``requests_hash`` (Prague, EIP-7685); RLP lists exactly the
-    present ones, in this order.
+    (Cancun, EIP-4788), ``requests_hash`` (Prague, EIP-7685), ``block_access_list_hash``
+    (Amsterdam, EIP-7928) and ``slot_number`` (Amsterdam, EIP-7843); RLP lists exactly the
+    present ones, in this order (geth 02b73d4 ``core/types/gen_header_rlp.go``).
     """
 
     parent_hash: bytes
@@ -289,6 +290,8 @@ class Header:
     excess_blob_gas: int | None = None
     parent_beacon_block_root: bytes | None = None
     requests_hash: bytes | None = None
+    block_access_list_hash: bytes | None = None
+    slot_number: int | None = None
     # the hash once known: a canonical block's is the history's (set by History._block), so
     # answering a header does not encode and hash it again
     _hash: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -298,7 +301,8 @@ class Header:
         later: list[bytes | int] = []
         for value in (
             self.withdrawals_root, self.blob_gas_used, self.excess_blob_gas,
-            self.parent_beacon_block_root, self.requests_hash,
+            self.parent_beacon_block_root, self.requests_hash, self.block_access_list_hash,
+            self.slot_number,
         ):  # fmt: skip
             if value is None:
                 break
@@ -344,7 +348,7 @@ class Header:
             "parent_hash": 32, "uncles_hash": 32, "coinbase": 20, "state_root": 32,
             "transactions_root": 32, "receipts_root": 32, "logs_bloom": 256,
             "mix_hash": 32, "nonce": 8, "withdrawals_root": 32,
-            "parent_beacon_block_root": 32, "requests_hash": 32,
+            "parent_beacon_block_root": 32, "requests_hash": 32, "block_access_list_hash": 32,
         }  # fmt: skip
         for name, width in widths.items():
             value = getattr(self, name)
@@ -370,7 +374,13 @@ def _encode_later(h: Header) -> bytes:
     out += b"\xa0" + h.parent_beacon_block_root
     if h.requests_hash is None:
         return out
-    return out + b"\xa0" + h.requests_hash
+    out += b"\xa0" + h.requests_hash
+    if h.block_access_list_hash is None:
+        return out
+    out += b"\xa0" + h.block_access_list_hash
+    if h.slot_number is None:
+        return out
+    return out + _rlp_int(h.slot_number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -681,6 +691,7 @@ class History:
         self._excess_blob_gas = np.zeros(0, dtype=np.int64)
         self._uncles: dict[int, tuple[Header, ...]] = {}
         self._addresses: dict[int, bytes] = {}  # withdrawal addresses, by slot
+        self._merge_timestamp: int | None = None  # the slot clock's start [s] (slot_number)
         # blocks below this are complete in every column; readers take no lock
         self._ready = 0
         self._stored = False  # the on-disk store was consulted
@@ -968,6 +979,15 @@ class History:
             c = int.from_bytes(rnd[648:904], "big")
             dense = gas_used * 2 > gas_limit  # busier blocks emit more logs
             bloom = ((a & b) | (c if dense else 0) & a).to_bytes(256, "big")
+        amsterdam = cancun and p.has_fork("amsterdam", number)
+        access_list_hash = slot = None
+        if amsterdam:
+            drawn = self.withdrawals(number)  # once, for the access list and the root
+            if withdrawals is None:
+                withdrawals = [w.encode() for w in drawn]
+            access_list_hash = self._access_list_hash(
+                number, timestamp, parent_hash, rnd[904:936], coinbase, gas_used, drawn)
+            slot = self.slot_number(timestamp)
         return Header(
             parent_hash=parent_hash,
             uncles_hash=uncles_hash(uncles),
@@ -990,7 +1010,43 @@ class History:
             excess_blob_gas=excess_blob_gas,
             parent_beacon_block_root=rnd[904:936] if cancun else None,
             requests_hash=EMPTY_REQUESTS_HASH if cancun and p.has_fork("prague", number) else None,
+            block_access_list_hash=access_list_hash,
+            slot_number=slot,
         )
+
+    def slot_number(self, timestamp: int) -> int:
+        """The beacon slot of a proof-of-stake block with this timestamp (EIP-7843's
+        ``slotNumber``).
+
+        The devnet's slot clock starts at its first proof-of-stake block: slot 0 is the merge
+        block's timestamp, and every later block's timestamp is it plus whole slots of
+        ``slot_time_s`` (missed slots skip numbers, as on a beacon chain), so
+        ``slot = (timestamp - merge timestamp) // slot_time_s`` [slots].  Real chains' slots
+        count from their beacon chain's genesis, before their merge: the devnet has no beacon
+        chain before its merge, so its slots are smaller than a real chain's at the same fork.
+        """
+        merge = self._merge_timestamp
+        if merge is None:
+            start = self.params.merge_block
+            if start is None or start >= len(self._timestamp):
+                raise ValueError(f"chain {self.chain_id} has no proof-of-stake slot clock yet")
+            merge = self._merge_timestamp = int(self._timestamp[start])
+        return (timestamp - merge) // self.params.slot_time_s
+
+    def _access_list_hash(
+        self, number: int, timestamp: int, parent_hash: bytes, beacon_root: bytes,
+        coinbase: bytes, gas_used: int, withdrawals: Sequence[Withdrawal],
+    ) -> bytes:  # fmt: skip
+        """``blockAccessListHash`` of block ``number`` (see :mod:`feeslab.devnet._bal`)."""
+        from feeslab.devnet import _bal, transactions  # they import this module
+
+        senders, nonces, recipients = transactions.touched(self, number, gas_used)
+        return _bal.devnet_access_list_hash(
+            number=number, timestamp=timestamp, parent_hash=parent_hash,
+            parent_beacon_block_root=beacon_root, coinbase=coinbase, senders=senders,
+            nonces=nonces, recipients=recipients,
+            withdrawal_addresses=[w.address for w in withdrawals],
+        )  # fmt: skip
 
     def _withdrawals_root(self, number: int, encoded: list[bytes] | None) -> bytes:
         if encoded is None:
@@ -1225,6 +1281,7 @@ class History:
                 timestamp = s.timestamp + p.slot_time_s * slots
                 if n == p.merge_block:  # proof-of-work dates end, proof-of-stake dates begin
                     timestamp += p.merge_clock_jump_s
+                    self._merge_timestamp = timestamp  # slot 0 (slot_number)
                 # Bor's difficulty is the signer's in-turn score
                 difficulty = 1 + int(u[i][2] * 20) if kind == "bor" else 0
             # ---- gas limit: producers vote towards the era's target

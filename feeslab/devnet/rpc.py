@@ -107,7 +107,8 @@ def format_header(header: Any) -> dict[str, Any]:
 
 
 def _post_merge_fields(header: Any, fields: dict[str, Any]) -> None:
-    """Shanghai's, Cancun's and Prague's header fields, as geth's RPCMarshalHeader adds them."""
+    """Shanghai's, Cancun's, Prague's and Amsterdam's header fields, as geth's
+    RPCMarshalHeader adds them."""
     if getattr(header, "withdrawals_root", None) is not None:
         fields["withdrawalsRoot"] = data(header.withdrawals_root)
     if getattr(header, "blob_gas_used", None) is not None:
@@ -117,6 +118,11 @@ def _post_merge_fields(header: Any, fields: dict[str, Any]) -> None:
         fields["parentBeaconBlockRoot"] = data(header.parent_beacon_block_root)
     if getattr(header, "requests_hash", None) is not None:
         fields["requestsHash"] = data(header.requests_hash)
+    # Amsterdam (EIP-7928, EIP-7843): geth's RPCMarshalHeader, a hash and a hexutil.Uint64
+    if getattr(header, "block_access_list_hash", None) is not None:
+        fields["blockAccessListHash"] = data(header.block_access_list_hash)
+    if getattr(header, "slot_number", None) is not None:
+        fields["slotNumber"] = quantity(header.slot_number)
 
 
 def format_new_head(block: Any) -> dict[str, Any]:

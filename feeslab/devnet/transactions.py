@@ -129,6 +129,12 @@ _CHUNK = 256  # blocks whose transactions are drawn and encoded together (numpy 
 # streams of the counter-based generator (the low byte of a key)
 _S_COUNT, _S_TRANSFER, _S_W1, _S_W2, _S_TYPE, _S_CAP, _S_HEAD, _S_PRIO = range(8)
 _S_LIMIT, _S_BLOBFEE, _S_WHO, _S_TO, _S_NONCE, _S_VALUE, _S_INPUT, _S_BLOOM = range(8, 16)
+_S_REFUNDS, _S_REFUND_SIZE = 16, 17  # EIP-7778 (Amsterdam): which calls get a refund, how much
+_REFUND_SHARE = 0.25  # contract calls that clear storage and get a refund, from Amsterdam
+# the highest EIP-7623/7976 calldata floor a devnet call can have: 21,000 + 16 gas a token x 4
+# tokens a byte x 100 bytes of input (a selector and three words) [gas]; a refund never takes
+# a receipt's gas below it, so the floor never binds (geth's settleGas: max(used, floor))
+_FLOOR_CEILING = 21_000 + 16 * 4 * 100
 
 
 # -- the counter-based generator ---------------------------------------------------------------
@@ -193,6 +199,59 @@ class _Layout:
     gas: np.ndarray
     tip: np.ndarray
     transfer: np.ndarray
+    refund: np.ndarray  # EIP-3529 refund of each transaction [gas]; 0 before Amsterdam
+
+
+def _counts(salt: int, numbers: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """How many transactions blocks ``numbers`` (uint64) with header gas ``used`` hold."""
+    block_keys = (numbers << np.uint64(24)) | np.uint64(_BLOCK_STREAM << 8)
+    jitter = 0.6 + 0.8 * _uniform(salt, block_keys, _S_COUNT)
+    counts = np.rint(used / GAS_PER_TX * jitter).astype(np.int64)
+    counts = np.clip(counts, 1, np.maximum(used // TX_GAS, 1))
+    counts[used == 0] = 0
+    return counts
+
+
+def _refunds(salt: int, keys: np.ndarray, gas: np.ndarray, transfer: np.ndarray,
+             amsterdam: np.ndarray) -> np.ndarray:  # fmt: skip
+    """EIP-3529 refunds of the transactions [gas], drawn from Amsterdam on (zero before).
+
+    Before Amsterdam a block's ``gasUsed`` is its receipts' sum, after refunds: the devnet's
+    blocks share the header's gas among the receipts, so refunds are already inside them and
+    are not drawn.  From Amsterdam (EIP-7778) the header counts gas before refunds, so one
+    contract call in four (``_REFUND_SHARE``, storage cleared) gets a refund of up to the
+    EIP-3529 cap, a fifth of its gas, never taking its receipt below the calldata floor (go-
+    ethereum 02b73d4 ``core/state_transition.go`` ``settleGas``, ``calcRefund``).
+    """
+    refund = np.zeros(len(gas), dtype=np.int64)
+    if not amsterdam.any():
+        return refund
+    lucky = amsterdam & ~transfer & (_uniform(salt, keys, _S_REFUNDS) < _REFUND_SHARE)
+    cap = np.maximum(np.minimum(gas // 5, gas - _FLOOR_CEILING), 0)
+    size = _uniform(salt, keys, _S_REFUND_SIZE)
+    refund[lucky] = np.floor(cap[lucky] * size[lucky]).astype(np.int64)
+    return refund
+
+
+def touched(history: History, number: int, gas_used: int) -> tuple[list[bytes], list[int],
+                                                                   list[bytes]]:  # fmt: skip
+    """Block ``number``'s transactions' senders, nonces and recipients, from its header's
+    ``gas_used`` alone (no history column is read: the chain calls this while it generates
+    the block, for its EIP-7928 access list).  The same draws as :func:`block_body`'s."""
+    salt = _salt(history)
+    numbers = np.array([number], dtype=np.uint64)
+    count = int(_counts(salt, numbers, np.array([gas_used], dtype=np.int64))[0])
+    if not count:
+        return [], [], []
+    index = np.arange(count, dtype=np.uint64)
+    keys = (numbers[0] << np.uint64(24)) | (index << np.uint64(8))
+    who = (_bits(salt, keys, _S_WHO) % np.uint64(_SENDERS)).astype(np.int64)
+    senders = _addresses(history._salt, b"sender", _SENDERS)[who].tobytes()
+    nonces = (_bits(salt, keys, _S_NONCE) % np.uint64(_MAX_NONCE)).astype(np.int64).tolist()
+    to_index = (_bits(salt, keys, _S_TO) % np.uint64(_RECIPIENTS)).astype(np.int64)
+    to = _addresses(history._salt, b"to", _RECIPIENTS)[to_index].tobytes()
+    return ([senders[i : i + 20] for i in range(0, 20 * count, 20)], nonces,
+            [to[i : i + 20] for i in range(0, 20 * count, 20)])  # fmt: skip
 
 
 def _layout(history: History, start: int, stop: int) -> _Layout:
@@ -201,11 +260,7 @@ def _layout(history: History, start: int, stop: int) -> _Layout:
     used = columns["gas_used"]
     salt = _salt(history)
     numbers = np.arange(start, stop, dtype=np.uint64)
-    block_keys = (numbers << np.uint64(24)) | np.uint64(_BLOCK_STREAM << 8)
-    jitter = 0.6 + 0.8 * _uniform(salt, block_keys, _S_COUNT)
-    counts = np.rint(used / GAS_PER_TX * jitter).astype(np.int64)
-    counts = np.clip(counts, 1, np.maximum(used // TX_GAS, 1))
-    counts[used == 0] = 0
+    counts = _counts(salt, numbers, used)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     block_of = np.repeat(np.arange(len(counts)), counts)
@@ -232,8 +287,12 @@ def _layout(history: History, start: int, stop: int) -> _Layout:
     gas[small] = used[block_of][small]
     median = columns["tip_median"][block_of]
     tip = np.floor(median * np.exp(_TIP_SIGMA * z_tip))
+    fork = history.params.forks.get("amsterdam")
+    amsterdam = (numbers[block_of] >= fork if fork is not None
+                 else np.zeros(len(gas), dtype=bool))  # fmt: skip
+    refund = _refunds(salt, keys, gas, transfer, amsterdam)
     return _Layout(start, counts, offsets, used, keys, block_of, index, gas,
-                   tip.astype(np.int64), transfer)  # fmt: skip
+                   tip.astype(np.int64), transfer, refund)  # fmt: skip
 
 
 def _block_tip_order(lay: _Layout) -> np.ndarray:
@@ -269,7 +328,10 @@ class _RewardCache:
                 return hit
         lay = _layout(history, chunk * _REWARD_CHUNK, (chunk + 1) * _REWARD_CHUNK)
         order = _block_tip_order(lay)
-        entry = (lay.counts, lay.offsets, lay.used, lay.tip[order], np.cumsum(lay.gas[order]))
+        # geth's processBlock sorts the receipts' gas (after refunds) against the header's
+        # gasUsed, which from Amsterdam (EIP-7778) counts them
+        receipt_gas = lay.gas - lay.refund
+        entry = (lay.counts, lay.offsets, lay.used, lay.tip[order], np.cumsum(receipt_gas[order]))
         size = sum(a.nbytes for a in entry)
         with self._lock:
             if key not in self._items:
@@ -792,7 +854,8 @@ def _chunk(history: History, chunk: int) -> _Chunk:
     for i in np.flatnonzero(~byzantium_tx).tolist():
         roots[i] = rnd[i, 97:129].tobytes()
     return _Chunk(lay.offsets.tolist(), items_length.tolist(), list(fees), blob_fees,
-                  encoding, at.tolist(), used.tolist(), roots, columns)  # fmt: skip
+                  encoding, at.tolist(), (used - lay.refund).tolist(), roots,
+                  columns)  # fmt: skip
 
 
 def _build_body(history: History, number: int) -> BlockBody:
