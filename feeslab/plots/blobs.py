@@ -19,6 +19,7 @@ __all__ = [
     "BLOB_REGIME_COLOURS",
     "EXCESS_BRANCH_COLOURS",
     "plot_blob_base_fee",
+    "plot_blob_counts_by_branch",
     "plot_blob_counts_by_period",
     "plot_blob_fee_by_period",
     "plot_blob_fee_vs_reserve",
@@ -341,4 +342,64 @@ def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **k
     ax.set_xlabel("block number")
     ax.set_ylabel("price [wei / blob gas]")
     ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+@_documented
+def plot_blob_counts_by_branch(
+    frame: pd.DataFrame,
+    branches: pd.Series,
+    *,
+    ax: Axes | None = None,
+    target: int | None = None,
+    maximum: int | None = None,
+    **kwargs: Any,
+) -> Axes:
+    """Blobs per block, each block coloured by the branch its own excess followed.
+
+    A block's excess comes from its parent's, so its colour says how the parent's blobs were
+    counted: EIP-4844's *target* branch, EIP-7918's *reserve* branch, *either* (a full
+    parent), *below target* (excess reset to 0).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Blocks with ``block_number`` and ``blob_gas_used`` [blob gas].
+    branches : pandas.Series
+        :func:`feeslab.analysis.blobs.excess_branches` of ``frame``, aligned with it.
+    %(ax)s
+    target, maximum : int, optional
+        The fork's target and maximum blobs per block, drawn as dashed and dotted lines.
+    **kwargs
+        Passed to ``Axes.scatter`` (once per branch present).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One scatter per branch present (``ax.collections``, in the order of
+        ``EXCESS_BRANCH_COLOURS``), y ``blobs per block [blobs]``.
+
+    References
+    ----------
+    EIP-4844 and EIP-7918, https://eips.ethereum.org/
+    """
+    _require(frame, ["block_number", "blob_gas_used"], "blocks with blob_gas_used")
+    if len(branches) != len(frame):
+        raise ValueError(f"branches has {len(branches)} rows, frame {len(frame)}: "
+                         "pass excess_branches(frame)")  # fmt: skip
+    ax = _axes(ax)
+    x = frame["block_number"].to_numpy()
+    blobs = frame["blob_gas_used"].astype("float64").to_numpy(na_value=np.nan) / 2**17
+    labels = np.asarray(branches.astype(str))
+    for name, colour in EXCESS_BRANCH_COLOURS.items():
+        mask = labels == name
+        if mask.any():
+            ax.scatter(x[mask], blobs[mask], **{"s": 6, "color": colour,
+                                                "label": name.replace("_", " "), **kwargs})
+    for value, dash, label in ((target, "--", "target"), (maximum, ":", "max")):
+        if value is not None:
+            ax.axhline(value, color="#404040", linewidth=1, linestyle=dash, label=label)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("block number")
+    ax.set_ylabel("blobs per block [blobs]")
     return ax

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.patches import Rectangle
 
+from feeslab import plots
 from feeslab.analysis import fees
 from feeslab.chainspec import ChainSpec
 from feeslab.plots import plot_blob_base_fee, plot_blob_regimes, plot_blob_usage, plot_burn
@@ -144,3 +146,18 @@ def test_plot_blob_fee_vs_reserve_draws_both_prices():
     assert ax.lines[1].get_ydata()[0] == 100.0 and np.isnan(ax.lines[1].get_ydata()[1])
     with pytest.raises(TypeError, match="reserve_price_wei"):
         plot_blob_fee_vs_reserve(blocks.drop(columns="reserve_price_wei"))
+
+
+def test_plot_blob_counts_by_branch_colours_each_block_by_its_branch():
+    frame = pd.DataFrame({"block_number": [10, 11, 12, 13],
+                          "blob_gas_used": pd.array([9, 9, 4, 6], dtype="Int64") * 2**17})
+    branches = pd.Series(["target", "either", "reserve", "target"])
+    ax = plots.plot_blob_counts_by_branch(frame, branches, target=6, maximum=9)
+    drawn = {c.get_label(): c.get_offsets().tolist() for c in ax.collections}
+    assert drawn == {"target": [[10, 9], [13, 6]], "reserve": [[12, 4]], "either": [[11, 9]]}
+    colours = {c.get_label(): tuple(c.get_facecolor()[0]) for c in ax.collections}
+    assert colours["reserve"] == to_rgba(plots.EXCESS_BRANCH_COLOURS["reserve"])
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [6, 9]
+    assert ax.get_ylabel() == "blobs per block [blobs]"
+    with pytest.raises(ValueError, match="excess_branches"):
+        plots.plot_blob_counts_by_branch(frame, branches.iloc[:3])
