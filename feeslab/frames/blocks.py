@@ -29,7 +29,6 @@ import pandas as pd
 from feeslab.headers import HEADER_FIELDS, header_hash, unknown_header_fields
 
 __all__ = [
-    "AMSTERDAM_COLUMNS",
     "BLOCK_DTYPES",
     "HEADER_FIELD_DTYPES",
     "blocks_frame",
@@ -329,12 +328,7 @@ def _check_not_null(items: Sequence[object], what: str, hint: Callable[[int], st
 # the fields of a header parse_blocks reads
 _READ = ("number", "hash", "parentHash", "timestamp", "miner", "difficulty", "totalDifficulty",
          "gasLimit", "gasUsed", "baseFeePerGas", "size", "uncles", "blobGasUsed",
-         "excessBlobGas", "blockAccessListHash", "slotNumber")
-
-#: Amsterdam's header fields (EIP-7928, EIP-7843) and their columns in :func:`parse_blocks`'
-#: frame, added only when a block of the frame carries them (a frame of earlier blocks keeps
-#: exactly :data:`BLOCK_DTYPES`)
-AMSTERDAM_COLUMNS: dict[str, str] = {"block_access_list_hash": "object", "slot_number": "Int64"}
+         "excessBlobGas")
 
 
 # what a block may carry besides an unknown (newer) header field
@@ -481,10 +475,6 @@ def parse_blocks(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
             ``blobGasUsed`` and ``excessBlobGas`` (EIP-4844); ``<NA>`` before Cancun. Exact
             (multiples of 2**17 far below 2**63). ``feeslab.analysis.fees.blob_base_fees``
             turns the excess into each block's blob base fee.
-        ``block_access_list_hash`` (object: str or None), ``slot_number`` (Int64, nullable)
-            Amsterdam's ``blockAccessListHash`` (EIP-7928) and ``slotNumber`` (EIP-7843)
-            [slots], after the columns above, only when a block of the input carries them
-            (:data:`AMSTERDAM_COLUMNS`); None / ``<NA>`` in the blocks before Amsterdam.
 
         An empty input gives an empty frame with these dtypes (``BLOCK_DTYPES``).
 
@@ -498,7 +488,7 @@ def parse_blocks(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     _check_not_null(items, "blocks", lambda i: "the node knows no such block")
     what = "blocks"
     # block_number first: it names a block that is not a JSON object
-    return _extra_columns(items, _amsterdam_columns(items, what, blocks_frame({
+    return _extra_columns(items, blocks_frame({
         "block_number": _hex_int64(items, "number", what),
         **_header_columns(items, what),
         "parent_hash": _strings(items, "parentHash", what),
@@ -509,20 +499,7 @@ def parse_blocks(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
         "uncle_hashes": _field(items, "uncles", what),
         "blob_gas_used": _nullable_int64(items, "blobGasUsed", what),
         "excess_blob_gas": _nullable_int64(items, "excessBlobGas", what),
-    })))  # fmt: skip
-
-
-def _amsterdam_columns(items: Sequence[Mapping[str, object]], what: str,
-                       frame: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
-    """``frame`` with :data:`AMSTERDAM_COLUMNS` when a block carries Amsterdam's fields:
-    ``block_access_list_hash`` (0x hex, None before Amsterdam) and ``slot_number`` (Int64,
-    ``<NA>`` before it)."""
-    if not any("blockAccessListHash" in item or "slotNumber" in item for item in items):
-        return frame
-    frame["block_access_list_hash"] = _object_series(
-        [item.get("blockAccessListHash") for item in items])
-    frame["slot_number"] = _nullable_int64(items, "slotNumber", what)
-    return frame
+    }))  # fmt: skip
 
 
 def parse_header_fields(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:

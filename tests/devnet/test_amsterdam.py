@@ -26,7 +26,7 @@ import rlp
 from eth_hash.auto import keccak
 
 from feeslab.analysis.fees import next_base_fee
-from feeslab.frames.blocks import parse_blocks, parse_header_fields
+from feeslab.frames.blocks import BLOCK_DTYPES, parse_header_fields
 from feeslab.headers import HEADER_FIELDS, header_hash
 
 SEPOLIA = "sepolia"
@@ -230,19 +230,26 @@ def test_eip7778_header_gas_counts_refunds_receipts_do_not_and_the_base_fee_foll
         child["baseFeePerGas"])  # fmt: skip
 
 
-def test_lab_blocks_across_the_fork_has_amsterdams_columns_from_the_fork_on(lab, headers):
+def test_lab_blocks_across_the_fork_and_the_header_fields_of_the_same_blocks(lab, headers):
+    numbers = range(FORK - 10, FORK + 10)
     with lab.on_network(SEPOLIA) as sepolia:
         sepolia.node.chunk = 7  # chunks of blocks before and after the fork, concatenated
-        frame = sepolia.blocks(FORK - 10, FORK + 10)
-    assert frame["block_number"].tolist() == list(range(FORK - 10, FORK + 10))
-    after = frame["block_number"] >= FORK
-    assert frame.loc[~after, "block_access_list_hash"].isna().all()
-    assert frame.loc[~after, "slot_number"].isna().all()
-    assert frame.loc[after, "block_access_list_hash"].notna().all()
-    assert str(frame["slot_number"].dtype) == "Int64"
-    first = frame.loc[frame["block_number"] == FORK].iloc[0]
+        frame = sepolia.blocks(numbers.start, numbers.stop)
+        raw = [sepolia.node.request("eth_getBlockByNumber", [hex(n), False]) for n in numbers]
+    assert frame["block_number"].tolist() == list(numbers)
+    assert frame.attrs["chain_id"] == 11155111
+    # the fee frame: a known fork adds no column (tests/frames/test_blocks_fork_fields.py);
+    # its gas_used is the header's, before refunds from Amsterdam on: what the base fee follows
+    assert list(frame.columns) == list(BLOCK_DTYPES)
+    assert frame["gas_used"].tolist() == [_int(b["gasUsed"]) for b in raw]
+    # every header field, Amsterdam's among them, from the same answers
+    fields = parse_header_fields(raw)
+    after = fields["block_number"] >= FORK
+    assert fields["hash_verified"].all()
+    assert fields.loc[~after, "block_access_list_hash"].isna().all()
+    assert fields.loc[~after, "slot_number"].isna().all()
+    assert fields.loc[after, "block_access_list_hash"].notna().all()
+    assert fields.loc[after, "slot_number"].notna().all()
+    first = fields.loc[fields["block_number"] == FORK].iloc[0]
     assert first["block_access_list_hash"] == headers[FORK]["blockAccessListHash"]
     assert first["slot_number"] == _int(headers[FORK]["slotNumber"])
-    assert frame.attrs["chain_id"] == 11155111
-    # a frame of blocks before Amsterdam keeps exactly the fee frame's columns
-    assert "slot_number" not in parse_blocks([headers[FORK - 1]]).columns
