@@ -396,7 +396,7 @@ def plot_blob_counts_by_branch(
         if mask.any():
             ax.scatter(x[mask], blobs[mask], **{"s": 6, "color": colour,
                                                 "label": name.replace("_", " "), **kwargs})
-    for value, dash, label in ((target, "--", "target"), (maximum, ":", "max")):
+    for value, dash, label in ((target, "--", "blob target"), (maximum, ":", "blob max")):
         if value is not None:
             ax.axhline(value, color="#404040", linewidth=1, linestyle=dash, label=label)
     ax.set_ylim(bottom=0)

@@ -159,8 +159,11 @@ def plot_tradeoff(
     above = [t for t in _LOGIT_TICKS if t > y.max()]
     if below and above:  # shares strictly between 0 and 1: the logit axis, from tick to tick
         ax.set_yscale("logit")
-        ax.set_ylim(below[-1], above[0])
         ax.set_yticks([t for t in _LOGIT_TICKS if below[-1] <= t <= above[0]])
+        # a margin past the outer ticks: a point just under a tick is not cut by the frame
+        low, high = np.log(below[-1] / (1 - below[-1])), np.log(above[0] / (1 - above[0]))
+        pad = 0.05 * (high - low)
+        ax.set_ylim(1 / (1 + np.exp(pad - low)), 1 / (1 + np.exp(-high - pad)))
         ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 100:.6g} %"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)

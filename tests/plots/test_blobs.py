@@ -157,7 +157,8 @@ def test_plot_blob_counts_by_branch_colours_each_block_by_its_branch():
     assert drawn == {"target": [[10, 9], [13, 6]], "reserve": [[12, 4]], "either": [[11, 9]]}
     colours = {c.get_label(): tuple(c.get_facecolor()[0]) for c in ax.collections}
     assert colours["reserve"] == to_rgba(plots.EXCESS_BRANCH_COLOURS["reserve"])
-    assert [line.get_ydata()[0] for line in ax.get_lines()] == [6, 9]
+    assert [(line.get_label(), line.get_ydata()[0]) for line in ax.get_lines()] == [
+        ("blob target", 6), ("blob max", 9)]  # not "target": that names a branch here
     assert ax.get_ylabel() == "blobs per block [blobs]"
     with pytest.raises(ValueError, match="excess_branches"):
         plots.plot_blob_counts_by_branch(frame, branches.iloc[:3])

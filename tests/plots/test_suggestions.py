@@ -64,3 +64,14 @@ def test_plot_tradeoff_draws_coinciding_estimators_once_and_names_them_together(
         "ethers = viem", "MetaMask low", "Gas API low", "geth"]
     low, high = ax.get_ylim()
     assert low < 0.705 and high > 0.991  # every point inside the logit axis's ticks
+
+
+def test_plot_tradeoff_leaves_room_for_a_point_just_under_a_tick():
+    # 994 of 995 heads: 99.8995 %, a hair under the 99.9 % tick, must not sit on the frame
+    table = pd.DataFrame({"estimator": ["high", "low"], "regime": "all",
+                          "within_1": [994 / 995, 0.705], "overpay_pct_median": [12.3, 2.2]})
+    ax = suggestions.plot_tradeoff(table)
+    low, high = ax.get_ylim()
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    assert logit(high) - logit(994 / 995) > 0.1
+    assert logit(0.705) - logit(low) > 0.1
