@@ -5,7 +5,7 @@ answers are read by every client's status-to-error map and retried by every clie
 (``feeslab.fetch.retry``): a 429 is waited out (``Retry-After`` in seconds or as an HTTP-date,
 until ``rate_limit_patience``), 5xx and network errors are retried ``retries`` times with the
 jittered backoff, 401/402 are not. ``AsyncGasClient`` is the client; ``GasClient`` runs it on
-a private event-loop thread (``feeslab.fetch.loop``).
+the blocking clients' event-loop thread (``feeslab.fetch.loop``).
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ class AsyncGasClient:
 
 
 class GasClient(Blocking):
-    """The Gas API, blocking: ``AsyncGasClient`` on a private event-loop thread (it works
-    inside a running Jupyter kernel). Options as ``AsyncGasClient``'s; ``sleep`` blocks
+    """The Gas API, blocking: ``AsyncGasClient`` on the blocking clients' event-loop thread
+    (it works inside a running Jupyter kernel). Options as ``AsyncGasClient``'s; ``sleep`` blocks
     (``time.sleep`` by default)."""
 
     _inner: AsyncGasClient
@@ -175,7 +175,7 @@ class GasClient(Blocking):
                                   api_key_secret=api_key_secret, ledger=ledger,
                                   sleep=blocking_sleep(sleep), **options)  # fmt: skip
 
-        super().__init__(make, "feeslab-gas")
+        super().__init__(make)
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncGasClient", "GasClient")

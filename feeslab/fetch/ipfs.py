@@ -16,8 +16,8 @@ does not expose; the clients here use their own small transport (httpcore with a
 backend that keeps the tail of each connection's bytes) to read it, and raise
 ``IpfsStreamError``. A ``cat`` cut short of its ``X-Content-Length`` raises the same.
 
-``AsyncIpfsClient`` is the client; ``IpfsClient`` runs it on a private event-loop thread
-(``feeslab.fetch.loop``): the same methods, blocking. Refused answers are read by every
+``AsyncIpfsClient`` is the client; ``IpfsClient`` runs it on the blocking clients' event-loop
+thread (``feeslab.fetch.loop``): the same methods, blocking. Refused answers are read by every
 client's status-to-error map and retried by every client's driver (``feeslab.fetch.retry``),
 with the storage API's own errors (``IpfsError``: kubo's 400, 403, 404, 405 and 500, the
 command's failures) never retried; an upload is sent once (its body is spent).
@@ -92,6 +92,7 @@ COMMAND_STATUSES = frozenset({403, 404, 405, 500, 501})
 method, the command failed): ``IpfsError``, never retried. Other 5xx (a gateway's 502-504)
 are retried; 401, 402 and 429 mean what they mean for every client."""
 IO_THREADS = 4  # commands of one client in flight at once
+IDLE_SECONDS = 2.0  # without I/O this long, a client lets its pool's threads go [s]
 IPFS_BACKOFF = 0.1  # [s] the retry backoff's base: a gateway's 502 is usually brief
 IPFS_BACKOFF_CAP = 2.0  # [s]
 TRAILERS = "feeslab.trailers"  # the response extension holding an answer's trailer fields
@@ -669,21 +670,34 @@ class AsyncIpfsClient:
         self._options: IpfsOptions = {"timeout": timeout, "retries": retries}
         # the I/O is blocking httpx on a small pool, each command's answer streamed from there
         # piece by piece: httpx's sync client moves bytes about twice as fast as its asyncio
-        # one here (benchmarks/ipfs.py)
+        # one here (benchmarks/ipfs.py), and the trailers are read off its sync streams. The
+        # pool is made on first use and let go after IDLE_SECONDS without I/O, so an idle
+        # client holds no thread but the shared loop's (docs/architecture.md, "Concurrency")
         self._client = httpx.Client(
             auth=(api_key, api_key_secret),
             timeout=limits.httpx_timeout(),
             transport=transport or TrailerTransport(),
         )
-        self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-ipfs")
+        self._threads = limits.max_concurrency
+        self._pool: ThreadPoolExecutor | None = None
+        self._busy = 0  # I/O calls on the pool now
+        self._idle: asyncio.TimerHandle | None = None  # the pool's release, when none is
         self._served = 0  # answers served: a 429 streak is the hard stop only while it stands
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact(self.base_url, self._secrets)}>"
 
     async def aclose(self) -> None:
-        self._pool.shutdown(wait=True)
+        if self._idle is not None:
+            self._idle.cancel()
+        self._release_pool(wait=True)
         self._client.close()
+
+    def _release_pool(self, wait: bool = False) -> None:
+        self._idle = None
+        if self._busy == 0 and self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=wait)
 
     async def __aenter__(self) -> AsyncIpfsClient:
         return self
@@ -760,7 +774,19 @@ class AsyncIpfsClient:
             response.close()
 
     async def _io(self, function: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+        loop = asyncio.get_running_loop()
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="feeslab-ipfs")
+        self._busy += 1
+        try:
+            return await loop.run_in_executor(self._pool, function, *args)
+        finally:
+            self._busy -= 1
+            if self._busy == 0:  # a streamed answer's next piece comes well within this
+                self._idle = loop.call_later(IDLE_SECONDS, self._release_pool)
 
     async def _whole(
         self, command: str, params: list[tuple[str, str]], *, counted: bool = False
@@ -953,9 +979,9 @@ class AsyncIpfsClient:
 
 
 class IpfsClient(Blocking):
-    """The storage API, blocking: ``AsyncIpfsClient`` run on a private event-loop thread (so it
-    works inside a running Jupyter kernel). The same methods and options; ``iter_*`` are
-    plain iterators.
+    """The storage API, blocking: ``AsyncIpfsClient`` run on the blocking clients' event-loop
+    thread (so it works inside a running Jupyter kernel). The same methods and options;
+    ``iter_*`` are plain iterators.
     """
 
     _inner: AsyncIpfsClient
@@ -967,7 +993,6 @@ class IpfsClient(Blocking):
             lambda: AsyncIpfsClient(
                 base_url=base_url, api_key=api_key, api_key_secret=api_key_secret, **options
             ),
-            "feeslab-ipfs",
         )
         self.base_url = self._inner.base_url
         self.retries = self._inner.retries

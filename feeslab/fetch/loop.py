@@ -1,9 +1,15 @@
-"""The one way the blocking clients run: their async twin on a private event-loop thread.
+"""The one way the blocking clients run: their async twin on one event-loop thread.
 
 Every blocking client (``HTTPTransport``, ``WebSocketTransport``, ``WalletClient``,
-``IpfsClient``) is an async client driven by a ``LoopThread``: the coroutines run on the
-thread's own loop, never on the caller's, so a blocking call works inside a running Jupyter
-kernel (where the caller's thread already runs a loop) and from many threads at once.
+``GasClient``, ``IpfsClient``) is an async client driven by a ``LoopThread``: the coroutines
+run on that thread's loop, never on the caller's, so a blocking call works inside a running
+Jupyter kernel (where the caller's thread already runs a loop) and from many threads at once.
+
+The blocking clients of a process share one such thread (``LoopThread.shared``), started by
+the first client and stopped when the last one closes: an idle ``Lab`` holds one thread, not
+one per client (issue 27 asked for at most three). The async core under it does its own I/O
+(``httpx.AsyncClient``, ``websockets``), so the caller's thread and this one are the only two
+layers (docs/architecture.md, "Concurrency").
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import threading
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from typing import (
@@ -54,10 +61,39 @@ class LoopThread:
         The thread's name (shown in tracebacks and profilers).
     """
 
+    _shared: LoopThread | None = None
+    _users = 0
+    _lock = threading.Lock()
+
     def __init__(self, name: str = "feeslab-loop") -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self.thread.start()
+        self._pid = os.getpid()
+
+    @classmethod
+    def shared(cls) -> LoopThread:
+        """The process's loop thread for blocking clients, started if none runs; give it back
+        with ``release`` (it stops when its last user does)."""
+        with cls._lock:
+            loop = cls._shared
+            # a forked child inherits the object but not its thread: it starts its own
+            if loop is None or loop.closed or loop._pid != os.getpid():
+                loop = cls._shared = LoopThread("feeslab-loop")
+                cls._users = 0
+            cls._users += 1
+            return loop
+
+    def release(self) -> None:
+        """One user of the shared loop is done: the last one stops it (``stop`` otherwise)."""
+        cls = type(self)
+        with cls._lock:
+            if cls._shared is self:
+                cls._users -= 1
+                if cls._users > 0:
+                    return
+                cls._shared = None
+        self.stop()
 
     @property
     def closed(self) -> bool:
@@ -103,38 +139,44 @@ class LoopThread:
 
 
 class Blocking:
-    """The base of every blocking client: its async twin (``_inner``) run on a private
-    ``LoopThread``, closed with it.
+    """The base of every blocking client: its async twin (``_inner``) run on the process's
+    shared ``LoopThread``, which it gives back on closing.
 
     Parameters
     ----------
     factory : callable
         Builds the async client; it runs on the loop thread, so the client's asyncio objects
         belong to that loop.
-    name : str
-        The loop thread's name.
     """
 
     _inner: _Closing
 
-    def __init__(self, factory: Callable[[], _Closing], name: str) -> None:
-        self._loop = LoopThread(name)
+    def __init__(self, factory: Callable[[], _Closing]) -> None:
+        self._loop = LoopThread.shared()
+        self._closed = False
         try:
             self._inner = self._loop.call(factory)
         except BaseException:
-            self._loop.stop()
+            self._closed = True
+            self._loop.release()
             raise
 
     def _run(self, coro: _Coro[_T]) -> _T:
+        if self._closed:
+            coro.close()
+            raise TransportError("this client is closed")
         return self._loop.run(coro)
 
     def close(self) -> None:
-        """Close the connection(s) and stop the loop thread."""
-        if not self._loop.closed:
-            try:
+        """Close the connection(s); the last client of the shared loop thread stops it."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._loop.closed:
                 self._loop.run(self._inner.aclose())
-            finally:
-                self._loop.stop()
+        finally:
+            self._loop.release()
 
     def __enter__(self) -> Self:
         return self

@@ -14,10 +14,10 @@ answer means; this client knows only which block an answer is about, to cache it
 3. answers come back in call order, each a result or an ``RpcError`` (one failed item never
    loses the others).
 
-Streaming scans take another path (``submit``): a few parts of a scan in flight on worker
-threads, past the answer cache, each part's answers turned into frame columns by the dataset
-and freed, and whole settled chunks cached as files (``Cache.put_chunks``). ``prepare`` asks
-what any fetch needs first (the head, the cache's identity) in one round trip.
+Streaming scans take another path (``submit``): a few parts of a scan in flight at once on
+the transport's loop, past the answer cache, each part's answers turned into frame columns by
+the dataset and freed, and whole settled chunks cached as files (``Cache.put_chunks``).
+``prepare`` asks what any fetch needs first (the head, the cache's identity) in one round trip.
 
 A block is *settled* when it is at least ``settled_depth`` blocks below the head the client
 last saw; only answers about settled blocks are cached (never ``latest`` or ``pending``).
@@ -26,16 +26,15 @@ last saw; only answers about settled blocks are cached (never ``latest`` or ``pe
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import json
 import os
 import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from feeslab.errors import CreditsExhausted, ProtocolError
+from feeslab.errors import CreditsExhausted, HistoryPruned, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import Budget, CreditLedger
@@ -149,7 +148,6 @@ class NodeClient:
         self._head: int | None = head
         self._known = dict(known or {})
         self._lock = threading.Lock()
-        self._workers: ThreadPoolExecutor | None = None
         try:
             self._per_batch = "on_batch" in inspect.signature(transport.handle_request).parameters
         except (AttributeError, TypeError, ValueError):
@@ -180,6 +178,8 @@ class NodeClient:
 
     def _learn_identity(self, answers: Sequence[RpcResult]) -> str:
         chain_id, genesis = answers
+        if isinstance(genesis.error, HistoryPruned):
+            genesis = self._header_identity()
         if not isinstance(genesis.unwrap(), dict):
             raise ProtocolError("the node did not return its genesis block")
         identity = chain_identity(int(chain_id.unwrap(), 16), genesis.result["hash"])
@@ -188,11 +188,28 @@ class NodeClient:
         self._identity = identity
         return identity
 
+    def _header_identity(self) -> RpcResult:
+        """The block whose hash keys the cache, from a node that expired the genesis body
+        (EIP-4444: geth's ``--history.chain postmerge`` answers it 4444, headers still served):
+        the genesis header (``eth_getHeaderByNumber``, geth's and reth's header-only call), or,
+        from a node without that method, the earliest block it serves whole (geth's
+        ``earliest`` is its cutoff block). Either pins the chain; the second keys the cache
+        apart from an unpruned node's.
+
+        References
+        ----------
+        .. [1] EIP-4444, "Bound Historical Data in Execution Clients".
+        .. [2] ethereum/go-ethereum internal/ethapi/api.go (``GetHeaderByNumber``) and
+           eth/api_backend.go (``HeaderByNumber``, ``BlockByNumber``) at
+           02b73d4ea7181464175e0a6cbecc0a3a2655a562.
+        """
+        (header,) = self._send([RpcCall("eth_getHeaderByNumber", ["0x0"])])
+        if header.ok and isinstance(header.result, dict):
+            return header
+        (earliest,) = self._send([RpcCall("eth_getBlockByNumber", ["earliest", False])])
+        return earliest
+
     def close(self) -> None:
-        with self._lock:
-            workers, self._workers = self._workers, None
-        if workers is not None:
-            workers.shutdown(wait=True)
         if self._cache is not None:
             self._cache.close()
 
@@ -225,39 +242,69 @@ class NodeClient:
 
     def submit(self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None,
                cached: bool = False, reduce: Reduce | None = None) -> Future[list[RpcResult]]:
-        """Send ``calls`` past the answer cache (through it if ``cached``: as ``run`` does) on
-        a worker thread; a future of their answers in call order. As each batch's answers
+        """Send ``calls`` past the answer cache; a future of their answers in call order. Over
+        HTTP they are started on the transport's loop and this returns at once; through the
+        cache (``cached``: as ``run`` does), or over WebSocket, they are answered here, in the
+        caller's thread, before it returns. As each batch's answers
         arrive, ``reduce`` (see ``run``) replaces each of them by what the future is to hold,
         and then ``on_batch(calls, results)`` is given those (not for cached calls, nor over
         WebSocket): a callback that holds them keeps nothing the future does not.
 
         For streaming scans: they keep a few parts in flight, so that the transport's
         connections stay busy across part boundaries, and cache whole chunks of results
-        (``Cache.put_chunks``) rather than answers. A transport that sends only from one thread
-        at a time (the WebSocket one) is sent to at once, in the caller's thread.
+        (``Cache.put_chunks``) rather than answers.
         """
         calls = list(calls)
-        job: Callable[[], list[RpcResult]]
-        if cached:
-            job = functools.partial(self.run, calls, progress=False, reduce=reduce)
-        elif self._per_batch:
-            job = functools.partial(self._send, calls, _then(on_batch, reduce))
-        else:
-            job = functools.partial(self._send_reduced, calls, reduce)
-        if not self._per_batch:
-            done: Future[list[RpcResult]] = Future()
+        submit = getattr(self.transport, "submit", None)
+        if not cached and self._per_batch and submit is not None:
+            # sent from the loop thread, started now: no thread of the scan's own
+            return self._submitted(calls, _then(on_batch, reduce), submit)
+        done: Future[list[RpcResult]] = Future()
+        try:
+            if cached:
+                done.set_result(self.run(calls, progress=False, reduce=reduce))
+            elif self._per_batch:
+                done.set_result(self._send(calls, _then(on_batch, reduce)))
+            else:
+                done.set_result(self._send_reduced(calls, reduce))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+    def _submitted(
+        self,
+        calls: list[RpcCall],
+        on_batch: OnBatch | None,
+        submit: Callable[..., Future[list[RpcResult]]],
+    ) -> Future[list[RpcResult]]:
+        """``calls`` submitted to the transport, answers the client already ``known`` filled
+        in (as ``_send`` does)."""
+        if not self._known:
+            sent: Future[list[RpcResult]] = submit(calls, on_batch=on_batch)
+            return sent
+        keys = [(c.method, json.dumps(c.params)) for c in calls]
+        todo = [c for c, k in zip(calls, keys, strict=True) if k not in self._known]
+        done: Future[list[RpcResult]] = Future()
+        done.set_running_or_notify_cancel()
+
+        def fill(answers: list[RpcResult]) -> None:
+            sent = iter(answers)
+            known = self._known
+            done.set_result([RpcResult(c, result=known[k]) if k in known else next(sent)
+                             for c, k in zip(calls, keys, strict=True)])  # fmt: skip
+
+        if not todo:
+            fill([])
+            return done
+
+        def land(part: Future[list[RpcResult]]) -> None:
             try:
-                done.set_result(job())
+                fill(part.result())
             except BaseException as exc:
                 done.set_exception(exc)
-            return done
-        with self._lock:
-            if self._workers is None:
-                core = getattr(self.transport, "_core", None)  # the HTTP transport's options
-                size = max(4, getattr(core, "max_concurrency", 8))
-                self._workers = ThreadPoolExecutor(size, thread_name_prefix="feeslab-part")
-            workers = self._workers
-        return workers.submit(job)
+
+        submit(todo, on_batch=on_batch).add_done_callback(land)
+        return done
 
     def _send_reduced(self, calls: Sequence[RpcCall], reduce: Reduce | None) -> list[RpcResult]:
         answers = self._send(calls)

@@ -6,8 +6,8 @@ A transport takes a list of ``RpcCall`` and returns one ``RpcResult`` per call, 
         block, chain = t.handle_request([RpcCall("eth_blockNumber", []),
                                          RpcCall("eth_chainId", [])])
 
-``AsyncHTTPTransport`` (tasks; each batch sent by ``httpx.Client`` on a small thread pool) is
-the transport; ``HTTPTransport`` runs it on a private event-loop thread
+``AsyncHTTPTransport`` (tasks; each batch sent by ``httpx.AsyncClient``, keep-alive) is the
+transport; ``HTTPTransport`` runs it on the blocking clients' event-loop thread
 (``feeslab.fetch.loop``), so it works inside a running Jupyter kernel. Requests are built and
 answers matched by ``feeslab.fetch.jsonrpc``; the retry policy (``Retry``), limits
 (``Limits``), credit governor and each batch's attempts are ``feeslab.fetch.core``'s, shared
@@ -60,7 +60,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Required, Unpack
 
 import httpx
@@ -153,7 +153,34 @@ class HTTPOptions(TransportOptions, total=False):
     url: Required[str]
     headers: Mapping[str, str] | None
     auth: tuple[str, str] | httpx.Auth | None
-    transport: httpx.BaseTransport | None
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None
+
+
+class _SyncTransport(httpx.AsyncBaseTransport):
+    """A sync-only httpx transport given to the async client: each request on a worker
+    thread, so that one that blocks (a test's slow fault) stalls only its own batch."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await asyncio.to_thread(self._inner.handle_request, request)
+        content = await asyncio.to_thread(response.read)
+        return httpx.Response(response.status_code, headers=response.headers, content=content,
+                              extensions=response.extensions)  # fmt: skip
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._inner.close)
+
+
+def _async_transport(
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
+) -> httpx.AsyncBaseTransport | None:
+    """What the async client sends through: an async transport as it is (``MockTransport``
+    is both), a sync-only one on worker threads, None: httpx's own."""
+    if transport is None or isinstance(transport, httpx.AsyncBaseTransport):
+        return transport
+    return _SyncTransport(transport)
 
 
 def _interpret(
@@ -217,9 +244,10 @@ class AsyncHTTPTransport(TransportReports):
         Extra request headers.
     auth : tuple or httpx.Auth, optional
         E.g. ``(key, secret)`` for HTTP Basic.
-    transport : httpx.BaseTransport, optional
-        An httpx transport to send through (e.g. ``httpx.MockTransport`` in tests); the
-        requests go through it from a pool of ``max_concurrency`` threads.
+    transport : httpx.AsyncBaseTransport or httpx.BaseTransport, optional
+        An httpx transport to send through (e.g. ``httpx.MockTransport`` in tests, for fault
+        injection). An async one is awaited on the loop; a sync-only one is called on a
+        worker thread (``asyncio.to_thread``), so that it may block.
     ledger : CreditLedger, optional
         The one count of credits: every answer is booked there (a private ledger when None);
         ``credits_spent`` and ``CreditsExhausted`` report its total.
@@ -240,7 +268,7 @@ class AsyncHTTPTransport(TransportReports):
         url: str,
         headers: Mapping[str, str] | None = None,
         auth: tuple[str, str] | httpx.Auth | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         **options: Unpack[TransportOptions],
     ) -> None:
@@ -249,17 +277,17 @@ class AsyncHTTPTransport(TransportReports):
         self._sleep = sleep
         merged = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
         merged.update(headers or {})
-        # the sends are blocking httpx calls on a small pool: measured on the uncle scan
-        # (benchmarks/uncle_scan.py), httpx's sync client there beats its asyncio one by ~40%
-        self._client = httpx.Client(
-            transport=transport,
+        # the async core does its own I/O: one keep-alive connection per batch in flight, on
+        # this loop; measured against httpx's sync client on a pool of threads in
+        # docs/architecture.md ("Concurrency")
+        self._client = httpx.AsyncClient(
+            transport=_async_transport(transport),
             limits=httpx.Limits(max_connections=max(limits.max_concurrency, 10)),
             headers=merged,
             timeout=limits.httpx_timeout(),
             auth=auth,
             verify=shared_ssl_context(),
         )
-        self._pool = ThreadPoolExecutor(limits.max_concurrency, thread_name_prefix="feeslab-fetch")
         self._limit: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -300,16 +328,20 @@ class AsyncHTTPTransport(TransportReports):
         return [result for part in parts for result in part]
 
     async def _exchange(self, pending: Mapping[int, RpcCall]) -> Outcome:
-        """One HTTP request for the calls ``{id: call}``, its answer read.
-
-        The request goes on the pool; the answer is decoded here, on the loop's thread, where
-        ``on_batch`` then runs at once: decoded batches do not wait for the loop (up to seven
-        of 500 Shanghai headers, 40 MB, were seen waiting) and are reduced one at a time. The
-        decoding holds the GIL on either thread, so no time is lost.
-        """
-        loop = asyncio.get_running_loop()
-        response = await loop.run_in_executor(self._pool, self._post, pending)
+        """One HTTP request for the calls ``{id: call}``, its answer read and decoded here, on
+        the loop's thread, where ``on_batch`` then runs at once: decoded batches do not wait
+        (up to seven of 500 Shanghai headers, 40 MB, were seen waiting) and are reduced one at
+        a time."""
         core = self._core
+        calls = list(pending.values())
+        try:
+            response = await self._client.post(core.url, content=build_body(calls, list(pending)))
+        except httpx.HTTPError as exc:
+            # the cause keeps its type; its request shows no key
+            error = TransportError(describe(exc, core.secrets), secrets=core.secrets)
+            error.__cause__ = exc
+            raise Retryable(error) from None
+        core.record(calls, response.status_code)
         try:
             return _interpret(
                 response, pending, secrets=core.secrets, credits_spent=core.credits_spent
@@ -320,23 +352,9 @@ class AsyncHTTPTransport(TransportReports):
             # MB a batch of 500 headers) are freed once read, not at the collector's next pass
             response.stream = httpx.ByteStream(b"")
 
-    def _post(self, pending: Mapping[int, RpcCall]) -> httpx.Response:
-        core = self._core
-        calls = list(pending.values())
-        try:
-            response = self._client.post(core.url, content=build_body(calls, list(pending)))
-        except httpx.HTTPError as exc:
-            # the cause keeps its type; its request shows no key
-            error = TransportError(describe(exc, core.secrets), secrets=core.secrets)
-            error.__cause__ = exc
-            raise Retryable(error) from None
-        core.record(calls, response.status_code)
-        return response
-
     async def aclose(self) -> None:
-        """Close the connection pool and its threads."""
-        self._pool.shutdown(wait=True)
-        self._client.close()
+        """Close the connection pool."""
+        await self._client.aclose()
 
     async def __aenter__(self) -> AsyncHTTPTransport:
         return self
@@ -358,7 +376,8 @@ def blocking_sleep(sleep: Callable[[float], object]) -> Callable[[float], Awaita
 
 
 class HTTPTransport(Blocking, TransportReports):
-    """JSON-RPC over HTTP, blocking: ``AsyncHTTPTransport`` run on a private loop thread.
+    """JSON-RPC over HTTP, blocking: ``AsyncHTTPTransport`` run on the blocking clients' loop
+    thread (``feeslab.fetch.loop``).
 
     Safe to call from a Jupyter cell (where a loop is already running in the caller's
     thread) and from many threads at once.
@@ -379,7 +398,7 @@ class HTTPTransport(Blocking, TransportReports):
         def make() -> AsyncHTTPTransport:
             return AsyncHTTPTransport(sleep=blocking_sleep(sleep), **options)
 
-        super().__init__(make, "feeslab-http")
+        super().__init__(make)
         self._core = self._inner._core
 
     def handle_request(
@@ -395,3 +414,28 @@ class HTTPTransport(Blocking, TransportReports):
         if not calls:
             return []
         return self._run(self._inner.handle_request(calls, on_batch=on_batch))
+
+    def submit(
+        self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None
+    ) -> Future[list[RpcResult]]:
+        """``handle_request(calls, on_batch=on_batch)`` started on the loop thread without
+        waiting: a future of its results. A scan keeps a few parts in flight this way, with no
+        thread of its own. The future is running from the start, as a started job on a pool
+        is: ``cancel()`` leaves it be, so that batches already out land (and are kept by
+        ``on_batch``) rather than being paid for and lost."""
+        if self._closed or self._loop.closed:
+            raise TransportError("this client is closed")
+        done: Future[list[RpcResult]] = Future()
+        done.set_running_or_notify_cancel()
+        task = asyncio.run_coroutine_threadsafe(
+            self._inner.handle_request(list(calls), on_batch=on_batch), self._loop.loop
+        )
+
+        def land(task: Future[list[RpcResult]]) -> None:
+            try:
+                done.set_result(task.result())
+            except BaseException as exc:  # the batch's error, raised where it is awaited
+                done.set_exception(exc)
+
+        task.add_done_callback(land)
+        return done

@@ -375,14 +375,14 @@ class AsyncWalletClient:
 class WalletClient(Blocking):
     """The multichain wallet API, blocking: the twin of :class:`AsyncWalletClient`.
 
-    The async client runs on a private event-loop thread, never on the caller's loop, so this
-    works from a Jupyter cell. Options are those of ``AsyncWalletClient``.
+    The async client runs on the blocking clients' event-loop thread, never on the caller's
+    loop, so this works from a Jupyter cell. Options are those of ``AsyncWalletClient``.
     """
 
     _inner: AsyncWalletClient
 
     def __init__(self, *, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        super().__init__(lambda: AsyncWalletClient(url=url, timeout=timeout), "feeslab-ws")
+        super().__init__(lambda: AsyncWalletClient(url=url, timeout=timeout))
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWalletClient", "WalletClient")
@@ -436,8 +436,10 @@ class WalletClient(Blocking):
         return self._run(self._inner.unsubscribe(scope, subscription))
 
     def on_notification(self, callback: Callable[[WalletNotification], None]) -> Callable[[], None]:
-        """Call ``callback(notification)`` for each notification, on the client's background
-        thread (in a notebook, append to a list rather than print). Returns a remover."""
+        """Call ``callback(notification)`` for each notification, on the blocking clients'
+        shared loop thread (in a notebook, append to a list rather than print; a blocking
+        feeslab call from there raises, as it would wait on that very thread). Returns a
+        remover."""
         return self._loop.call(self._inner.on_notification, callback)
 
     def next_notification(

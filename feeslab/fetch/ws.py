@@ -10,8 +10,8 @@
 Concurrent requests share the connection and are told apart by id (ids are assigned here).
 A reader task routes each answer to its waiting request and each ``eth_subscription``
 notification to its subscription. ``WebSocketTransport`` is the blocking twin: it runs the
-async transport on a private event-loop thread, so it also works inside a running Jupyter
-kernel.
+async transport on the blocking clients' event-loop thread, so it also works inside a running
+Jupyter kernel.
 
 Answers are read like ``transport.py``'s, and refusals by the same map
 (``feeslab.fetch.retry.status_error``) and driver: per-item errors come back as ``RpcError``
@@ -551,7 +551,7 @@ class Subscription:
 
 
 class WebSocketTransport(Blocking):
-    """JSON-RPC over one WebSocket, blocking: ``AsyncWebSocketTransport`` on a private
+    """JSON-RPC over one WebSocket, blocking: ``AsyncWebSocketTransport`` on the blocking clients'
     event-loop thread, never on the caller's loop, so this works from a Jupyter cell.
     Options are those of ``AsyncWebSocketTransport``.
     """
@@ -573,7 +573,7 @@ class WebSocketTransport(Blocking):
                                            on_message=on_message, on_close=on_close,
                                            **options)  # fmt: skip
 
-        super().__init__(make, "feeslab-ws")
+        super().__init__(make)
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWebSocketTransport", "WebSocketTransport")
