@@ -40,6 +40,16 @@ What is simulated, and how:
   (``withdrawals`` and their ``withdrawalsRoot``, ``blobGasUsed``,
   ``excessBlobGas``, ``parentBeaconBlockRoot``, ``requestsHash`` of no requests)
   and gas limits that rise 30M -> 36M -> 45M -> 60M.
+* **Amsterdam** (chain 11155111, from its ``"amsterdam"`` height): headers add
+  ``blockAccessListHash`` (EIP-7928: keccak of the RLP of the access list the devnet derives
+  from the block's system calls, transactions and withdrawals, :mod:`feeslab.devnet._bal`)
+  and ``slotNumber`` (EIP-7843: :meth:`History.slot_number`), after ``requestsHash`` as geth
+  orders them.  The header's ``gasUsed`` is the simulated demand, as before; from Amsterdam it
+  counts gas before refunds (EIP-7778) and the receipts
+  (:mod:`feeslab.devnet.transactions`) carry the refunds, so the base fee follows the
+  same rule on the same column.  Blocks below the fork are unchanged (hashes included):
+  the new fields draw no random numbers.  Cost: ~0.35 ms a block (drawing the block's
+  senders and hashing its list), ~20 % more CPU for chain 11155111's 60,000 blocks.
 * **Blobs.**  EIP-4844's excess and fee rule with each fork's schedule (and
   EIP-7918's reserve price from Osaka), from :mod:`feeslab._eip4844`; Poisson
   blob counts around a growing appetite with bursts, buyers cutting back once the

@@ -13,7 +13,13 @@ What a block holds:
   ten are plain transfers (exactly 21,000 gas), the others contract calls sharing the rest of
   the block's gas with log-normal weights, so the receipts' ``gasUsed`` add up to the header's
   ``gasUsed`` exactly (the rounding remainder goes to the block's last transaction, always a
-  call).  Mainnet averages ~100,000 gas a transaction; the devnet's ten times fewer, larger
+  call).  From Amsterdam the header counts gas before refunds (EIP-7778): the shares are
+  then each transaction's gas before refunds, one contract call in four gets an EIP-3529
+  refund (at most a fifth of its gas, never below the calldata floor) and its receipt's
+  ``gasUsed`` is what is left, so the receipts add up to at most the header's ``gasUsed``
+  (go-ethereum 02b73d4 ``core/state_transition.go`` ``settleGas``; ``cumulativeGasUsed`` the
+  receipts' running sum, ``core/state_processor.go`` ``MakeReceipt``).
+  Mainnet averages ~100,000 gas a transaction; the devnet's ten times fewer, larger
   ones keep a header with its transaction hashes ~1.5x a bare header's size, not 6x, and the
   cost of drawing and hashing them near a header's (see *How they are built*).
 * **Types per fork.**  Legacy before London (EIP-155-protected from Byzantium on chain 1,
@@ -462,7 +468,8 @@ class BlockBody:
 
     ``hashes`` are the transactions' hashes, ``encoded`` their encodings; ``transactions``
     the whole :class:`Transaction` tuples, built on first use (a header answer lists the
-    hashes alone).  ``gas_used`` is each transaction's gas used [gas], ``post_states`` the
+    hashes alone).  ``gas_used`` is each transaction's receipt's gas used (after refunds)
+    [gas], ``post_states`` the
     receipts' state roots before Byzantium (empty from it on), ``blob_gas_price`` the
     block's blob base fee (None before Cancun) [wei], ``items_length`` the length of the
     body's transaction list payload (``b"".join(block_items())``) [bytes].
