@@ -253,3 +253,81 @@ def test_lab_blocks_across_the_fork_and_the_header_fields_of_the_same_blocks(lab
     first = fields.loc[fields["block_number"] == FORK].iloc[0]
     assert first["block_access_list_hash"] == headers[FORK]["blockAccessListHash"]
     assert first["slot_number"] == _int(headers[FORK]["slotNumber"])
+
+
+def geth_reward_row(block: dict, receipts: list, percentiles: list[float]) -> list[int]:
+    """go-ethereum 02b73d4 ``eth/gasprice/feehistory.go`` ``processBlock``, transcribed: the
+    (effective tip, receipt gasUsed) pairs sorted by tip; per percentile the tip where the
+    receipts' running gas first reaches ``uint64(float64(header gasUsed) * p / 100)``."""
+    base_fee = _int(block["baseFeePerGas"])
+
+    def tip(tx: dict) -> int:  # Transaction.EffectiveGasTip
+        typed = _int(tx["type"]) != 0
+        cap = _int(tx["maxPriorityFeePerGas"] if typed else tx["gasPrice"])
+        fee_cap = _int(tx["maxFeePerGas"] if typed else tx["gasPrice"])
+        return min(cap, fee_cap - base_fee)
+
+    pairs = sorted(((tip(tx), _int(r["gasUsed"]))
+                    for tx, r in zip(block["transactions"], receipts, strict=True)),
+                   key=lambda pair: pair[0])  # fmt: skip
+    row, index, total = [], 0, pairs[0][1]
+    for p in percentiles:
+        threshold = int(float(_int(block["gasUsed"])) * p / 100)
+        while total < threshold and index < len(pairs) - 1:
+            index += 1
+            total += pairs[index][1]
+        row.append(pairs[index][0])
+    return row
+
+
+def test_fee_history_rewards_walk_the_receipts_gas_against_the_headers(batch):
+    percentiles = [0, 10, 25, 50, 75, 90, 99, 100]
+    numbers = [FORK, FORK + 1, 59_321]
+    answers = batch([("eth_getBlockByNumber", [hex(n), True]) for n in numbers]
+                    + [("eth_getBlockReceipts", [hex(n)]) for n in numbers]
+                    + [("eth_feeHistory", [1, hex(n), percentiles]) for n in numbers])  # fmt: skip
+    k = len(numbers)
+    for block, receipts, history in zip(answers[:k], answers[k : 2 * k], answers[2 * k :],
+                                        strict=True):  # fmt: skip
+        assert [_int(x) for x in history["reward"][0]] == geth_reward_row(block, receipts,
+                                                                          percentiles)
+        assert history["gasUsedRatio"][0] == _int(block["gasUsed"]) / _int(block["gasLimit"])
+
+
+def test_the_devnets_encoders_agree_with_the_rlp_package():
+    """The chain's flat header encoder and the access list's fast path, against ``rlp``."""
+    import random
+
+    from feeslab.devnet import _bal
+    from feeslab.devnet.chain import build_chains
+
+    chain = build_chains(7).by_id[11155111]
+    for number in (FORK - 1, FORK, HEAD):
+        header = chain.block(number).header
+        assert header.encode() == rlp.encode(header.fields())
+        assert (header.slot_number is None) == (number < FORK)
+    rng = random.Random(7928)
+    for count in (0, 1, 3, 40):
+        senders = [rng.randbytes(20) for _ in range(count)]
+        senders += senders[: count // 3]  # a sender twice: two nonce changes
+        kwargs = {
+            "number": FORK + count, "timestamp": 1_799_739_318 + 12 * count,
+            "parent_hash": rng.randbytes(32), "parent_beacon_block_root": rng.randbytes(32),
+            "coinbase": rng.randbytes(20), "senders": senders,
+            "nonces": [rng.randrange(5000) for _ in senders],
+            "recipients": [rng.randbytes(20) for _ in senders],
+            "withdrawal_addresses": [rng.randbytes(20) for _ in range(16)],
+        }  # fmt: skip
+        entries = _bal.block_access_list(**kwargs)
+        assert [e.address for e in entries] == sorted(e.address for e in entries)
+        reference = rlp.encode([
+            [e.address, [[slot, [[i, v] for i, v in sorted(by.items())]]
+                         for slot, by in sorted(e.storage_writes.items())],
+             sorted(e.storage_reads), sorted(e.balance_changes.items()),
+             [list(pair) for pair in sorted(e.nonce_changes.items())],
+             [list(pair) for pair in sorted(e.code_changes.items())]]
+            for e in entries
+        ])  # fmt: skip
+        assert _bal.encode_block_access_list(entries) == reference
+        assert _bal.devnet_access_list_hash(**kwargs) == keccak(reference)
+    assert _bal.block_access_list_hash([]).hex() == EMPTY_BAL_HASH[2:]
