@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import tempfile
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from feeslab.cluster.jobs import (
     _check_size,
     _directory,
     _job_id,
+    _node_of,
     _plan_partitions,
     run_job,
 )
@@ -49,7 +51,7 @@ __all__ = ["DatasetJob", "plan", "run"]
 RUN_OPTIONS = ("budget", "progress")  # fetch parameters that are the run's, not the job's
 
 
-def _digest(value: Any) -> str:
+def _digest(value: object) -> str:
     text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -60,7 +62,7 @@ class DatasetJob(JobSpec):
     to every worker: the name, not the declaration, travels)."""
 
     dataset: str
-    params: tuple[tuple[str, Any], ...]
+    params: tuple[tuple[str, object], ...]
 
     @classmethod
     def of(cls, dataset: Dataset | str, *args: Any, **kwargs: Any) -> tuple[DatasetJob,
@@ -90,7 +92,7 @@ class DatasetJob(JobSpec):
         """The dataset's declaration."""
         return REGISTRY[self.dataset]
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> dict[str, object]:
         """The job's parameters as the dataset's fetch takes them."""
         return dict(self.params)
 
@@ -101,7 +103,7 @@ class DatasetJob(JobSpec):
         start, stop = partitions.span(params)
         if partitions.kind == "range":
             return Partition(start, stop)
-        return Partition(start, stop, blocks=tuple(params["blocks"]))
+        return Partition(start, stop, blocks=tuple(registry._blocks(params["blocks"])))
 
     def key(self) -> str:
         params = self.arguments()
@@ -109,17 +111,17 @@ class DatasetJob(JobSpec):
             params.pop("start"), params.pop("stop")
         return _digest(params) if params else ""
 
-    def _narrow(self, part: Partition) -> dict[str, Any]:
+    def _narrow(self, part: Partition) -> dict[str, object]:
         partitions = self.declared.partitions
         assert partitions is not None
         return partitions.narrow(self.arguments(), part.start, part.stop, part.blocks)
 
-    def plan(self, source: Any, part: Partition) -> Any:
+    def plan(self, source: Source, part: Partition) -> Plan:
         # the workers read no cache: the cost from scratch, where the plan can leave it out
         params = {**self._narrow(part), "less_cached": False}
         return registry.plan(self.declared, source, params)
 
-    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+    def plan_job(self, source: Source, *, out: str | os.PathLike[str] | None,
                  partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
         declared = self.declared
         if declared.plan_parts is None or registry.holds(source, declared):
@@ -139,7 +141,7 @@ class DatasetJob(JobSpec):
                                        bought=made.bought + probe.total)
         parts = [dataclasses.replace(p, credits=c) for p, c in zip(parts, made.credits,
                                                                     strict=True)]
-        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
+        where = f"{source.label}:{_node_of(source).node.identity}:{partition_blocks}"
         job = _job_id(self.name, whole.start, whole.stop, _where(where, self.key()))
         return JobPlan(job, self.name, whole.start, whole.stop, made.plan, tuple(parts),
                        _directory(out, job), context=dict(made.context),
@@ -156,19 +158,21 @@ class DatasetJob(JobSpec):
             return [Partition(lo, hi) for hi, lo in itertools.pairwise(cuts)][::-1]
         return super().cut(whole, size)
 
-    def part_context(self, context: Any, part: Partition) -> Any:
+    def part_context(self, context: Mapping[int, object] | None,
+                     part: Partition) -> Mapping[int, object] | None:  # fmt: skip
         if self.declared.context is None:
             return None
         return {n: c for n, c in (context or {}).items() if part.start <= n < part.stop}
 
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
+    def compute(self, source: Source, part: Partition,
+                context: Mapping[int, object] | None) -> pd.DataFrame:  # fmt: skip
         params = {**self._narrow(part), "progress": False}
         if self.declared.context is not None and context:
             # what the driver bought while planning (a sample): not asked for again
             params[self.declared.context] = context
         return registry.rows(self.declared, source, params)
 
-    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan,
+    def finish(self, source: Source, frame: pd.DataFrame, job: JobPlan,
                report: JobReport) -> JobResult:  # fmt: skip
         rows = source.tag(frame)
         _describe(job.out, self.dataset, self.arguments(), rows.attrs)
@@ -178,7 +182,8 @@ class DatasetJob(JobSpec):
         return JobResult(frame=rows, plan=job.plan, report=report, value=value)
 
 
-def _describe(out: Path, dataset: str, params: dict[str, Any], attrs: dict[str, Any]) -> None:
+def _describe(out: Path, dataset: str, params: Mapping[str, object],
+              attrs: Mapping[Hashable, object]) -> None:  # fmt: skip
     """``_job.json`` in the job's folder: what its partitions hold (dataset, parameters, the
     frames' ``attrs``), so that the folder reads as a source (``feeslab.sources.partitions``);
     written atomically."""

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -56,7 +56,7 @@ from feeslab.frames.partitions import (
     read_partition,
     write_partition,
 )
-from feeslab.sources.base import JSON_RPC
+from feeslab.sources.base import JSON_RPC, Source
 from feeslab.sources.rpc import NodeSpec, RpcSource, open_node
 
 __all__ = [
@@ -118,7 +118,7 @@ class JobPlan:
         In block order.
     out : Path
         The job's directory (partition files and ``_manifest.json``).
-    context : Any
+    context : mapping of int to object, or None
         What the plan learnt that the partitions reuse (an uncle scan's sampled uncle
         counts by block), handed to each partition's task for its range.
     bought : int
@@ -133,7 +133,7 @@ class JobPlan:
     plan: Plan
     partitions: tuple[Partition, ...]
     out: Path
-    context: Any = field(default=None, compare=False)
+    context: Mapping[int, object] | None = field(default=None, compare=False)
     bought: int = 0
 
     def done(self) -> list[Partition]:
@@ -194,7 +194,7 @@ class JobResult:
     plan : Plan
         The credits the whole job was planned to cost.
     report : JobReport
-    value : Any
+    value : object
         What the dataset gives in one process, row for row, dtypes and ``attrs`` included:
         the frame, or e.g. an ``UncleScan`` (with this ``report``).
     """
@@ -202,7 +202,7 @@ class JobResult:
     frame: pd.DataFrame
     plan: Plan
     report: JobReport
-    value: Any = None
+    value: object = None
 
     def __repr__(self) -> str:
         return (f"<JobResult {len(self.frame):,} rows, {len(self.report.computed)} partitions "
@@ -231,11 +231,11 @@ class JobSpec:
         """The parameters that make two jobs of the same blocks differ (in the job's name)."""
         return ""
 
-    def plan(self, source: Any, part: Partition) -> Plan:
+    def plan(self, source: Source, part: Partition) -> Plan:
         """What one process pays for ``part`` [credits] (on the driver)."""
         raise NotImplementedError
 
-    def plan_job(self, source: Any, *, out: str | os.PathLike[str] | None,
+    def plan_job(self, source: Source, *, out: str | os.PathLike[str] | None,
                  partition_blocks: int, budget: int | None) -> JobPlan:  # fmt: skip
         """The whole job's plan and partitions (:func:`plan_job`)."""
         return _plan_partitions(self, source, out=out, partition_blocks=partition_blocks)
@@ -245,16 +245,19 @@ class JobSpec:
         return [Partition(lo, min(whole.stop, lo + size))
                 for lo in range(whole.start, whole.stop, size)]  # fmt: skip
 
-    def part_context(self, context: Any, part: Partition) -> Any:
+    def part_context(self, context: Mapping[int, object] | None,
+                     part: Partition) -> Mapping[int, object] | None:  # fmt: skip
         """What ``part``'s task needs of the plan's ``context``."""
         return None
 
-    def compute(self, source: Any, part: Partition, context: Any) -> pd.DataFrame:
+    def compute(self, source: Source, part: Partition,
+                context: Mapping[int, object] | None) -> pd.DataFrame:  # fmt: skip
         """``part``'s rows, by the dataset's own code (on a worker; ``source`` reads that
         partition's era1 file or the node, with no cache)."""
         raise NotImplementedError
 
-    def finish(self, source: Any, frame: pd.DataFrame, job: JobPlan, report: JobReport) -> Any:
+    def finish(self, source: Source, frame: pd.DataFrame, job: JobPlan,
+               report: JobReport) -> JobResult:  # fmt: skip
         """The result from the partitions' rows (attrs not yet set): the frame tagged as one
         process tags it, by default."""
         frame = _tag(source, frame)
@@ -286,8 +289,12 @@ def _job_id(dataset: str, start: int, stop: int, where: str) -> str:
     return f"{dataset}-{start}-{stop}-{digest}"
 
 
-def _era1_partitions(source: Any, start: int, stop: int) -> tuple[list[Partition], str]:
+def _era1_partitions(source: Source, start: int, stop: int) -> tuple[list[Partition], str]:
     """One partition per era1 file a range touches, and what names them in the job's id."""
+    from feeslab.sources.era1 import Era1Source
+
+    if not isinstance(source, Era1Source):
+        raise ConfigError(f"a cluster job reads a node or era1 files, not {source!r}")
     parts = []
     for first, after, path in source.ranges():
         lo, hi = max(start, first), min(stop, after)
@@ -301,7 +308,7 @@ def _directory(out: str | os.PathLike[str] | None, job: str) -> Path:
     return Path(out) if out is not None else default_cache_dir() / "jobs" / job
 
 
-def _check_size(partition_blocks: Any) -> None:
+def _check_size(partition_blocks: object) -> None:
     if (not isinstance(partition_blocks, int) or isinstance(partition_blocks, bool)
             or partition_blocks < 1):  # fmt: skip
         raise ValueError(f"partition_blocks must be a positive int, not {partition_blocks!r}")
@@ -309,7 +316,7 @@ def _check_size(partition_blocks: Any) -> None:
 
 def plan_job(
     spec: JobSpec,
-    source: Any,
+    source: Source,
     *,
     out: str | os.PathLike[str] | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
@@ -334,7 +341,7 @@ def plan_job(
     return spec.plan_job(source, out=out, partition_blocks=partition_blocks, budget=budget)
 
 
-def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] | None,
+def _plan_partitions(spec: JobSpec, source: Source, *, out: str | os.PathLike[str] | None,
                      partition_blocks: int) -> JobPlan:  # fmt: skip
     """The dataset's plan of the whole job and of each partition."""
     whole = spec.span()
@@ -344,7 +351,7 @@ def _plan_partitions(spec: JobSpec, source: Any, *, out: str | os.PathLike[str] 
     else:
         parts = spec.cut(whole, partition_blocks)
         # the chain (id and genesis hash), and the partitioning, which names the files
-        where = f"{source.label}:{source.node.identity}:{partition_blocks}"
+        where = f"{source.label}:{_node_of(source).node.identity}:{partition_blocks}"
     parts = [replace(p, credits=spec.plan(source, p).total) for p in parts]
     key = spec.key()
     job = _job_id(spec.name, whole.start, whole.stop, f"{where}|{key}" if key else where)
@@ -413,7 +420,8 @@ def _write_partition(frame: pd.DataFrame, path: Path, spent: int, run: str,
     write_partition(frame, path, _attrs(frame, spent, run, links or {}))
 
 
-def _attrs(frame: pd.DataFrame, spent: int, run: str, links: dict[str, str]) -> dict[str, Any]:
+def _attrs(frame: pd.DataFrame, spent: int, run: str,
+           links: dict[str, str]) -> dict[str, object]:  # fmt: skip
     """What a partition file says of itself: the run that wrote it, its rows, the credits
     they cost, an era1 file's end links."""
     return {WRITER: run, ROWS: len(frame), SPENT: spent, LINKS: links}
@@ -454,7 +462,7 @@ def _check_links(job: JobPlan, noted: dict[str, dict[str, Any]]) -> None:
 
 
 @functools.cache
-def _glibc() -> Any:
+def _glibc() -> ctypes.CDLL | None:
     """The C library if it is glibc (its ``mallopt``), else None."""
     if not sys.platform.startswith("linux"):
         return None
@@ -521,7 +529,8 @@ def _process_heap(enabled: bool = True) -> Iterator[None]:
                 libc.mallopt(_M_TRIM_THRESHOLD, trim)
 
 
-def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
+def run_partition(task: _Task, part: Partition,
+                  context: Mapping[int, object] | None) -> dict[str, Any]:  # fmt: skip
     """One partition, on a worker: its rows (``task.spec.compute``) written to ``part.name``
     (atomically), unless an earlier attempt wrote them. Returns what it did, with the rows
     it computed as ``frame`` (the driver need not read the file back); a feeslab error (a
@@ -537,7 +546,8 @@ def run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
     return done
 
 
-def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]:
+def _run_partition(task: _Task, part: Partition,
+                   context: Mapping[int, object] | None) -> dict[str, Any]:  # fmt: skip
     path = Path(task.out) / part.name
     if path.exists():
         written = frame_from_bytes(path.read_bytes()).attrs
@@ -547,25 +557,28 @@ def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]
         # says what it read and spent
         return {"file": part.name, "rows": written.get(ROWS, 0), "credits": written.get(SPENT, 0),
                 **written.get(LINKS, {}), "earlier_attempt": True}  # fmt: skip
-    source: Any = None
+    from feeslab.sources.era1 import Era1Source
+
+    files: Era1Source | None = None
+    node: RpcSource | None = None
     try:
         if part.file is not None:
-            from feeslab.sources.era1 import Era1Source
-
-            source = Era1Source(part.file)
+            files = Era1Source(part.file)
+            frame = task.spec.compute(files, part, context)
         else:
-            source = _node_source(task)
-        frame = task.spec.compute(source, part, context)
+            node = _node_source(task)
+            frame = task.spec.compute(node, part, context)
     except FeeslabError as exc:
         # handed back as data, raised on the driver (feeslab's errors pickle whole), so that
         # dask neither retries nor logs a user's budget or a 402 as a task failure
         return {"file": part.name, "error": exc}
     finally:
-        if source is not None:
-            source.close()
+        for opened in (files, node):
+            if opened is not None:
+                opened.close()
     # an era1 file's end links, as its read noted them (checked across files on the driver)
-    links = {} if part.file is None else source.ends[Path(part.file)]
-    spent = 0 if part.file is not None else source.credits.spent
+    links = {} if files is None or part.file is None else files.ends[Path(part.file)]
+    spent = 0 if node is None else node.credits.spent
     data = partition_bytes(frame, _attrs(frame, spent, task.run, links))
     if task.write_behind:
         _WRITES.submit(task.run, data, path)
@@ -573,6 +586,15 @@ def _run_partition(task: _Task, part: Partition, context: Any) -> dict[str, Any]
         write_bytes(data, path)
     frame.attrs.clear()  # as _read_partition gives it
     return {"file": part.name, "rows": len(frame), "credits": spent, **links, "frame": frame}
+
+
+@dataclass
+class _RunWrites:
+    """One run's partition writes in this process: how many are pending, and the CPU seconds
+    each took, by file name [s]."""
+
+    pending: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)
 
 
 class _Writes:
@@ -590,20 +612,20 @@ class _Writes:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._pool: ThreadPoolExecutor | None = None
-        self._runs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._runs: OrderedDict[str, _RunWrites] = OrderedDict()
 
     def submit(self, run: str, data: bytes, path: Path) -> None:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="feeslab-writes")
             if run not in self._runs:
-                self._runs[run] = {"pending": 0, "cpu": {}}
+                self._runs[run] = _RunWrites()
                 while len(self._runs) > self.KEPT_RUNS:
                     self._runs.popitem(last=False)
-            self._runs[run]["pending"] += 1
+            self._runs[run].pending += 1
             self._pool.submit(self._write, self._runs[run], data, path)
 
-    def _write(self, noted: dict[str, Any], data: bytes, path: Path) -> None:
+    def _write(self, noted: _RunWrites, data: bytes, path: Path) -> None:
         cpu = time.thread_time()
         try:
             write_bytes(data, path)
@@ -611,26 +633,26 @@ class _Writes:
             pass
         finally:
             with self._lock:
-                noted["cpu"][path.name] = time.thread_time() - cpu
-                noted["pending"] -= 1
+                noted.cpu[path.name] = time.thread_time() - cpu
+                noted.pending -= 1
                 self._lock.notify_all()
 
-    def settle(self, run: str) -> dict[str, Any]:
+    def settle(self, run: str) -> dict[str, dict[str, float]]:
         """Once ``run``'s writes in this process are done (written, or failed): the CPU
         seconds each took, by file name (``cpu``)."""
         with self._lock:
             noted = self._runs.get(run)
             if noted is None:
                 return {"cpu": {}}
-            self._lock.wait_for(lambda: noted["pending"] == 0)
+            self._lock.wait_for(lambda: noted.pending == 0)
             self._runs.pop(run, None)
-        return {"cpu": noted["cpu"]}
+        return {"cpu": noted.cpu}
 
 
 _WRITES = _Writes()  # this process's (a worker's) partition writes
 
 
-async def _settle_writes(run: str) -> dict[str, Any]:
+async def _settle_writes(run: str) -> dict[str, dict[str, float]]:
     """On a worker (``client.run``): :meth:`_Writes.settle` of ``run``, waited for on a thread,
     so that the worker's event loop (its heartbeats, other jobs' tasks) never waits on a disk."""
     import asyncio
@@ -682,11 +704,22 @@ def _settle(client: Any, job: JobPlan, run: str, written: dict[str, dict[str, An
                              links)  # fmt: skip
 
 
-def _tag(source: Any, frame: pd.DataFrame) -> pd.DataFrame:
+def _tag(source: Source, frame: pd.DataFrame) -> pd.DataFrame:
     return source.tag(frame)  # Era1Source and RpcSource alike
 
 
-def _rpc_of(connection: Any) -> RpcSource:
+def _node_of(source: Source) -> RpcSource:
+    """The node ``source`` asks: itself, or a ``CombinedSource``'s (era1 files beside it)."""
+    from feeslab.sources.combined import CombinedSource
+
+    if isinstance(source, RpcSource):
+        return source
+    if isinstance(source, CombinedSource):
+        return source.node_source
+    raise ConfigError(f"a cluster job reads a node or era1 files, not {source!r}")
+
+
+def _rpc_of(connection: object) -> RpcSource:
     """The node source of a Lab or an RpcSource."""
     found = getattr(connection, "data_source", connection)
     if not isinstance(found, RpcSource):
@@ -694,13 +727,14 @@ def _rpc_of(connection: Any) -> RpcSource:
     return found
 
 
-def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list[NodeSpec]]:
+def _node_specs(source: Source,
+                keys: Sequence[object]) -> tuple[list[RpcSource], list[NodeSpec]]:  # fmt: skip
     """Every API key's source and what its workers need, all on one chain."""
     if JSON_RPC not in source.offers():
         if keys:
             raise ConfigError("keys= multiplies a node's rate: era1 files need none")
         return [], []
-    sources = [source, *(_rpc_of(k) for k in keys)]
+    sources = [_node_of(source), *(_rpc_of(k) for k in keys)]
     specs = [_node_spec(s) for s in sources]
     first = sources[0]
     for other, spec in zip(sources[1:], specs[1:], strict=True):
@@ -711,28 +745,28 @@ def _node_specs(source: Any, keys: Sequence[Any]) -> tuple[list[RpcSource], list
     return sources, specs
 
 
-def _distributed() -> Any:
+def _distributed() -> None:
+    """ConfigError naming the extra to install, without dask.distributed."""
     try:
-        from distributed import as_completed
+        import distributed  # noqa: F401
     except ImportError:
         raise ConfigError("a cluster job needs dask.distributed: pip install 'feeslab[dask]'"
                           ) from None  # fmt: skip
-    return as_completed
 
 
 def run_job(
     spec: JobSpec,
-    source: Any,
+    source: Source,
     *,
     client: Any,
     out: str | os.PathLike[str] | None = None,
     budget: int | None = None,
     progress: bool | None = None,
     partition_blocks: int = DEFAULT_PARTITION_BLOCKS,
-    keys: Sequence[Any] = (),
+    keys: Sequence[object] = (),
     planned: JobPlan | None = None,
     tune_malloc: bool = True,
-) -> Any:
+) -> JobResult:
     """Run the job ``spec`` describes on a dask cluster: what ``spec.finish`` makes of it.
 
     Parameters
