@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from feeslab.devnet.chain import (
+from feeslab.devnet._rlp import (
     _keccak,
     _rlp_int,
     _rlp_item,

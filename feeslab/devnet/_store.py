@@ -8,8 +8,8 @@ the same seed loads it instead of generating.  A history lengthened for a longer
 so the default chain's file stays as short as its chain.
 
 The file name is a digest of everything that determines the history: the
-simulator's source (with the EIP-1559 rule it imports, and the transactions and access lists
-Amsterdam's headers hash), ``data/chains.json``,
+simulator's source (with the EIP-1559 rule it imports, its RLP encoder, and the draws and
+access lists Amsterdam's headers hash), ``data/chains.json``,
 the chain's parameters and the seed.  Change any of them and the old file is
 simply never read again.  Files are written atomically (temporary file, then
 rename); a file that fails to load is ignored (and removed), never trusted.
@@ -71,9 +71,10 @@ def history_file(history: History, extent: int | None = None) -> Path | None:
     digest = hashlib.sha256()
     for part in (
         Path(__file__).with_name("chain.py").read_bytes(),  # the simulator
-        # Amsterdam's headers hash the block's access list, drawn from its transactions
+        # its RLP, and Amsterdam's access lists drawn from the transactions' streams
+        Path(__file__).with_name("_rlp.py").read_bytes(),
         Path(__file__).with_name("_bal.py").read_bytes(),
-        Path(__file__).with_name("transactions.py").read_bytes(),
+        Path(__file__).with_name("_draws.py").read_bytes(),
         Path(_eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
         Path(_eip4844.__file__).read_bytes(),  # and the blob-fee rule
         chains_json_bytes(),

@@ -107,15 +107,14 @@ from feeslab._eip4844 import (  # the one EIP-4844 rule, shared with the analysi
     blob_schedule,
     next_excess_blob_gas,
 )
-from feeslab.devnet import _store
-
-try:  # safe-pysha3 where it ships wheels (Linux x86-64): ~1.3 us a hash, eth-hash's ~9 us
-    from sha3 import keccak_256 as _keccak_256
-
-    def _keccak(data: bytes) -> bytes:
-        return _keccak_256(data).digest()
-except ImportError:  # pragma: no cover - other platforms
-    _keccak = keccak
+from feeslab.devnet import _bal, _draws, _store
+from feeslab.devnet._rlp import (  # the flat RLP encoder, also imported from here by others
+    _keccak,
+    _rlp_int,
+    _rlp_item,
+    _rlp_length_prefix,
+    rlp_list_of_encoded,
+)
 
 if TYPE_CHECKING:
     from feeslab.devnet.state import WorldState
@@ -141,40 +140,6 @@ _STORED_COLUMNS = (
     "timestamp", "gas_limit", "gas_used", "miner", "demand", "tip_median", "blob_gas_used",
     "excess_blob_gas",
 )  # fmt: skip
-
-
-# -- RLP ---------------------------------------------------------------------
-# A flat-list encoder: the header chain is hashed block by block, and the
-# general ``rlp`` package is several times slower.  Tests check this encoder
-# against ``rlp.encode``.
-
-
-def _rlp_length_prefix(length: int, offset: int) -> bytes:
-    if length < 56:
-        return bytes((offset + length,))
-    raw = length.to_bytes((length.bit_length() + 7) // 8, "big")
-    return bytes((offset + 55 + len(raw),)) + raw
-
-
-def _rlp_item(value: bytes | int) -> bytes:
-    if isinstance(value, int):
-        value = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    if len(value) == 1 and value[0] < 0x80:
-        return value
-    return _rlp_length_prefix(len(value), 0x80) + value
-
-
-def _rlp_int(value: int) -> bytes:
-    if value < 0x80:
-        return b"\x80" if value == 0 else bytes((value,))
-    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    return bytes((0x80 + len(raw),)) + raw
-
-
-def rlp_list_of_encoded(encoded: Sequence[bytes]) -> bytes:
-    """RLP of a list whose items are already RLP-encoded."""
-    payload = b"".join(encoded)
-    return _rlp_length_prefix(len(payload), 0xC0) + payload
 
 
 # -- Merkle-Patricia roots of lists -------------------------------------------
@@ -1048,9 +1013,7 @@ class History:
         coinbase: bytes, gas_used: int, withdrawals: Sequence[Withdrawal],
     ) -> bytes:  # fmt: skip
         """``blockAccessListHash`` of block ``number`` (see :mod:`feeslab.devnet._bal`)."""
-        from feeslab.devnet import _bal, transactions  # they import this module
-
-        senders, nonces, recipients = transactions.touched(self, number, gas_used)
+        senders, nonces, recipients = _draws.touched(self._salt, number, gas_used)
         return _bal.devnet_access_list_hash(
             number=number, timestamp=timestamp, parent_hash=parent_hash,
             parent_beacon_block_root=beacon_root, coinbase=coinbase, senders=senders,
