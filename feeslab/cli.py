@@ -45,10 +45,20 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypedDict
 
 from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
 from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from feeslab.datasets.registry import Dataset
+    from feeslab.devnet.server import DevnetHandle
+    from feeslab.devnet.service import Devnet
+    from feeslab.fetch.core import Governor
+    from feeslab.fetch.credits import CreditLedger, Plan
+    from feeslab.lab import Lab
 
 DEFAULT_PORT = 8545  # the usual local node port
 
@@ -265,7 +275,7 @@ def _run_export_era1(args: argparse.Namespace) -> int:
     return 0
 
 
-def _history_lines(devnet: Any) -> list[str]:
+def _history_lines(devnet: Devnet) -> list[str]:
     """What a devnet pruned as geth's --history.chain says in its banner (nothing for all)."""
     if devnet.history == "all":
         return []
@@ -274,7 +284,7 @@ def _history_lines(devnet: Any) -> list[str]:
     return [f"history:         {devnet.history} (4444 below each chain's cutoff: {cut})"]
 
 
-def _banner(handle: Any) -> str:
+def _banner(handle: DevnetHandle) -> str:
     key, secret = handle.api_key, handle.api_key_secret
     call = '\'{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}\''
     return "\n".join(
@@ -359,7 +369,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settle(handle: Any) -> None:
+def _settle(handle: DevnetHandle) -> None:
     """Build every chain's history now, then freeze what the process holds (``gc.freeze``).
 
     The histories are lists of a few million ints and hashes that live as long as the server:
@@ -516,7 +526,27 @@ def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     fetch.set_defaults(func=_run_fetch)
 
 
-def _check_args(args: argparse.Namespace) -> dict[str, Any]:
+class _Client(Protocol):
+    """What ``feeslab fetch`` does with a ``distributed.Client`` itself: close it, or stop
+    the local cluster it made (the cluster's functions take the client as it is)."""
+
+    def close(self) -> object: ...
+    def shutdown(self) -> object: ...
+
+
+class _Checked(TypedDict, total=False):
+    """What ``feeslab fetch`` checked (:func:`_check_args`), then what it opened."""
+
+    output: Path
+    keys: list[tuple[str, str | None]]
+    dataset: Dataset
+    params: dict[str, object]  # the dataset's parameters
+    written: dict[str, object]  # its options that pick what is written
+    client: _Client | None  # _client's
+    labs: list[Lab]  # one per API key after the first
+
+
+def _check_args(args: argparse.Namespace) -> _Checked:
     """Every check that needs no network: the output, the keys and the dataset's arguments,
     or ``UsageError``."""
     from feeslab.datasets import REGISTRY
@@ -576,7 +606,8 @@ def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     return keys
 
 
-def _planned(lab: Any, args: argparse.Namespace, checked: dict[str, Any]) -> tuple[Any, Any]:
+def _planned(lab: Lab, args: argparse.Namespace, checked: _Checked
+             ) -> tuple[Plan, Callable[[], pd.DataFrame]]:  # fmt: skip
     """The plan of the fetch ``args`` ask for (bought samples stay within ``--budget``), and
     the function that gets its frame: in one process, or planned once for the cluster."""
     from feeslab.datasets import registry
@@ -585,10 +616,10 @@ def _planned(lab: Any, args: argparse.Namespace, checked: dict[str, Any]) -> tup
     params = dict(checked["params"])
     if dataset.takes("progress"):
         params["progress"] = not args.quiet
-    if "budget" in inspect.signature(dataset.plan).parameters:
+    if dataset.plan is not None and "budget" in inspect.signature(dataset.plan).parameters:
         params["budget"] = args.budget  # a plan that buys a sample checks it first
 
-    def written(value: Any) -> Any:
+    def written(value: object) -> pd.DataFrame:
         return dataset.written(value, **checked["written"])
 
     client = checked.get("client")
@@ -599,17 +630,16 @@ def _planned(lab: Any, args: argparse.Namespace, checked: dict[str, Any]) -> tup
     from feeslab import cluster
 
     output = checked["output"]
-    options = {"out": output.with_name(output.stem + ".parts")}
-    if args.partition_blocks:
-        options["partition_blocks"] = args.partition_blocks
-    job = cluster.plan(dataset, source, **options, **params)
+    out = output.with_name(output.stem + ".parts")
+    blocks = args.partition_blocks or cluster.DEFAULT_PARTITION_BLOCKS
+    job = cluster.plan(dataset, source, out=out, partition_blocks=blocks, **params)
     params["budget"] = args.budget
     return job.plan, lambda: written(cluster.run(
-        dataset, source, client=client, planned=job, keys=checked.get("labs", ()), **options,
-        **params).value)
+        dataset, source, client=client, planned=job, keys=checked.get("labs", ()), out=out,
+        partition_blocks=blocks, **params).value)
 
 
-def _client(args: argparse.Namespace) -> Any:
+def _client(args: argparse.Namespace) -> _Client | None:
     """A ``distributed.Client`` for ``--scheduler``/``--workers`` (None without them)."""
     if args.scheduler is None and not args.workers:
         return None
@@ -623,12 +653,13 @@ def _client(args: argparse.Namespace) -> Any:
     if args.workers:
         from feeslab.cluster import local_client
 
-        return local_client(args.workers)
+        local: _Client = local_client(args.workers)
+        return local
     return Client(args.scheduler)  # type: ignore[no-untyped-call]
 
 
-def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any],
-           say: Callable[[str], None]) -> Any:
+def _fetch(lab: Lab, args: argparse.Namespace, checked: _Checked,
+           say: Callable[[str], None]) -> pd.DataFrame:
     """Plan, check the budget, print the plan, fetch: the frame."""
     from feeslab.fetch.credits import Budget
 
@@ -644,9 +675,9 @@ def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any],
     say(repr(plan))
     labs = [lab, *checked.get("labs", ())]
     nodes = [one.node for one in labs] if lab.has_node else []  # era1 files: not paced
-    governors: list[Any] = [getattr(getattr(n, "transport", None), "governor", None)
-                            for n in nodes]  # fmt: skip
-    if governors and None not in governors and plan.total:
+    found = [getattr(getattr(n, "transport", None), "governor", None) for n in nodes]
+    governors: list[Governor] = [g for g in found if g is not None]
+    if governors and len(governors) == len(found) and plan.total:
         for governor in governors:
             governor.settle(timeout=5.0)
         rate = sum(governor.ceiling for governor in governors)  # each key its own bucket
@@ -656,7 +687,7 @@ def _fetch(lab: Any, args: argparse.Namespace, checked: dict[str, Any],
     return get()
 
 
-def _ledger_text(ledger: Any) -> str:
+def _ledger_text(ledger: CreditLedger) -> str:
     table = ledger.to_frame()
     lines = [
         f"spent {ledger.spent:,} credits ({ledger.calls:,} calls sent, "
@@ -667,7 +698,7 @@ def _ledger_text(ledger: Any) -> str:
     return "\n".join(lines)
 
 
-def _ledgers_text(labs: Sequence[Any]) -> str:
+def _ledgers_text(labs: Sequence[Lab]) -> str:
     """The ledger, or each API key's (named by its place, never by the key)."""
     if len(labs) == 1:
         return _ledger_text(labs[0].credits)
@@ -698,9 +729,10 @@ def _run_fetch(args: argparse.Namespace) -> int:
         params = _check_args(args)
     except UsageError as exc:
         return fail(USER_ERROR, str(exc))
-    keys = params.pop("keys") or [(None, None)]
+    given: list[tuple[str | None, str | None]] = list(params.pop("keys", []))
+    keys = given or [(None, None)]
     urls = args.url or [None]
-    labs: list[Any] = []
+    labs: list[Lab] = []
     try:
         params["client"] = _client(args)
         for i, (key, secret) in enumerate(keys):

@@ -29,15 +29,21 @@ import difflib
 import inspect
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ParamSpec
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from feeslab.errors import ConfigError
 from feeslab.fetch.credits import CreditLedger, pacing_rate
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.lab import Lab
 from feeslab.sources.rpc import NodeSpec, open_node
+
+if TYPE_CHECKING:
+    from feeslab.devnet.server import DevnetHandle
+    from feeslab.sources.combined import CombinedSource
+    from feeslab.sources.rpc import RpcSource
 
 __all__ = ["Endpoints", "Settings", "connect", "endpoints"]
 
@@ -59,7 +65,10 @@ _WHAT = {
 }
 
 
-def _option(default: Any, doc: str, *, on: frozenset[str] = NODES, secret: bool = False) -> Any:
+_T = TypeVar("_T")
+
+
+def _option(default: _T, doc: str, *, on: frozenset[str] = NODES, secret: bool = False) -> _T:
     """One of ``connect()``'s options: its ``default``, its documentation, the connections
     it has an effect ``on``, and whether its value is kept out of reprs and messages."""
     return field(default=default, repr=not secret, metadata={"doc": doc, "on": on})
@@ -93,7 +102,8 @@ class Settings:
         "storage API then, and its calls are counted but not priced.",
         on=frozenset({NODE}), secret=True)
     seed: int = _option(0, "The embedded devnet's seed.", on=frozenset({EMBEDDED}))
-    cache: Any = _option(  # noqa: RUF009 (_option makes a field, as dataclasses.field does)
+    # RUF009: _option makes a field, as dataclasses.field does
+    cache: bool | str | os.PathLike[str] = _option(  # noqa: RUF009
         True, "The on-disk answer cache: on (the user cache directory), a directory, or off "
         "(``False``). Allowed with ``era1`` (a script passes it whatever the source), which "
         "reads files and caches nothing.", on=EVERYWHERE)
@@ -124,7 +134,7 @@ class Settings:
         False, "Send node calls over one WebSocket (``wss://{network}.infura.io/ws/v3/KEY``, "
         "or the devnet's ``/ws/v3/KEY``) instead of HTTPS; needed for :meth:`Lab.subscribe`. "
         "An ``rpc_url`` starting with ``ws://``/``wss://`` implies it.")
-    era1: Any = _option(  # noqa: RUF009
+    era1: str | Path | Sequence[str | Path] | None = _option(  # noqa: RUF009
         None, "Read blocks, uncles and fee history from era1 files (mainnet's pre-merge "
         "archive): a file, a directory of ``*.era1``, a glob, or a sequence of them; no node, "
         "no credits (``feeslab.sources.era1.Era1Source``). Alone, the files are the source; "
@@ -261,11 +271,12 @@ def _check(settings: Settings) -> None:
                           f"{', '.join(map(repr, HISTORY_MODES))} (geth's --history.chain)")
 
 
-def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> Lab:
+def open_lab(settings: Settings, devnet: DevnetHandle | None = None, *,
+             owns: bool = False) -> Lab:  # fmt: skip
     """A Lab for ``settings`` (checked by :func:`connect`): on ``devnet`` when given (a
     running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
     :func:`connect` says."""
-    if _route(settings)[0] == ERA1:
+    if _route(settings)[0] == ERA1 and settings.era1 is not None:  # era1= alone
         from feeslab.sources.era1 import Era1Source
 
         return Lab(Era1Source(settings.era1), credits=CreditLedger())
@@ -286,15 +297,16 @@ def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> L
                            api_key_secret=devnet.api_key_secret, block_time=None,
                            wallet_url=settings.wallet_url or f"{devnet.ws_url}/wallet")
     where = endpoints(settings)
-    source: Any = open_node(_node_spec(settings, where, devnet))
+    node = open_node(_node_spec(settings, where, devnet))
+    source: RpcSource | CombinedSource = node
     if settings.era1 is not None:  # the files beside the node: old blocks from them
         from feeslab.sources.combined import CombinedSource
         from feeslab.sources.era1 import Era1Source
 
         try:
-            source = CombinedSource(Era1Source(settings.era1), source)
+            source = CombinedSource(Era1Source(settings.era1), node)
         except BaseException:
-            source.close()
+            node.close()
             raise
     key, secret = settings.api_key, settings.api_key_secret
     ipfs = None
@@ -314,7 +326,7 @@ def open_lab(settings: Settings, devnet: Any = None, *, owns: bool = False) -> L
                rpc_url=settings.rpc_url, reconnect=reconnect)  # fmt: skip
 
 
-def _node_spec(settings: Settings, where: Endpoints, devnet: Any) -> NodeSpec:
+def _node_spec(settings: Settings, where: Endpoints, devnet: DevnetHandle | None) -> NodeSpec:
     """The node's spec for ``open_node``: paced at the plan's rate (a devnet's own limit
     asked while the first requests go, when there is a secret to ask with)."""
     key, secret = settings.api_key, settings.api_key_secret
@@ -335,7 +347,7 @@ def _node_spec(settings: Settings, where: Endpoints, devnet: Any) -> NodeSpec:
     )  # fmt: skip
 
 
-def _pruned_genesis(devnet: Any, network: str) -> str | None:
+def _pruned_genesis(devnet: DevnetHandle, network: str) -> str | None:
     """The embedded devnet's genesis hash on ``network`` when it prunes history: the cache's
     identity cannot be asked of it (geth answers the genesis body with 4444 too)."""
     server = getattr(devnet, "devnet", None)
@@ -345,7 +357,7 @@ def _pruned_genesis(devnet: Any, network: str) -> str | None:
     return None if chain is None else "0x" + chain.block(0).hash.hex()
 
 
-def _devnet_cutoff(devnet: Any, network: str) -> int | None:
+def _devnet_cutoff(devnet: DevnetHandle, network: str) -> int | None:
     """The embedded devnet's history cutoff on ``network`` (known: no call to learn it)."""
     server = getattr(devnet, "devnet", None)
     if server is None:
@@ -355,7 +367,7 @@ def _devnet_cutoff(devnet: Any, network: str) -> int | None:
     return None if chain is None else by_id.get(chain.chain_id)
 
 
-def _start_devnet(settings: Settings) -> Any:
+def _start_devnet(settings: Settings) -> DevnetHandle:
     import feeslab.devnet  # only here: a client with a key never loads the devnet
 
     feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")

@@ -30,7 +30,6 @@ Blobs need no dataset of their own: ``blocks`` and ``fee_history`` carry the blo
 ``blob_gas_used_ratio``).
 """
 
-from typing import Any
 
 from feeslab.datasets import (
     base_fees,
@@ -61,7 +60,7 @@ REGISTRY = Registry([
 ])
 
 
-def get(name: str, source: Source, *args: object, **kwargs: object) -> Any:
+def get(name: str, source: Source, *args: object, **kwargs: object) -> object:
     """Dataset ``name`` of ``source`` with its arguments (what ``lab.<name>(...)`` runs in
     one process): read where the source holds the rows, else fetched by the dataset."""
     dataset = REGISTRY[name]

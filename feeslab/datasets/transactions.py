@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import Future
-from typing import Any
 
 import pandas as pd
 
+from feeslab._progress import ProgressBar
 from feeslab.datasets._checks import check_range
 from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset
 from feeslab.fetch.credits import Plan, PlanLine
@@ -165,7 +165,8 @@ def get(
 
 
 def _land(source: RpcSource, groups: list[tuple[int, int]], frames: list[pd.DataFrame | None],
-          g: int, future: Future[list[RpcResult]], bar: Any) -> None:  # fmt: skip
+          g: int, future: Future[list[RpcResult]],
+          bar: ProgressBar | None) -> None:  # fmt: skip
     """Group ``g``'s rows from its answers, kept in the cache at once (what a stopped run
     has paid for stays paid for), under its blocks' names."""
     rows = _rows(source, future.result())
@@ -178,7 +179,7 @@ def _land(source: RpcSource, groups: list[tuple[int, int]], frames: list[pd.Data
 
 
 def _bar(source: RpcSource, groups: list[tuple[int, int]], todo: list[int],
-         progress: bool | None) -> Any:  # fmt: skip
+         progress: bool | None) -> ProgressBar | None:  # fmt: skip
     """A bar over the blocks when more than a few groups are to be fetched."""
     if not (source.node.progress if progress is None else progress) or len(todo) < 4:
         return None

@@ -29,18 +29,19 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, ParamSpec, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from feeslab._costs import method_cost
+from feeslab._progress import ProgressBar
 from feeslab.datasets._checks import check_range
-from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset, Option, PartsPlan
+from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset, Option, Params, PartsPlan
 from feeslab.errors import ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.core import LAND_WITHIN
@@ -50,8 +51,15 @@ from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
 from feeslab.sources.rpc import RpcSource
 
+if TYPE_CHECKING:
+    from feeslab.cluster import JobReport
+
 __all__ = ["DATASETS", "PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get", "plan",
            "plan_and_sample", "plan_parts"]
+
+_P = ParamSpec("_P")
+_Piece: TypeAlias = tuple[int, int]  # blocks a .. b - 1
+_Answers: TypeAlias = Future[list[RpcResult]]
 
 SAMPLE = 200  # uncle counts read to estimate a scan's uncles (the scan reuses them)
 METHOD = "eth_getUncleByBlockNumberAndIndex"
@@ -87,7 +95,7 @@ class UncleScan:
     uncles: pd.DataFrame
     blocks: pd.DataFrame
     plan: Plan
-    report: Any = None
+    report: JobReport | None = None
 
     def _summary(self) -> tuple[str, str]:
         if self.blocks.empty:
@@ -224,7 +232,7 @@ def _plan_of(start: int, stop: int, todo: list[tuple[int, int]], sampled: dict[i
         {COUNT_METHOD: count - left, METHOD: known})
 
 
-def _count_of(result: Any) -> Any:
+def _count_of(result: object) -> object:
     """An uncle count's answer as an int; anything but a hex quantity (a null, a malformed
     answer) as it is, for :func:`_checked` to raise."""
     if type(result) is str and result[:2] == "0x":
@@ -240,7 +248,7 @@ def _uncle_count(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=_count_of(answer.result))
 
 
-def _checked(source: RpcSource, number: int, count: Any) -> int:
+def _checked(source: RpcSource, number: int, count: object) -> int:
     """``count`` (as ``_uncle_count`` left it) if an int; else the error it stands for."""
     if type(count) is int:
         return count
@@ -283,8 +291,8 @@ def _stream(source: RpcSource, todo: list[tuple[int, int]], known: dict[int, int
     read before (not asked). Not ``complete``: a node answered null for an uncle its header
     lists (not to be cached)."""
     node, pieces, swept = source.node, iter(todo), 0
-    counting: deque[tuple[Any, ...]] = deque()  # (piece, numbers asked, future of counts)
-    uncles: deque[tuple[Any, ...]] = deque()  # (piece, wanted, future or None)
+    counting: deque[tuple[_Piece, list[int], _Answers | None]] = deque()  # piece, asked, counts
+    uncles: deque[tuple[_Piece, list[tuple[int, int]], _Answers | None]] = deque()  # wanted
 
     def ask_counts() -> None:
         while len(counting) < AHEAD and (piece := next(pieces, None)) is not None:
@@ -351,7 +359,8 @@ class _Keeper:
     a slow scan, even one killed outright, pays again only for the batches in flight; writing
     every note made a fast first scan 1.25x slower)."""
 
-    def __init__(self, source: RpcSource, todo: list[tuple[int, int]], bar: Any) -> None:
+    def __init__(self, source: RpcSource, todo: list[tuple[int, int]],
+                 bar: ProgressBar | None) -> None:  # fmt: skip
         node = source.node
         self.source, self.todo, self.starts, self.bar = source, todo, [a for a, _ in todo], bar
         self.cache = node.cache if node.caching and todo else None
@@ -365,7 +374,7 @@ class _Keeper:
         if self.cache is None and bar is None:
             self.on_batch = None  # type: ignore[assignment]  # nothing to do per batch
 
-    def on_batch(self, sent: Sequence[Any], results: Sequence[Any]) -> None:
+    def on_batch(self, sent: Sequence[RpcCall], results: Sequence[RpcResult]) -> None:
         """A count batch landed (on a transport thread): the bar moves (a paced piece's uncles
         wait behind later pieces' counts) and its settled counts are held."""
         if self.bar is not None:
@@ -430,13 +439,13 @@ class _Keeper:
         if notes and self.cache is not None:
             self._submit(self.cache.put_chunks, NOTES, notes, settled_below=self.settled)
 
-    def _submit(self, *job: Any, **options: Any) -> None:
+    def _submit(self, job: Callable[_P, object], *args: _P.args, **options: _P.kwargs) -> None:
         if self.writer is not None:
             with contextlib.suppress(RuntimeError):  # the writer is shut: the scan has ended
-                self.writer.submit(*job, **options)
+                self.writer.submit(job, *args, **options)
 
 
-def _bar(source: RpcSource, total: int, progress: bool | None) -> Any:
+def _bar(source: RpcSource, total: int, progress: bool | None) -> ProgressBar | None:
     show = source.node.progress if progress is None else progress
     if not show or total < PIECE:
         return None
@@ -615,26 +624,26 @@ def _sample_cached(source: RpcSource, numbers: Sequence[int]) -> dict[int, int]:
             if type(c) is int}
 
 
-def plan_parts(source: RpcSource, params: Mapping[str, Any], cuts: Sequence[tuple[int, int]],
+def plan_parts(source: RpcSource, params: Params, cuts: Sequence[tuple[int, int]],
                budget: int | None) -> PartsPlan:  # fmt: skip
     """A cluster job's plan: the sample bought once, on the driver, each partition's share of
     the credits worked out from it, and the sampled counts, which each partition is handed
     (``known_counts``) so that no count is bought twice."""
-    start, stop = params["start"], params["stop"]
+    start, stop = BY_RANGE.span(params)
     whole, sampled = plan_and_sample(source, start, stop, budget=budget)
-    per_block = sum(line.credits for line in whole.lines if line.method != COUNT_METHOD)
-    per_block /= stop - start
+    per_block = (sum(line.credits for line in whole.lines if line.method != COUNT_METHOD)
+                 / (stop - start))  # fmt: skip
     each = method_cost(COUNT_METHOD)
     credits = tuple(round(sum(1 for n in range(lo, hi) if n not in sampled) * each
                           + per_block * (hi - lo)) for lo, hi in cuts)  # fmt: skip
     return PartsPlan(whole, credits, sampled, bought=len(sampled) * each)
 
 
-def _assemble(source: RpcSource, rows: pd.DataFrame, params: Mapping[str, Any],
+def _assemble(source: RpcSource, rows: pd.DataFrame, params: Params,
               planned: Plan) -> UncleScan:  # fmt: skip
     """The scan of every partition's (or era1 files') uncle rows."""
     uncles = source.tag(rows)
-    numbers = np.arange(params["start"], params["stop"], dtype=np.int64)
+    numbers = np.arange(*BY_RANGE.span(params), dtype=np.int64)
     return UncleScan(uncles=uncles, blocks=source.tag(uncle_scan_frame(numbers, uncles)),
                      plan=planned)  # fmt: skip
 

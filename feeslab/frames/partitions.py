@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,13 +25,13 @@ MANIFEST = "_manifest.json"  # a job's partitions and which are written (leading
 JOB = "_job.json"  # what a finished job computed: its dataset, parameters and frames' attrs
 
 
-def write_partition(frame: pd.DataFrame, path: Path, attrs: Mapping[str, Any]) -> None:
+def write_partition(frame: pd.DataFrame, path: Path, attrs: Mapping[str, object]) -> None:
     """``frame`` as ``path``, atomically and durably (:func:`partition_bytes` written by
     ``feeslab.frames.io.write_bytes``)."""
     write_bytes(partition_bytes(frame, attrs), path)
 
 
-def partition_bytes(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> bytes:
+def partition_bytes(frame: pd.DataFrame, attrs: Mapping[str, object]) -> bytes:
     """The Parquet file of ``frame`` as a partition: its ``attrs`` replaced by ``attrs`` (and
     the names of its columns of tuples)."""
     frame.attrs.clear()
@@ -44,7 +43,7 @@ def partition_bytes(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> bytes:
     return frame_to_bytes(frame)
 
 
-def _all_tuples(values: list[Any]) -> bool:
+def _all_tuples(values: list[object]) -> bool:
     """Whether ``values`` holds tuples and missing values only, a tuple at least (the types
     first: a column of ints is told in one pass, without ``pd.isna`` on each)."""
     kinds = set(map(type, values))

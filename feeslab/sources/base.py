@@ -23,11 +23,14 @@ the registry runs each part on its source and joins the rows.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pandas as pd
 
 from feeslab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from feeslab.chainspec import ChainSpec
 
 __all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "SplitSource",
            "require"]  # fmt: skip
@@ -46,7 +49,7 @@ class Source(Protocol):
         ...
 
     @property
-    def chain_spec(self) -> Any:
+    def chain_spec(self) -> ChainSpec | None:
         """The rules the source's chain follows (``feeslab.chainspec.ChainSpec``), or None."""
         ...
 
@@ -67,7 +70,7 @@ class Source(Protocol):
 class FrameSource(Source, Protocol):
     """A source that holds datasets' rows (era1 files, partition files)."""
 
-    def read(self, dataset: str, **parameters: Any) -> Any:
+    def read(self, dataset: str, **parameters: object) -> pd.DataFrame:
         """The rows of ``dataset`` for ``parameters``, as the dataset's own fetch gives them."""
         ...
 

@@ -24,12 +24,17 @@ References
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from feeslab.errors import ConfigError
 from feeslab.sources.base import Source
+
+if TYPE_CHECKING:
+    from feeslab.chainspec import ChainSpec
+    from feeslab.sources.era1 import Era1Source
+    from feeslab.sources.rpc import RpcSource
 
 __all__ = ["CombinedSource"]
 
@@ -53,7 +58,7 @@ class CombinedSource:
         so that a ``Lab`` on both reaches the node as a ``Lab`` on the node does.
     """
 
-    def __init__(self, archive: Any, node: Any) -> None:
+    def __init__(self, archive: Era1Source, node: RpcSource) -> None:
         self.archive = archive
         self.node_source = node
         self._checked = False
@@ -73,7 +78,7 @@ class CombinedSource:
         return str(self.node_source.label)
 
     @property
-    def chain_spec(self) -> Any:
+    def chain_spec(self) -> ChainSpec | None:
         """The node's chain's spec."""
         return self.node_source.chain_spec
 
@@ -109,7 +114,7 @@ class CombinedSource:
         self._check_chain()
         first, stop = span
         lo, hi = self.archive_span()
-        cuts = [(first, min(stop, lo), self.node_source),
+        cuts: list[tuple[int, int, Source]] = [(first, min(stop, lo), self.node_source),
                 (max(first, lo), min(stop, hi), self.archive),
                 (max(first, hi), stop, self.node_source)]  # fmt: skip
         return [(source, (a, b)) for a, b, source in cuts if a < b]

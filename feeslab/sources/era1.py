@@ -33,10 +33,11 @@ import contextlib
 import glob as _glob
 import hashlib
 import mmap
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cramjam
 import numpy as np
@@ -54,6 +55,9 @@ from feeslab.frames import (
     uncles_frame,
 )
 from feeslab.sources.base import require
+
+if TYPE_CHECKING:
+    from feeslab.chainspec import ChainSpec
 
 try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
     from sha3 import keccak_256 as _keccak_256  # type: ignore[import-untyped]
@@ -110,7 +114,8 @@ class Era1Error(FeeslabError, ValueError):
         The block whose record failed.
     """
 
-    def __init__(self, message: str, *, path: Any = None, block: int | None = None) -> None:
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
+                 block: int | None = None) -> None:  # fmt: skip
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.block = block
@@ -913,7 +918,7 @@ class Era1Source:
         """The datasets era1 files hold (``feeslab.sources.base``): no node, no state."""
         return frozenset({"blocks", "fee_history", "uncles"})
 
-    def read(self, dataset: str, **parameters: Any) -> pd.DataFrame:
+    def read(self, dataset: str, **parameters: object) -> pd.DataFrame:
         """``dataset``'s rows of blocks ``start`` .. ``stop - 1`` (``parameters``: those of
         :meth:`blocks`, :meth:`fee_history` or :meth:`uncles`)."""
         require(self, [dataset], f"the {dataset} dataset")
@@ -938,7 +943,7 @@ class Era1Source:
         """Nothing stays open between calls (each file is mapped while it is read)."""
 
     @property
-    def chain_spec(self) -> Any:
+    def chain_spec(self) -> ChainSpec:
         """Mainnet's :class:`~feeslab.chainspec.ChainSpec`, at the devnet's heights for
         files the devnet exported."""
         from feeslab.chainspec import ChainSpec
