@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from feeslab._costs import method_cost
+from feeslab._json import JsonValue
 from feeslab._redact import register_secrets
 from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError, HistoryPruned
@@ -505,7 +506,7 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
         governor = getattr(transport, "governor", None)
         if told is not None and governor is not None:
             governor.follow(told)
-        known: dict[tuple[str, str], object] = (
+        known: dict[tuple[str, str], JsonValue] = (  # answers known: not asked
             {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
         if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
             known[("eth_getBlockByNumber", json.dumps(["0x0", False]))] = {
