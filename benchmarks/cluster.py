@@ -2,7 +2,10 @@
 
 Devnet-exported era1 files, one partition per file, each cluster run into a fresh job
 directory (so every partition is computed and written as Parquet), on a cluster warmed by a
-first job (the workers have imported feeslab). Measured, with the goals of issue 27:
+first job (the workers have imported feeslab). The cluster is ``feeslab.cluster.local_client``'s,
+as ``feeslab fetch --workers`` starts it: its workers without dask's statistical profiler and
+with a 1 s health tick (``QUIET_WORKERS``: each wake-up of a worker's event loop takes the GIL
+from its task). Measured, with the goals of issue 27:
 
 - the in-process scan's wall rate and its per-core rate (work per CPU second) [MiB/s];
 - a one-worker cluster's wall rate, and its ratio to one process's (goal >= 0.8);
