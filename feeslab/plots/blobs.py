@@ -197,10 +197,15 @@ def _period_forks(ax: Axes, frame: pd.DataFrame) -> None:
         return
     forks = frame["fork"].astype(str).to_numpy()
     changes = np.flatnonzero(forks[1:] != forks[:-1]) + 1
+    previous = None
     for i in changes:
         ax.axvline(frame.index[i], color="#404040", linewidth=0.8, linestyle=":")
+        # forks days apart on a span of years (Osaka, BPO1): the second name goes right of its
+        # line, or the two names print over each other
+        close = previous is not None and i - previous < 0.02 * len(frame)
         ax.annotate(forks[i], (frame.index[i], 1.0), xycoords=("data", "axes fraction"),
-                    fontsize=8, rotation=90, va="top", ha="right")  # fmt: skip
+                    fontsize=8, rotation=90, va="top", ha="left" if close else "right")  # fmt: skip
+        previous = i
 
 
 @_documented

@@ -112,6 +112,18 @@ def test_plot_blob_fee_by_period_draws_the_range_and_the_median_and_marks_forks(
     assert ax.get_ylabel() == "blob base fee [wei / blob gas]"
 
 
+def test_plot_blob_fee_by_period_puts_the_names_of_close_forks_either_side_of_their_lines():
+    from feeslab.plots import plot_blob_fee_by_period
+
+    days = pd.date_range("2025-01-01", periods=400, freq="D", tz="UTC")
+    forks = ["prague"] * 200 + ["osaka"] * 6 + ["bpo1"] * 194  # six days apart in 400
+    frame = pd.DataFrame({"min_blob_base_fee_wei": 1, "median_blob_base_fee_wei": 2,
+                          "max_blob_base_fee_wei": 3, "fork": forks}, index=days)
+    ax = plot_blob_fee_by_period(frame)
+    sides = {t.get_text(): t.get_horizontalalignment() for t in ax.texts}
+    assert sides == {"osaka": "right", "bpo1": "left"}
+
+
 def test_plot_blob_counts_by_period_draws_means_against_target_and_max():
     from feeslab.plots import plot_blob_counts_by_period
 
