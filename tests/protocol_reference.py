@@ -51,10 +51,11 @@ def header_rlp(block: dict[str, Any]) -> bytes:
 
 
 # go-ethereum core/types/block.go Header, after BaseFee: Shanghai (EIP-4895), Cancun
-# (EIP-4844, EIP-4788), Prague (EIP-7685)
+# (EIP-4844, EIP-4788), Prague (EIP-7685), Amsterdam (EIP-7928, EIP-7843)
 LATER_HEADER_FIELDS = (
     ("withdrawalsRoot", "bytes"), ("blobGasUsed", "int"), ("excessBlobGas", "int"),
     ("parentBeaconBlockRoot", "bytes"), ("requestsHash", "bytes"),
+    ("blockAccessListHash", "bytes"), ("slotNumber", "int"),
 )  # fmt: skip
 
 GAS_PER_BLOB = 2**17  # EIP-4844

@@ -48,10 +48,10 @@ def header_fields(h: Header) -> list:
     if h.base_fee_per_gas is not None:
         items.append(h.base_fee_per_gas)
     # go-ethereum core/types/block.go Header: WithdrawalsHash, BlobGasUsed, ExcessBlobGas,
-    # ParentBeaconRoot, RequestsHash, each from its fork on
+    # ParentBeaconRoot, RequestsHash, BlockAccessListHash, SlotNumber, each from its fork on
     for later in (
         h.withdrawals_root, h.blob_gas_used, h.excess_blob_gas, h.parent_beacon_block_root,
-        h.requests_hash,
+        h.requests_hash, h.block_access_list_hash, h.slot_number,
     ):  # fmt: skip
         if later is None:
             break

@@ -16,14 +16,16 @@ SEED = 7
 HEIGHT = 250_000
 # chain 1's hashes for seed 7, written down from the commit before the option existed
 # (fdc145e): blocks of the default chain, and two its history had when grown past its head
-# (live mode, then the only way past 210,000), which a lengthened chain must repeat
+# (live mode, then the only way past 210,000), which a lengthened chain must repeat. The
+# proof-of-stake ones (209,999 on) re-pinned at 0fcabfd, which re-dated those blocks to 2027
+# (their timestamps, so their hashes, changed; nothing else did), from live mode again
 BEFORE = {
     1: "0x54e2c2876e14c5da95dfa22eaa6000fbc8a4bdd89c2000ee8dcdf6c4a6dd60fc",
     100_000: "0xa028d3746803c99b8b24cf5c42adb85c2141dad347cd48a62ee8d1d3b833f341",
-    209_999: "0x4ee600140ba0bd3d41235f388f26a5c71734b4a062c9d53c9ac6731f944073d0",
-    210_000: "0xdac7909f770d1f44cc0ede3f929fed7dec8b35c714a0d2518f2857c6590f08f9",
-    212_345: "0x0de17aa15340081ca057453bc0ef6f74d3682069c4ebda0950dfaf1a3719c60a",
-    250_000: "0x1de207c9d7c39906ffc631c0826b30d90c1819da338ead19e5c1a5e0ad2cb301",
+    209_999: "0x1b262a3ec01e5fbd085b4d99e42d9213fe416f2f47257d9ba076820c0c78e578",
+    210_000: "0xc5111dfe6287cf47de09c7fe2b5df384380db876ba39490eabf8c77cfa1cb766",
+    212_345: "0x6f082b93e1c4aad70a9ec732a774bd97bf19d03d0e6f972c01ed2c9b0ac54d5e",
+    250_000: "0xfad766b3cb634a8a7b0b1ee0c3a1a4e12f5a9a00736f7b940a4403c7f8278020",
 }
 
 
@@ -34,7 +36,7 @@ def _fields(header) -> list:
         header.number, header.gas_limit, header.gas_used, header.timestamp, header.extra_data,
         header.mix_hash, header.nonce, header.base_fee_per_gas, header.withdrawals_root,
         header.blob_gas_used, header.excess_blob_gas, header.parent_beacon_block_root,
-        header.requests_hash,
+        header.requests_hash, header.block_access_list_hash, header.slot_number,
     ]  # fmt: skip
     return [v for v in values if v is not None]
 
