@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 import feeslab
@@ -115,3 +116,20 @@ def test_a_scans_parts_in_flight_need_no_thread_of_their_own(served):
     finally:
         transport.close()
     assert _settled(before, 0, within=5) == []
+
+
+def test_a_sync_only_httpx_transport_is_called_off_the_loop(served):
+    """A sync-only transport given for fault injection may block: each request goes to a
+    worker thread, so one that blocks stalls only its own batch, never the shared loop."""
+    seen: list[str] = []
+
+    class Watched(httpx.HTTPTransport):  # real HTTP, sync only
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(threading.current_thread().name)
+            return super().handle_request(request)
+
+    url = f"{served.url}/v3/{served.api_key}"
+    with HTTPTransport(url=url, transport=Watched(), max_batch=1, max_concurrency=2) as t:
+        answers = t.handle_request([RpcCall("eth_chainId", []), RpcCall("eth_blockNumber", [])])
+    assert answers[0].unwrap() == "0x1" and int(answers[1].unwrap(), 16) > 0
+    assert len(seen) == 2 and "feeslab-loop" not in seen
