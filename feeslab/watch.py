@@ -33,7 +33,7 @@ Why a thread: a watch must keep running while the user runs other cells. A task 
 kernel's event loop runs only while the kernel waits between cells (a cell that computes
 for a minute would stall it for a minute), and nothing runs it in a terminal. The watch runs
 on a daemon thread of its own; the network waits release the GIL, and the blocking clients
-already run their async twins on private loop threads (``feeslab.fetch.loop``). The figure
+already run their async twins on one shared loop thread (``feeslab.fetch.loop``). The figure
 is drawn on a second thread, at most every ``redraw`` seconds, so a slow draw never delays a
 block. In JupyterLab the figure is an ``ipywidgets.Image`` whose PNG is replaced in place
 (docs/watch.md says why this stack, with measurements).
