@@ -163,7 +163,7 @@ def test_notifications_as_iterator_and_callback_in_order(live):
             assert note.method == "wallet_notify" and note.scope == ChainId("eip155", "1")
             assert note.name == "eth_subscription" and note.subscription == sub
         assert seen[:5] == notes  # the callback saw the same, in the same order
-        assert threads == {"feeslab-loop"}  # the blocking clients' shared loop thread, not the caller's
+        assert threads == {"feeslab-loop"}  # the shared loop thread, not the caller's
         remove()
         count = len(seen)
         wallet.unsubscribe("eip155:1", sub)
