@@ -44,7 +44,6 @@ from feeslab.errors import ConfigError
 from feeslab.fetch.credits import Plan
 from feeslab.frames.partitions import JOB
 from feeslab.sources.base import Source
-from feeslab.sources.rpc import history_plan
 
 __all__ = ["DatasetJob", "plan", "run"]
 
@@ -103,7 +102,7 @@ class DatasetJob(JobSpec):
         start, stop = partitions.span(params)
         if partitions.kind == "range":
             return Partition(start, stop)
-        return Partition(start, stop, blocks=tuple(registry._blocks(params["blocks"])))
+        return Partition(start, stop, blocks=tuple(registry.blocks_of(params["blocks"])))
 
     def key(self) -> str:
         params = self.arguments()
@@ -131,11 +130,9 @@ class DatasetJob(JobSpec):
         params = self.arguments()
         # the in-process plan's one cutoff check (EIP-4444): a range below a pruned node's
         # history is refused before the sample is bought, and a probe it sent is counted
-        probes = getattr(source, "history_probes", 0)
-        with registry._history_guard(declared, source, params, at_exit=True):
-            made = declared.plan_parts(source, params, [(p.start, p.stop) for p in parts],
-                                       budget)  # fmt: skip
-        probe = history_plan(getattr(source, "history_probes", 0) - probes)
+        plan_parts = declared.plan_parts
+        made, probe = registry.guarded_plan(declared, source, params, lambda: plan_parts(
+            source, params, [(p.start, p.stop) for p in parts], budget))
         if probe.lines:
             made = dataclasses.replace(made, plan=_with(made.plan, probe),
                                        bought=made.bought + probe.total)

@@ -33,7 +33,7 @@ import inspect
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, SupportsIndex, TypeAlias, TypeGuard
+from typing import Any, Literal, SupportsIndex, TypeAlias, TypeGuard, TypeVar
 
 import pandas as pd
 
@@ -56,7 +56,9 @@ __all__ = [
     "address_arg",
     "block_arg",
     "blocks_arg",
+    "blocks_of",
     "get",
+    "guarded_plan",
     "percentiles_arg",
     "plan",
     "rows",
@@ -64,6 +66,8 @@ __all__ = [
 
 #: A dataset's parameters by name (its fetch's bound arguments): handed on as they are
 Params: TypeAlias = Mapping[str, object]
+
+_Planned = TypeVar("_Planned")
 
 FETCH_ONLY = frozenset({"budget"})  # what a source holding the rows is not asked
 
@@ -111,7 +115,7 @@ class Partitioning:
         """The blocks the job covers, as (first, after the last)."""
         if self.kind == "range":
             return _block(params, "start"), _block(params, "stop")
-        numbers = _blocks(params["blocks"])
+        numbers = blocks_of(params["blocks"])
         if not len(numbers):
             raise ValueError("blocks is empty: a cluster job needs at least one block")
         return min(numbers), max(numbers) + 1
@@ -132,7 +136,7 @@ def _block(params: Params, name: str) -> int:
     return operator.index(value)
 
 
-def _blocks(numbers: object) -> list[int]:
+def blocks_of(numbers: object) -> list[int]:
     """The ``blocks`` parameter (a range, a sequence or an array of block numbers) as ints."""
     if not isinstance(numbers, Iterable):
         raise TypeError(f"blocks must be block numbers, not {type(numbers).__name__}")
@@ -330,6 +334,17 @@ def _history_guard(dataset: Dataset, source: Source, params: Params, *,
     return guard(*span, dataset.name, at_exit=at_exit)  # type: ignore[no-any-return]
 
 
+def guarded_plan(dataset: Dataset, source: Source, params: Params,
+                 make: Callable[[], _Planned]) -> tuple[_Planned, Plan]:  # fmt: skip
+    """``make()`` (a plan, in process or a job's) under the one cutoff check (EIP-4444): a
+    range below a pruned node's history raises ``HistoryPruned`` before anything is bought.
+    Returns what ``make`` made and the plan of the probe the check sent (empty if none)."""
+    probes = getattr(source, "history_probes", 0)
+    with _history_guard(dataset, source, params, at_exit=True):
+        made = make()
+    return made, history_plan(getattr(source, "history_probes", 0) - probes)
+
+
 def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
             check: bool) -> object:  # fmt: skip
     """``dataset`` of ``params`` on a source of several: each part on its own source, the
@@ -396,10 +411,9 @@ def plan(dataset: Dataset, source: Source, params: Params) -> Plan:
     if dataset.plan is None:
         raise TypeError(f"the {dataset.name} dataset has no plan")
     require(source, dataset.needs, f"the {dataset.name} dataset")
-    probes = getattr(source, "history_probes", 0)
-    with _history_guard(dataset, source, params, at_exit=True):
-        planned = dataset.plan(source, **_accepted(dataset.plan, params))
-    spent = history_plan(getattr(source, "history_probes", 0) - probes)
+    fetch_plan = dataset.plan
+    planned, spent = guarded_plan(dataset, source, params,
+                                  lambda: fetch_plan(source, **_accepted(fetch_plan, params)))
     if not spent.lines:
         return planned
     with_probe = planned + spent  # the probe is spent: the plan says what it cost
