@@ -125,3 +125,27 @@ def exported(tmp_path_factory):
     from feeslab.devnet.era1 import export_era1
 
     return export_era1(tmp_path_factory.mktemp("era1"), epochs=2, seed=7)
+
+
+@pytest.fixture(scope="module")
+def devnet_batch(devnet: DevnetHandle) -> Iterator[Callable[..., list[Any]]]:
+    """``devnet_batch([(method, params), ...], network=...)`` -> the session devnet's results, in
+    one JSON-RPC batch over HTTP (an error answer fails the test)."""
+    ids = itertools.count(1)
+    client = httpx.Client(timeout=120)
+
+    def call(calls: list[tuple[str, list[Any]]], network: str = "mainnet") -> list[Any]:
+        prefix = "" if network == "mainnet" else f"/{network}"
+        body = [{"jsonrpc": "2.0", "id": next(ids), "method": m, "params": p} for m, p in calls]
+        answer = client.post(f"{devnet.url}{prefix}/v3/{devnet.api_key}", json=body)
+        answer.raise_for_status()
+        by_id = {item["id"]: item for item in answer.json()}
+        out = []
+        for request in body:
+            item = by_id[request["id"]]
+            assert "error" not in item, item
+            out.append(item["result"])
+        return out
+
+    yield call
+    client.close()

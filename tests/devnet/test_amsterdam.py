@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 
-import httpx
 import pytest
 import rlp
 from eth_hash.auto import keccak
@@ -63,25 +62,9 @@ EMPTY_BAL_HASH = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d4
 
 
 @pytest.fixture(scope="module")
-def batch(devnet):
+def batch(devnet_batch):
     """``batch([(method, params), ...])`` -> results on the devnet's Sepolia, one request."""
-    ids = itertools.count(1)
-    client = httpx.Client(timeout=120)
-
-    def call(calls):
-        body = [{"jsonrpc": "2.0", "id": next(ids), "method": m, "params": p} for m, p in calls]
-        answer = client.post(f"{devnet.url}/{SEPOLIA}/v3/{devnet.api_key}", json=body)
-        answer.raise_for_status()
-        by_id = {item["id"]: item for item in answer.json()}
-        out = []
-        for request in body:
-            item = by_id[request["id"]]
-            assert "error" not in item, item
-            out.append(item["result"])
-        return out
-
-    yield call
-    client.close()
+    return lambda calls: devnet_batch(calls, network=SEPOLIA)
 
 
 @pytest.fixture(scope="module")

@@ -30,26 +30,9 @@ PERCENTILES = [0, 1, 10, 25, 33.3, 50, 75, 90, 99, 100]
 
 
 @pytest.fixture(scope="module")
-def batch(devnet):
+def batch(devnet_batch):
     """``batch([(method, params), ...], network=...)`` -> results, one HTTP request."""
-    ids = itertools.count(1)
-    client = httpx.Client(timeout=120)
-
-    def call(calls, network="mainnet"):
-        prefix = "" if network == "mainnet" else f"/{network}"
-        body = [{"jsonrpc": "2.0", "id": next(ids), "method": m, "params": p} for m, p in calls]
-        answer = client.post(f"{devnet.url}{prefix}/v3/{devnet.api_key}", json=body)
-        answer.raise_for_status()
-        by_id = {item["id"]: item for item in answer.json()}
-        out = []
-        for request in body:
-            item = by_id[request["id"]]
-            assert "error" not in item, item
-            out.append(item["result"])
-        return out
-
-    yield call
-    client.close()
+    return devnet_batch
 
 
 @pytest.fixture(scope="module")
