@@ -91,3 +91,39 @@ def calc_excess_blob_gas(
 def header_hash(block: dict[str, Any]) -> str:
     """``0x`` keccak256 of :func:`header_rlp`: what the block's ``hash`` must be."""
     return "0x" + keccak(header_rlp(block)).hex()
+
+
+def _hex_int(text: str) -> int:
+    return int(text, 16)
+
+
+def effective_gas_tip(tx, base_fee):
+    """geth's ``Transaction.EffectiveGasTip``: the tip cap without a base fee, else
+    ``min(tipCap, feeCap - baseFee)`` (a legacy transaction's caps are its gas price)."""
+    typed = _hex_int(tx["type"]) != 0
+    tip_cap = _hex_int(tx["maxPriorityFeePerGas"] if typed else tx["gasPrice"])
+    fee_cap = _hex_int(tx["maxFeePerGas"] if typed else tx["gasPrice"])
+    if base_fee is None:
+        return tip_cap
+    return min(tip_cap, fee_cap - base_fee)
+
+
+def geth_rewards(block, receipts, percentiles):
+    """geth's ``processBlock`` reward row, transcribed: zeros without transactions; else the
+    (tip, gasUsed) pairs sorted by tip, and per percentile the tip where the running gas first
+    reaches ``uint64(float64(gasUsed) * p / 100)``."""
+    txs = block["transactions"]
+    if not txs:
+        return [0] * len(percentiles)
+    base_fee = _hex_int(block["baseFeePerGas"]) if "baseFeePerGas" in block else None
+    sorter = sorted(((effective_gas_tip(tx, base_fee), _hex_int(r["gasUsed"]))
+                     for tx, r in zip(txs, receipts, strict=True)),
+                    key=lambda pair: pair[0])  # fmt: skip
+    reward, tx_index, sum_gas = [], 0, sorter[0][1]
+    for p in percentiles:
+        threshold = int(float(_hex_int(block["gasUsed"])) * p / 100)
+        while sum_gas < threshold and tx_index < len(txs) - 1:
+            tx_index += 1
+            sum_gas += sorter[tx_index][1]
+        reward.append(sorter[tx_index][0])
+    return reward

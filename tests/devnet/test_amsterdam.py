@@ -23,6 +23,7 @@ import itertools
 import pytest
 import rlp
 from eth_hash.auto import keccak
+from protocol_reference import geth_rewards
 
 from feeslab.analysis.fees import next_base_fee
 from feeslab.frames.blocks import BLOCK_DTYPES, parse_header_fields
@@ -238,31 +239,6 @@ def test_lab_blocks_across_the_fork_and_the_header_fields_of_the_same_blocks(lab
     assert first["slot_number"] == _int(headers[FORK]["slotNumber"])
 
 
-def geth_reward_row(block: dict, receipts: list, percentiles: list[float]) -> list[int]:
-    """go-ethereum 02b73d4 ``eth/gasprice/feehistory.go`` ``processBlock``, transcribed: the
-    (effective tip, receipt gasUsed) pairs sorted by tip; per percentile the tip where the
-    receipts' running gas first reaches ``uint64(float64(header gasUsed) * p / 100)``."""
-    base_fee = _int(block["baseFeePerGas"])
-
-    def tip(tx: dict) -> int:  # Transaction.EffectiveGasTip
-        typed = _int(tx["type"]) != 0
-        cap = _int(tx["maxPriorityFeePerGas"] if typed else tx["gasPrice"])
-        fee_cap = _int(tx["maxFeePerGas"] if typed else tx["gasPrice"])
-        return min(cap, fee_cap - base_fee)
-
-    pairs = sorted(((tip(tx), _int(r["gasUsed"]))
-                    for tx, r in zip(block["transactions"], receipts, strict=True)),
-                   key=lambda pair: pair[0])  # fmt: skip
-    row, index, total = [], 0, pairs[0][1]
-    for p in percentiles:
-        threshold = int(float(_int(block["gasUsed"])) * p / 100)
-        while total < threshold and index < len(pairs) - 1:
-            index += 1
-            total += pairs[index][1]
-        row.append(pairs[index][0])
-    return row
-
-
 def test_fee_history_rewards_walk_the_receipts_gas_against_the_headers(batch):
     percentiles = [0, 10, 25, 50, 75, 90, 99, 100]
     numbers = [FORK, FORK + 1, 59_321]
@@ -272,7 +248,7 @@ def test_fee_history_rewards_walk_the_receipts_gas_against_the_headers(batch):
     k = len(numbers)
     for block, receipts, history in zip(answers[:k], answers[k : 2 * k], answers[2 * k :],
                                         strict=True):  # fmt: skip
-        assert [_int(x) for x in history["reward"][0]] == geth_reward_row(block, receipts,
+        assert [_int(x) for x in history["reward"][0]] == geth_rewards(block, receipts,
                                                                           percentiles)
         assert history["gasUsedRatio"][0] == _int(block["gasUsed"]) / _int(block["gasLimit"])
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import rlp
 from eth_hash.auto import keccak
-from protocol_reference import GAS_PER_BLOB, header_rlp
+from protocol_reference import GAS_PER_BLOB, geth_rewards, header_rlp
 
 from feeslab.devnet import start
 
@@ -71,38 +71,6 @@ def encode_transaction(tx) -> bytes:
     if kind == 3:
         items += [_int(tx["maxFeePerBlobGas"]), [_bytes(h) for h in tx["blobVersionedHashes"]]]
     return bytes((kind,)) + rlp.encode(items + tail)
-
-
-def effective_gas_tip(tx, base_fee):
-    """geth's ``Transaction.EffectiveGasTip``: the tip cap without a base fee, else
-    ``min(tipCap, feeCap - baseFee)`` (a legacy transaction's caps are its gas price)."""
-    typed = _int(tx["type"]) != 0
-    tip_cap = _int(tx["maxPriorityFeePerGas"] if typed else tx["gasPrice"])
-    fee_cap = _int(tx["maxFeePerGas"] if typed else tx["gasPrice"])
-    if base_fee is None:
-        return tip_cap
-    return min(tip_cap, fee_cap - base_fee)
-
-
-def geth_rewards(block, receipts, percentiles):
-    """geth's ``processBlock`` reward row, transcribed: zeros without transactions; else the
-    (tip, gasUsed) pairs sorted by tip, and per percentile the tip where the running gas first
-    reaches ``uint64(float64(gasUsed) * p / 100)``."""
-    txs = block["transactions"]
-    if not txs:
-        return [0] * len(percentiles)
-    base_fee = _int(block["baseFeePerGas"]) if "baseFeePerGas" in block else None
-    sorter = sorted(((effective_gas_tip(tx, base_fee), _int(r["gasUsed"]))
-                     for tx, r in zip(txs, receipts, strict=True)),
-                    key=lambda pair: pair[0])  # fmt: skip
-    reward, tx_index, sum_gas = [], 0, sorter[0][1]
-    for p in percentiles:
-        threshold = int(float(_int(block["gasUsed"])) * p / 100)
-        while sum_gas < threshold and tx_index < len(txs) - 1:
-            tx_index += 1
-            sum_gas += sorter[tx_index][1]
-        reward.append(sorter[tx_index][0])
-    return reward
 
 
 def test_receipts_gas_adds_up_to_the_headers_and_cumulative_gas_rises(blocks):
