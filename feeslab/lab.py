@@ -125,16 +125,13 @@ class Lab:
     def wallet(self) -> WalletClient:
         """The multichain wallet client (CAIP-25 sessions; ``feeslab.fetch.wallet``), connected
         on first use: on a devnet its emulated wallet (``WS /wallet``); the real service has
-        none (the API is MetaMask's extension), so a Lab there needs ``connect(wallet_url=)``.
-        """
+        none (the API is MetaMask's extension), so a Lab there needs ``connect(wallet_url=)``."""
         if self._wallet is None:
             if self.wallet_url is None:
-                raise ConfigError(
-                    "this Lab has no wallet: the multichain wallet API (CAIP-25) is served by "
-                    "MetaMask's desktop extension, not by the node service. Use the devnet "
-                    "(feeslab.connect() without a key, or url= of a running devnet), or pass "
-                    "connect(wallet_url='ws://.../wallet') for a wallet you can reach"
-                )
+                raise ConfigError("this Lab has no wallet: the multichain wallet API (CAIP-25) is "
+                                  "served by MetaMask's desktop extension, not the node service. "
+                                  "Use the devnet (feeslab.connect() without a key, or url= of a "
+                                  "running devnet), or pass connect(wallet_url='ws://.../wallet')")
             from feeslab.fetch.wallet import WalletClient
 
             self._wallet = WalletClient(url=self.wallet_url)
@@ -163,8 +160,7 @@ class Lab:
     def chain_spec(self) -> ChainSpec | None:
         """The rules this Lab's chain follows (``ChainSpec``, in every frame's ``attrs``): the
         devnet's compressed heights on a devnet; None for a chain chains.json lacks."""
-        spec: ChainSpec | None = self.data_source.chain_spec
-        return spec
+        return self.data_source.chain_spec
 
     @property
     def source(self) -> str:
@@ -175,21 +171,16 @@ class Lab:
 
     def _storage(self) -> IpfsClient:
         if self.ipfs is None:
-            raise ConfigError(
-                "this Lab has no storage (IPFS) API: it needs the service or a devnet with the "
-                "API key and its secret (connect(rpc_url=) has none)"
-            )
+            raise ConfigError("this Lab has no storage (IPFS) API: it needs the service or a "
+                              "devnet with the API key and its secret (connect(rpc_url=) has none)")
         return self.ipfs
 
     def publish_frame(self, frame: pd.DataFrame, format: str = "parquet", *,
                       name: str | None = None, pin: bool = True, cid_version: int = 0) -> str:
-        """Share a frame as a Parquet (or CSV) file, pinned (``feeslab.frames.io``); returns
-        its CID, which anyone can load the same frame by. ``name`` (default
-        ``frame.<format>``), ``pin``, ``cid_version``: as
-        ``feeslab.fetch.ipfs.IpfsClient.publish``'s."""
-        return self._storage().publish(frame_to_bytes(frame, format),
-                                       name=f"frame.{format}" if name is None else name,
-                                       pin=pin, cid_version=cid_version)  # fmt: skip
+        """Share a frame as a Parquet (or CSV) file, pinned (``feeslab.frames.io``): its CID,
+        which anyone can load the same frame by (``IpfsClient.publish``'s options)."""
+        return self._storage().publish(frame_to_bytes(frame, format), pin=pin,
+                                       name=name or f"frame.{format}", cid_version=cid_version)
 
     def load_frame(self, cid: str) -> pd.DataFrame:
         """The frame published under ``cid``; ``CidMismatchError`` unless its bytes give ``cid``."""
@@ -233,8 +224,7 @@ _ON_CLUSTER = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
 
 
 def _method(dataset: Dataset, function: Callable[..., object], run: Callable[..., object],
-            name: str, extra: Sequence[inspect.Parameter] = ()
-            ) -> Callable[..., object]:  # fmt: skip
+            name: str, extra: Sequence[inspect.Parameter] = ()) -> Callable[..., object]:
     """``Lab.<name>``: ``run(dataset.name, ...)`` with ``function``'s signature (less its
     source and the parameters a cluster fills) and docstring."""
 
