@@ -104,3 +104,11 @@ def test_a_transports_endpoint_limits_and_governor(devnet):
         assert shared.booked == [2 * method_cost("eth_blockNumber")]
     finally:
         transport.close()
+
+
+def test_lab_stays_a_thin_shell_over_the_registry():
+    # issue 27: Lab holds no dataset logic (its methods are made from REGISTRY), under 250 lines
+    lab = Path(feeslab.__file__).parent / "lab.py"
+    assert len(lab.read_text().splitlines()) < 250
+    text = lab.read_text()
+    assert all(f'"{name}"' not in text for name in feeslab.datasets.REGISTRY)
