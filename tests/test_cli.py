@@ -37,6 +37,13 @@ def read_banner(proc: subprocess.Popen, timeout: float = 60) -> dict[str, str]:
     raise AssertionError(f"no banner; got {fields}, stderr: {proc.stderr.read()}")
 
 
+def _ctrl_c_as_a_terminal_sends_it() -> None:
+    """In the child: SIGINT at its default, as in a terminal. A suite run in the background
+    (nohup, ``&``, some CI runners) starts with SIGINT ignored, which every child inherits and
+    Python then leaves ignored: the Ctrl-C these tests send would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_serve_prints_how_to_reach_it_and_stops_on_ctrl_c():
     port = free_port()
     proc = subprocess.Popen(
@@ -45,6 +52,7 @@ def test_serve_prints_how_to_reach_it_and_stops_on_ctrl_c():
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_ctrl_c_as_a_terminal_sends_it,
     )
     try:
         banner = read_banner(proc)
@@ -119,7 +127,7 @@ def test_serve_history_postmerge_prunes_as_geth_and_says_so():
         [sys.executable, "-m", "feeslab.cli", "serve", "--port", str(port), "--seed", "3",
          "--history", "postmerge"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=_ctrl_c_as_a_terminal_sends_it,
     )  # fmt: skip
     try:
         lines = []

@@ -34,11 +34,16 @@ def _new_threads(before: set[int]) -> list[str]:
     return sorted(t.name for t in threading.enumerate() if t.ident not in before)
 
 
-def _settled(before: set[int], at_most: int, within: float) -> list[str]:
-    """The threads gained since ``before``, once at most ``at_most`` (or ``within`` s passed):
-    threads let go finish their last step in their own time."""
+def _settled(before: set[int], at_most: int, within: float,
+             only: frozenset[str] | None = None) -> list[str]:  # fmt: skip
+    """The threads gained since ``before``, once at most ``at_most`` of them (all named in
+    ``only``, if given) or ``within`` s passed: threads let go finish in their own time."""
     deadline = time.monotonic() + within
-    while len(names := _new_threads(before)) > at_most and time.monotonic() < deadline:
+
+    def settled(names: list[str]) -> bool:
+        return len(names) <= at_most and (only is None or set(names) <= only)
+
+    while not settled(names := _new_threads(before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return names
 
@@ -61,7 +66,7 @@ def test_an_idle_lab_holds_at_most_three_threads_and_closing_it_leaves_none(serv
         # the storage client lets its pool go after IDLE_SECONDS without I/O: then at most the
         # one loop every blocking client shares is left (none new if an earlier client of this
         # process still holds it)
-        idle = _settled(before, 1, within=IDLE_SECONDS + 5)
+        idle = _settled(before, 1, within=IDLE_SECONDS + 10, only=frozenset({"feeslab-loop"}))
         assert len(idle) <= MOST_IDLE_THREADS, idle
         assert set(idle) <= {"feeslab-loop"}, idle
     finally:
