@@ -15,8 +15,8 @@ holds the one retry policy (``Retry``), its driver (``drive``) and the one statu
 (``Limits``), the credit governor (the one place a budget is charged) and one batch's
 attempts; the clients are async (``AsyncHTTPTransport``, ``AsyncWebSocketTransport``,
 ``AsyncIpfsClient``, ``AsyncGasClient``, ``AsyncWalletClient``) and each blocking client runs
-its async twin on a private loop thread (``loop``), so it works inside a running Jupyter
-kernel.
+its async twin on the one loop thread they all share (``loop``), so it works inside a running
+Jupyter kernel.
 
 ``NodeClient`` puts the on-disk cache and the credit ledger over a transport (the calls are
 built by ``feeslab.datasets``); ``IpfsClient`` speaks the storage API; the multichain wallet's
