@@ -30,6 +30,16 @@ from feeslab._chaindata import Heights, chain_half
 _KEYED_BY_PARENT: frozenset[int] = frozenset({137})
 
 
+def gas_target(gas_limit: int, elasticity_multiplier: int = 2, *,
+               gas_target_percent: int | None = None) -> int:
+    """A block's gas target [gas]: ``gas_limit // elasticity_multiplier`` (EIP-1559), or
+    ``gas_limit * gas_target_percent // 100`` where the percentage is set (Polygon after
+    Dandeli)."""
+    if gas_target_percent is None:
+        return gas_limit // elasticity_multiplier
+    return gas_limit * gas_target_percent // 100
+
+
 def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: int,
                   elasticity_multiplier: int = 2, max_change_denominator: int = 8, *,
                   gas_target_percent: int | None = None) -> int:  # fmt: skip
@@ -44,10 +54,8 @@ def next_base_fee(parent_base_fee: int, parent_gas_used: int, parent_gas_limit: 
     :func:`block_gas_used` computes it either way from a block's transactions. The rule
     itself did not change.
     """
-    if gas_target_percent is None:
-        target = parent_gas_limit // elasticity_multiplier
-    else:
-        target = parent_gas_limit * gas_target_percent // 100
+    target = gas_target(parent_gas_limit, elasticity_multiplier,
+                        gas_target_percent=gas_target_percent)
     if parent_gas_used == target:
         return parent_base_fee
     if parent_gas_used > target:
@@ -129,9 +137,8 @@ class Eip1559Rule:
 
     def gas_target(self, gas_limit: int) -> int:
         """The gas target of a block with ``gas_limit`` [gas] under this rule [gas]."""
-        if self.gas_target_percent is not None:
-            return gas_limit * self.gas_target_percent // 100
-        return gas_limit // (self.elasticity_multiplier or 2)
+        return gas_target(gas_limit, self.elasticity_multiplier or 2,
+                          gas_target_percent=self.gas_target_percent)
 
     @property
     def full_ratio(self) -> float:
