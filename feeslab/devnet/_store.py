@@ -15,6 +15,10 @@ simply never read again.  Files are written atomically (temporary file, then
 rename); a file that fails to load is ignored (and removed), never trusted.
 ``FEESLAB_CACHE_DIR`` moves the store (``<dir>/devnet``), ``FEESLAB_DEVNET_CACHE=0``
 turns it off.
+
+Processes that start together (a test run's workers, two notebook kernels) would all build a
+missing file at once.  :func:`building` is a cross-process lock per file (``.<file>.lock``,
+an OS lock through ``filelock``): one process builds and saves, the others wait, then load.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import io
 import logging
 import os
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +41,9 @@ from feeslab._chaindata import chains_json_bytes
 
 log = logging.getLogger(__name__)
 FORMAT = 1
+# the longest wait for another process's build of a file before building it here as well [s];
+# a build takes ~80 s of CPU on py-evm, several minutes when processes share the cores
+BUILD_LOCK_TIMEOUT = 1200.0
 
 
 class History(Protocol):
@@ -147,3 +157,78 @@ def write_atomically(
         with contextlib.suppress(OSError):  # the first error is the one to report
             os.unlink(temporary)
         raise
+
+
+_LOCKS: dict[Path, Any] = {}  # one lock object per file in a process: its threads share it
+_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def building(path: Path | None, timeout: float | None = None) -> Iterator[bool]:
+    """Hold the build lock of the store file ``path`` while loading it or building and saving it.
+
+    One process at a time holds a file's lock, so of several processes that miss the file at
+    once one builds it and the others, when they get the lock, load what it saved.  The lock
+    is the operating system's (``flock`` on POSIX, through ``filelock``): it is released when
+    its process dies, so a killed builder never blocks the others.  Threads of one process share
+    their process's hold (the lock is reentrant across them): they take turns on the object's
+    own lock instead.
+
+    Parameters
+    ----------
+    path : Path or None
+        The store file; None (the store is turned off) takes no lock.
+    timeout : float, optional
+        The longest wait for another process [s], :data:`BUILD_LOCK_TIMEOUT` by default.  A
+        holder alive but stuck past it is waited for no longer: the caller builds as well
+        (a warning is logged), which costs time only, as files are replaced atomically.
+
+    Yields
+    ------
+    bool
+        Whether the lock is held (False: store off, lock file not creatable, or timed out).
+
+    References
+    ----------
+    .. [1] filelock, "A platform independent file lock", https://py-filelock.readthedocs.io
+    .. [2] flock(2), Linux man-pages: "the lock is released ... when all file descriptors
+       referring to [the open file description] have been closed" (also at process exit)
+    """
+    if path is None:
+        yield False
+        return
+    from filelock import FileLock, Timeout
+
+    wait = BUILD_LOCK_TIMEOUT if timeout is None else timeout
+    lock_path = path.with_name(f".{path.name}.lock")  # hidden: globs of the files skip it
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(lock_path)
+        if lock is None:
+            # thread_local=False: the hold is the process's, so a second thread does not wait
+            # for its own process's build (the object's lock keeps threads in turn)
+            lock = _LOCKS[lock_path] = FileLock(lock_path, thread_local=False)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:  # another process is building: say why this one pauses
+            log.info("waiting for another process to build %s", path.name)
+            started = time.monotonic()
+            lock.acquire(timeout=wait)
+            log.info("waited %.1f s for %s", time.monotonic() - started, path.name)
+    except Timeout:
+        log.warning(
+            "%s: another process has held its build lock for over %g s; building it here too",
+            path.name,
+            wait,
+        )
+        yield False
+        return
+    except OSError:  # a read-only or missing cache directory: no lock, the save fails alone
+        log.warning("could not lock %s; building it without a lock", lock_path, exc_info=True)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()

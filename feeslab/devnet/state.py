@@ -420,11 +420,29 @@ class WorldState:
     # -- generation ------------------------------------------------------------------------
 
     def ensure(self, number: int) -> None:
-        """Apply every block's transactions up to ``number``."""
-        if self._applied < number and not self._stored:
+        """Apply every block's transactions up to ``number``.
+
+        Until the state is stored (loaded from its file, or saved to it on reaching the
+        chain's height), this holds the file's cross-process build lock
+        (:func:`feeslab.devnet._store.building`) from the look for the file to the save: of
+        processes starting together one builds, the others wait and load its file.
+        """
+        if self._applied >= number:
+            return
+        if self._stored:  # past the file's height: nothing for another process to share
+            self._generate(number)
+            return
+        path = _state_file(self)
+        with _store.building(path):
             with self._lock:
-                if not self._stored:
-                    self._stored = _load_state(self)
+                if not self._stored and self._applied < number:
+                    # the file may have been saved while this process waited for the lock
+                    self._stored = _load_state(self, path)
+            self._generate(number)
+
+    def _generate(self, number: int) -> None:
+        """Run windows of blocks up to ``number`` (one per hold of the lock: threads take
+        turns, each returns once its block is applied); save on reaching the height."""
         while self._applied < number:
             with self._lock:
                 if self._applied < number:
@@ -592,7 +610,8 @@ class WorldState:
 # and every process (each notebook kernel, each test run) would pay it again. Once a state
 # reaches its chain's configured height it is saved; a later process loads it. The file name is
 # a digest of everything that decides the state: this module, the EVM backend's module and name,
-# the contracts' artifacts, the chain history's own key, the heights and the seed.
+# the contracts' artifacts, the chain history's own key, the heights and the seed. Processes that
+# start together take turns on the file's build lock (WorldState.ensure): one builds, the rest load.
 
 STATE_FORMAT = 1
 
@@ -639,9 +658,10 @@ def _save_state(state: WorldState) -> None:
     _store.keep(path, gzip.compress(json.dumps(record).encode(), compresslevel=6), "state")
 
 
-def _load_state(state: WorldState) -> bool:
-    """Fill a fresh ``state`` from its file, if there is a good one."""
-    path = _state_file(state)
+def _load_state(state: WorldState, path: Path | None = None) -> bool:
+    """Fill a fresh ``state`` from its file (``path``, :func:`_state_file`'s by default), if
+    there is a good one."""
+    path = _state_file(state) if path is None else path
     if path is None or not path.exists():
         return False
     try:
