@@ -645,3 +645,39 @@ def test_encoded_headers_match_dispatch_across_chunks_and_evictions(mainnet, cha
         for number in [*range(0, 6 * _encoded.CHUNK, 5), 1, 2 * _encoded.CHUNK + 1]:
             assert json.loads(bytes(tight.get("k", number, make))) == {"n": number}
     assert len(tight._packed) == 6 and len(tight._open) <= 3
+
+
+def test_header_chunks_fill_slabs_dropped_oldest_first_with_a_second_chance() -> None:
+    """The compressed tier appends chunks to slabs and, full, drops the oldest slab whole; a
+    chunk asked for from the oldest slab of a full tier moves to the newest and stays."""
+    from feeslab.devnet import _encoded
+
+    made: list[int] = []
+
+    def make(start: int, stop: int) -> list[dict[str, int]]:
+        made.append(start // _encoded.CHUNK)
+        return [{"n": n} for n in range(start, stop)]
+
+    def answer(cache: _encoded.ChunkedCache, chunk: int) -> dict[str, int]:
+        number = chunk * _encoded.CHUNK + 3
+        cache._last = (None, -1, ())  # each ask past the last-chunk shortcut
+        value: dict[str, int] = json.loads(bytes(cache.get("k", number, make)))
+        return value
+
+    probe = _encoded.ChunkedCache(open_bytes=1)
+    answer(probe, 100)
+    one = probe.size  # a chunk's compressed bytes (chunks 0-5 compress alike, within a few)
+    cache = _encoded.ChunkedCache(max_bytes=3 * (2 * one + 8), open_bytes=1,
+                                  slab_bytes=2 * one + 8)  # fmt: skip
+    made.clear()
+    for chunk in range(6):  # three slabs of two chunks: the tier is full
+        assert answer(cache, chunk) == {"n": chunk * _encoded.CHUNK + 3}
+    assert made == list(range(6)) and len(cache._slabs) == 3
+    assert answer(cache, 0)["n"] == 3 and made == list(range(6))  # moved, not rebuilt
+    # moving it needed a slab: the oldest went, and chunk 1 with it; chunk 0 lives on
+    assert len(cache._slabs) == 3 and ("k", 0) in cache._packed
+    assert ("k", _encoded.CHUNK) not in cache._packed
+    assert answer(cache, 1)["n"] == _encoded.CHUNK + 3 and made[-1] == 1  # built anew
+    assert answer(cache, 0)["n"] == 3 and made.count(0) == 1
+    held = sum(stop - start for _, start, stop, _ in cache._packed.values())
+    assert cache.size == held <= cache.max_bytes
