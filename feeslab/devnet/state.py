@@ -73,6 +73,8 @@ CONTRACTS_DEPTH = 10_000  # the contracts are deployed this many blocks below th
 HOLDERS = 100
 SPENDERS = 5
 EXECUTOR_CACHE = 8
+# blocks a caller runs without waiting for another process's build of the file (ensure) [blocks]
+SHORT_BUILD = 2 * WINDOW
 CHECKPOINT_STRIDE = 256  # blocks between storage snapshots accounts_at starts from
 CHECKPOINTS = 48  # snapshots kept (LRU), each the nonzero slots of every contract
 SHARED_MACHINES = 128  # EVMs that move from block to block for eth_call (pyrevm), kept LRU
@@ -423,9 +425,10 @@ class WorldState:
         """Apply every block's transactions up to ``number``.
 
         Until the state is stored (loaded from its file, or saved to it on reaching the
-        chain's height), this holds the file's cross-process build lock
-        (:func:`feeslab.devnet._store.building`) from the look for the file to the save: of
-        processes starting together one builds, the others wait and load its file.
+        chain's height), a build of more than :data:`SHORT_BUILD` blocks holds the file's
+        cross-process build lock (:func:`feeslab.devnet._store.building`) from the look for
+        the file to the save: of processes starting together one builds, the others wait and
+        load its file.
         """
         if self._applied >= number:
             return
@@ -433,6 +436,14 @@ class WorldState:
             self._generate(number)
             return
         path = _state_file(self)
+        if number - self._applied <= SHORT_BUILD:
+            # a window or two (GET /devnet/contracts: the deployment's block) costs less than
+            # waiting for another process's whole build: load if saved, else run them here
+            with self._lock:
+                if not self._stored:
+                    self._stored = _load_state(self, path)
+            self._generate(number)
+            return
         with _store.building(path):
             with self._lock:
                 if not self._stored and self._applied < number:

@@ -20,7 +20,9 @@ from feeslab.devnet import state as state_module
 
 SEED = 7
 HEIGHT = 3_000  # a short chain 1: its history takes a few ms, so the children time the state
-DEPTH = 300  # contracts this many blocks below the head: two windows, seconds even on py-evm
+# contracts this many blocks below the head: three windows, past state.SHORT_BUILD (shorter
+# builds never wait for another process), seconds even on py-evm
+DEPTH = 600
 
 # A child: wait for "go" on stdin (so both miss the file together), ensure the state up to the
 # height, print what it did. Counting _apply_window's calls is all the instrumentation.
@@ -141,6 +143,37 @@ def test_a_killed_holder_does_not_block_and_a_stuck_one_is_waited_for_only_so_lo
     finally:
         holder.kill()
         holder.communicate()  # reaps it and closes its pipe
+
+
+def test_a_short_build_does_not_wait_for_another_process(tmp_path: Path, monkeypatch, caplog):
+    # GET /devnet/contracts needs the deployment's block only: one window, not a whole build
+    from dataclasses import replace
+
+    from feeslab.devnet.chain import History, devnet_params
+
+    monkeypatch.setenv("FEESLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEESLAB_DEVNET_CACHE", raising=False)
+    history = History(replace(devnet_params()[1], height=HEIGHT), SEED)
+    state = state_module.WorldState(
+        history, contracts_block=HEIGHT - DEPTH, upgrade_block=HEIGHT - DEPTH // 2
+    )
+    path = state_module._state_file(state)
+    assert path is not None
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with caplog.at_level(logging.INFO, logger=_store.__name__):
+            state.ensure(state.contracts_block)
+        assert state.deployments
+        assert not [r for r in caplog.records if r.name == _store.__name__]  # no lock asked
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 def test_threads_of_one_process_share_its_hold(tmp_path: Path) -> None:
