@@ -1057,6 +1057,17 @@ class History:
         return shares
 
     def _ensure(self, number: int) -> None:
+        if self._ready > number:
+            return
+        if self._stored:
+            self._generate_to(number)
+            return
+        # the first miss: load the file, or generate under its cross-process build lock, so that
+        # of processes starting together one generates and the others load (_store.building)
+        with _store.building(_store.history_file(self)):
+            self._generate_to(number)
+
+    def _generate_to(self, number: int) -> None:
         # one chunk per lock hold, so concurrent callers take turns and each
         # returns as soon as its own block exists
         while self._ready <= number:
