@@ -289,8 +289,9 @@ class Watch:
 
     @property
     def running(self) -> bool:
-        """Whether the watch still follows the head."""
-        return self._thread.is_alive()
+        """Whether the watch still follows the head (False once it has ended: its thread may
+        still be closing its connections)."""
+        return not self._done.is_set() and self._thread.is_alive()
 
     @property
     def credits_spent(self) -> int:
@@ -511,6 +512,10 @@ class Watch:
             for number, row in fresh.items():
                 if self._rows.get(number) is row:
                     row["pending"] = False
+            # the window cut after stop_after's: rows taken beyond the stop, dropped, must not
+            # have pushed out the older rows the window keeps
+            while len(self._rows) > self.blocks:
+                del self._rows[next(iter(self._rows))]
             self._version += 1
             self._added += len(fresh)
             self._changed.notify_all()
@@ -555,9 +560,7 @@ class Watch:
                 self._accept(ancestor, fresh, received_ns)
         row = self._row(header, received_ns, reorged=replaced is not None)
         with self._lock:
-            rows[number] = row
-            while len(rows) > self.blocks:
-                del rows[next(iter(rows))]
+            rows[number] = row  # the window is cut to its size once the batch is in (_ingest)
             if replaced is not None:
                 self.reorgs.append(Reorg(number, replaced, block_hash))
         fresh[number] = row
