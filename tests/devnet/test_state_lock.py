@@ -6,6 +6,7 @@ in a shared cache directory, and reports how many windows of blocks it ran throu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from feeslab.devnet import _store
@@ -63,6 +65,19 @@ with _store.building(Path(sys.argv[1])) as held:
     print("held" if held else "not held", flush=True)
     time.sleep(600)
 """
+
+
+@contextlib.contextmanager
+def _holder(path: Path, cache: Path) -> Iterator[subprocess.Popen[str]]:
+    """A process holding ``path``'s build lock (confirmed), killed and reaped at the end."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], env=_env(cache),
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.communicate()  # reaps it and closes its pipe
 
 
 def _env(cache: Path) -> dict[str, str]:
@@ -117,14 +132,7 @@ def test_a_killed_holder_does_not_block_and_a_stuck_one_is_waited_for_only_so_lo
     tmp_path: Path, caplog
 ) -> None:
     path = tmp_path / "devnet" / "state-1-test.json.gz"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path)],
-        env=_env(tmp_path),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with _holder(path, tmp_path) as holder:
         # alive and holding: a short wait gives up, with a warning, rather than hang
         with (
             caplog.at_level(logging.INFO, logger=_store.__name__),
@@ -140,9 +148,6 @@ def test_a_killed_holder_does_not_block_and_a_stuck_one_is_waited_for_only_so_lo
         # the operating system dropped the dead process's lock: taken at once
         with _store.building(path, timeout=5) as held:
             assert held is True
-    finally:
-        holder.kill()
-        holder.communicate()  # reaps it and closes its pipe
 
 
 def test_a_short_build_does_not_wait_for_another_process(tmp_path: Path, monkeypatch, caplog):
@@ -159,21 +164,11 @@ def test_a_short_build_does_not_wait_for_another_process(tmp_path: Path, monkeyp
     )
     path = state_module._state_file(state)
     assert path is not None
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path)],
-        env=_env(tmp_path),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with _holder(path, tmp_path):
         with caplog.at_level(logging.INFO, logger=_store.__name__):
             state.ensure(state.contracts_block)
         assert state.deployments
         assert not [r for r in caplog.records if r.name == _store.__name__]  # no lock asked
-    finally:
-        holder.kill()
-        holder.communicate()
 
 
 def test_threads_of_one_process_share_its_hold(tmp_path: Path) -> None:
