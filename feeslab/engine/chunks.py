@@ -1,0 +1,113 @@
+"""What a dataset declares to the engine: how one chunk of blocks is read and becomes rows.
+
+A chunked dataset is two functions and a few numbers (cryo's ``CollectByBlock``, in Python)::
+
+    def extract(start, stop, params):          # the calls for blocks start .. stop - 1
+        return [RpcCall("eth_getBlockByNumber", [quantity(n), False]) for n in range(start, stop)]
+
+    def transform(answers, start, stop, params):  # their answers -> the chunk's rows
+        return parse_blocks([a.unwrap() for a in answers])
+
+    CHUNKS = Chunked("blocks", extract, transform, empty=..., size=1_000, ahead=4)
+
+``extract`` may also be a generator, for a dataset whose later calls depend on earlier
+answers (an uncle scan asks for uncles only where the counts say there are some): it yields
+lists of calls, is sent each list's answers, and returns what ``transform`` takes::
+
+    def extract(start, stop, params):
+        counts = yield count_calls(range(start, stop))
+        uncles = yield uncle_calls(counts)
+        return uncles
+
+Everything else is the engine's (:mod:`feeslab.engine.run`): chunking, what the cache holds,
+the budget, the progress bar, how many chunks are in flight, writing settled chunks to the
+cache on its one writing thread, and joining the chunks into one frame. A dataset module holds
+no thread, file, progress bar or budget check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import pandas as pd
+
+from feeslab.fetch.transport import RpcCall, RpcResult
+
+__all__ = ["Chunked", "Extracted", "Params", "Reduce", "aligned_chunks"]
+
+#: A dataset's parameters by name, as its declaration takes them
+Params: TypeAlias = Mapping[str, Any]
+#: What ``extract`` gives: the chunk's calls, or a generator of call lists (see the module)
+Extracted: TypeAlias = Sequence[RpcCall] | Generator[Sequence[RpcCall], list[RpcResult], Any]
+#: An answer replaced by what is kept of it as it arrives (a header slimmed to its fee fields)
+Reduce: TypeAlias = Callable[[RpcResult], RpcResult]
+
+
+def aligned_chunks(start: int, stop: int, size: int) -> list[tuple[int, int]]:
+    """``start`` .. ``stop - 1`` cut at the multiples of ``size``: a whole chunk is cached under
+    its own name, so any later range that holds it reads it back."""
+    first = start - start % size
+    return [(max(start, a), min(stop, a + size)) for a in range(first, stop, size)]
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """How a dataset over a range of blocks reads one chunk, declared once.
+
+    Parameters
+    ----------
+    name : str
+        The dataset's name (the progress bar's label).
+    extract : callable
+        ``extract(start, stop, params)``: the calls for blocks ``start`` .. ``stop - 1``, or a
+        generator of call lists (see the module).
+    transform : callable
+        ``transform(raw, start, stop, params) -> DataFrame``: the chunk's rows from the
+        answers (or what the generator returned). A block the node lacks raises
+        :class:`MissingBlock`.
+    empty : callable
+        ``empty(params)``: the frame with no rows, its columns and dtypes.
+    size : int
+        Blocks a chunk [blocks], at multiples of it.
+    ahead : int
+        Chunks in flight at once.
+    store : str, optional
+        The cache's name for settled chunks' rows (``"transactions/v1"``: bump the version
+        when the rows change); None: rows are not kept (the answers may be).
+    reduce : callable, optional
+        Applied to each answer as it arrives (``NodeClient.submit``'s ``reduce``).
+    cached_answers : bool
+        Whether the calls go through the answer cache (each answer kept), as headers do,
+        rather than past it (rows kept per chunk, ``store``).
+    unit : str
+        What the progress bar counts (``"block"``).
+    bar_from : int
+        Chunks to fetch from which a bar is shown.
+    """
+
+    name: str
+    extract: Callable[[int, int, Params], Extracted]
+    transform: Callable[[Any, int, int, Params], pd.DataFrame]
+    empty: Callable[[Params], pd.DataFrame]
+    size: int
+    ahead: int = 4
+    store: str | None = None
+    reduce: Reduce | None = None
+    cached_answers: bool = False
+    unit: str = "block"
+    bar_from: int = 4
+
+    def chunks(self, start: int, stop: int) -> list[tuple[int, int]]:
+        """The chunks of blocks ``start`` .. ``stop - 1``, in order."""
+        return aligned_chunks(start, stop, self.size)
+
+
+class MissingBlock(LookupError):
+    """A node answered null for a block of the chunk (raised by ``transform``; the engine
+    turns it into the source's error, naming the head)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
