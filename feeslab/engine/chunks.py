@@ -84,7 +84,7 @@ class Chunked:
     unit : str
         What the progress bar counts (``"block"``).
     bar_from : int
-        Chunks to fetch from which a bar is shown.
+        Blocks to fetch from which a bar is shown [blocks].
     """
 
     name: str
@@ -97,7 +97,7 @@ class Chunked:
     reduce: Reduce | None = None
     cached_answers: bool = False
     unit: str = "block"
-    bar_from: int = 4
+    bar_from: int = 64
 
     def chunks(self, start: int, stop: int) -> list[tuple[int, int]]:
         """The chunks of blocks ``start`` .. ``stop - 1``, in order."""

@@ -17,7 +17,7 @@ declared as :class:`~feeslab.engine.chunks.Chunked`.
    was stopped or killed, reads them back and asks only for the chunks that were in flight;
    the chunks joined in block order into the returned frame, tagged with the source's chain.
 
-A progress bar over the blocks shows when more than a few chunks are to be fetched.
+A progress bar over the blocks shows when more than a few blocks are to be fetched.
 """
 
 from __future__ import annotations
@@ -282,12 +282,12 @@ class _Keeper:
 
 def _bar(spec: Chunked, source: RpcSource, chunks: Sequence[tuple[int, int]],
          todo: Sequence[int], progress: bool | None) -> ProgressBar | None:  # fmt: skip
-    """A bar over the blocks when at least ``spec.bar_from`` chunks are to be fetched."""
-    if not (source.node.progress if progress is None else progress) or len(todo) < spec.bar_from:
+    """A bar over the blocks when at least ``spec.bar_from`` blocks are to be fetched."""
+    total = chunks[-1][1] - chunks[0][0]
+    left = sum(chunks[i][1] - chunks[i][0] for i in todo)
+    if not (source.node.progress if progress is None else progress) or left < spec.bar_from:
         return None
     from feeslab._progress import progress_bar  # a widget in Jupyter, text on stderr elsewhere
 
-    total = chunks[-1][1] - chunks[0][0]
-    left = sum(chunks[i][1] - chunks[i][0] for i in todo)
     return progress_bar(total=total, initial=total - left, description=spec.name,
                         unit=spec.unit)  # fmt: skip
