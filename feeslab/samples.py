@@ -35,12 +35,12 @@ import pandas as pd
 import rlp
 from eth_hash.auto import keccak
 
-from feeslab._eip4844 import GAS_PER_BLOB, BlobRule
 from feeslab.analysis.blobs import blob_base_fee
-from feeslab.chainspec import ChainSpec
 from feeslab.frames import blocks_frame, parse_blocks, uncles_frame
 from feeslab.frames.transactions import parse_transactions
-from feeslab.headers import HEADER_FIELDS
+from feeslab.protocol.blobs import GAS_PER_BLOB, BlobRule
+from feeslab.protocol.chainspec import ChainSpec
+from feeslab.protocol.headers import HEADER_FIELDS
 
 __all__ = [
     "BLOB_MARKET_ATTRIBUTION",

@@ -6,7 +6,7 @@ and ``Lab.fee_history`` (``base_fee_per_blob_gas_wei``, ``blob_gas_used_ratio``)
 exact: int64 where it provably fits, Python ints otherwise; no float touches a fee.
 
 The rules, with each block's own fork's parameters (the chain spec's
-:attr:`~feeslab.chainspec.ChainSpec.blob_schedule`, from ``data/chains.json``; each fork
+:attr:`~feeslab.protocol.chainspec.ChainSpec.blob_schedule`, from ``data/chains.json``; each fork
 starts at a timestamp, or at a block number on chains whose spec counts blocks)::
 
     blob_base_fee  = fake_exponential(1, excess_blob_gas, update_fraction)
@@ -36,11 +36,11 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
-from feeslab import _eip4844
-from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
 from feeslab.analysis._exact import INT64_MAX, Ints, exact_ints, exact_series, scalar_ints
 from feeslab.analysis._spec import takes_spec
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol import blobs as blob_rules
+from feeslab.protocol.blobs import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
+from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
     "BLOB_REGIMES",
@@ -196,7 +196,7 @@ def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndar
     exact = fees.astype(object)
     fits = True
     for row in np.flatnonzero(~safe):
-        exact[row] = value = _eip4844.blob_base_fee(int(excess[row]), fraction)
+        exact[row] = value = blob_rules.blob_base_fee(int(excess[row]), fraction)
         fits = fits and value <= INT64_MAX
     if fits:  # the loop's sums passed int64, its results did not
         return exact.astype(np.int64), None
@@ -248,7 +248,7 @@ def blob_base_fee(excess_blob_gas: Ints, update_fraction: Ints) -> int | pd.Seri
             raise ValueError(f"excess_blob_gas must be a non-negative int, got {excess_blob_gas!r}")
         if scalars[1] < 1:
             raise ValueError(f"update_fraction must be positive, got {update_fraction!r}")
-        return _eip4844.blob_base_fee(*scalars)
+        return blob_rules.blob_base_fee(*scalars)
     length = None
     for value in (excess_blob_gas, update_fraction):
         if not isinstance(value, int | np.integer):
@@ -349,7 +349,7 @@ def next_excess_blob_gas(
             raise ValueError("reserve_price needs update_fraction and parent_base_fee")
         if min(scalars[:4]) < 0:
             raise ValueError("next_excess_blob_gas takes non-negative integers")
-        return _eip4844.next_excess_blob_gas(
+        return blob_rules.next_excess_blob_gas(
             scalars[0], scalars[1], scalars[2], scalars[3], scalars[4] or 1,
             reserve_price=reserve_price,
             parent_base_fee=None if parent_base_fee is None else scalars[5],
@@ -452,7 +452,7 @@ def blob_parameters(blocks: pd.DataFrame, *, spec: ChainSpec, offset: int = 0) -
         With ``timestamp`` (the real chains switch blob forks by time) or ``block_number``
         (where the spec's blob forks start at block numbers).
     spec : ChainSpec or str, optional
-        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label), with a blob
+        The chain's rules (:class:`feeslab.protocol.chainspec.ChainSpec` or its label), with a blob
         schedule (chains 1 and 11155111); default the frame's ``attrs["chain_spec"]``.
     chain_id : int, optional
         Instead of ``spec``: the real chain's (or the frame's, when its attrs say it is of

@@ -43,10 +43,10 @@ from typing import Any, SupportsIndex
 import numpy as np
 import pandas as pd
 
-from feeslab import _eip1559
 from feeslab.errors import ConfigError, TransactionGasCapExceeded
 from feeslab.frames import reward_column, transaction_cost
 from feeslab.frames.blocks import _empty, _object_series
+from feeslab.protocol import eip1559
 
 __all__ = [
     "COST_HISTORY_DTYPES",
@@ -571,7 +571,7 @@ def block_gas_used(
         rows: Sequence[Mapping[str, Any]] = transactions.to_dict("records")
     else:
         rows = transactions
-    return _eip1559.block_gas_used([int(r["block_execution_gas"]) for r in rows],
+    return eip1559.block_gas_used([int(r["block_execution_gas"]) for r in rows],
                                    [int(r.get("block_state_gas", 0)) for r in rows],
                                    two_dimensional=rules.state_gas)  # fmt: skip
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from feeslab._chaindata import Heights, chain_half
+from feeslab.protocol.chaindata import Heights, chain_half
 
 GAS_PER_BLOB = 2**17
 """Blob gas of one blob (EIP-4844 ``GAS_PER_BLOB``) [gas]."""
@@ -176,7 +176,7 @@ def blob_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[BlobRul
     The one place blob parameters are read: the devnet and the vectorised analysis both ask
     here. Real chains activate blob forks by timestamp (EIP-7892 ``blobSchedule``); the
     devnet's compressed chains by block number. ``KeyError`` or ``ValueError`` for an unknown
-    chain or ``heights``, as :func:`feeslab._chaindata.chain_half` raises them.
+    chain or ``heights``, as :func:`feeslab.protocol.chaindata.chain_half` raises them.
     """
     rules = []
     for item in chain_half(chain_id, heights).get("blob_schedule", ()):
