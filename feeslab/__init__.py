@@ -11,7 +11,6 @@ files), and ``feeslab.connection`` makes the ``Lab`` that binds them to one conn
 """
 
 from feeslab.caip import AccountId, ChainId, Scope, Session
-from feeslab.chainspec import ChainSpec
 from feeslab.connection import connect
 from feeslab.errors import (
     AuthError,
@@ -41,6 +40,7 @@ from feeslab.errors import (
 )
 from feeslab.fetch.ipfs import AsyncIpfsClient, IpfsClient
 from feeslab.lab import Lab, UncleScan
+from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
     "AccountId",

@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol, TypedDict
 
-from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
-from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
+from feeslab.protocol.costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
+from feeslab.protocol.costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Unpack
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec
 from feeslab.datasets import REGISTRY, registry
 from feeslab.datasets.registry import Dataset
 from feeslab.datasets.uncles import UncleScan
 from feeslab.errors import ConfigError, redact
 from feeslab.fetch.credits import CreditLedger, Plan
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
+from feeslab.protocol.chainspec import ChainSpec
 from feeslab.sources.base import JSON_RPC, Source
 
 if TYPE_CHECKING:

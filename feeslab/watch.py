@@ -71,12 +71,12 @@ from typing import (
 import numpy as np
 import pandas as pd
 
-from feeslab._eip4844 import GAS_PER_BLOB
 from feeslab.errors import ConfigError, FeeslabError, TransportError
 from feeslab.fetch.jsonrpc import RpcCall
 from feeslab.fetch.retry import Retry, Retryable, drive
 from feeslab.frames.base_fees import GWEI, parse_fee_history, reward_column
 from feeslab.frames.blocks import _typed_frame
+from feeslab.protocol.blobs import GAS_PER_BLOB
 
 if TYPE_CHECKING:
     from feeslab.fetch.ws import Subscription, WebSocketTransport

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import feeslab
-from feeslab.chainspec import ChainSpec, frame_spec, resolve_spec, with_chain
+from feeslab.protocol.chainspec import ChainSpec, frame_spec, resolve_spec, with_chain
 
 CHAINS = json.loads((Path(__file__).resolve().parents[1] / "data" / "chains.json").read_text())
 ENTRIES = {entry["chain_id"]: entry for entry in CHAINS["chains"]}
@@ -237,18 +237,18 @@ def test_amsterdam_is_scheduled_on_sepolia_and_a_what_if_on_mainnet():
 
 
 def test_amsterdams_eips_carry_parameters_and_sources():
-    eips = {e["eip"]: e for e in feeslab.chainspec.upgrade_eips("amsterdam")}
+    eips = {e["eip"]: e for e in feeslab.protocol.chainspec.upgrade_eips("amsterdam")}
     assert {"EIP-2780", "EIP-7778", "EIP-7976", "EIP-7981", "EIP-8037", "EIP-8038"} <= set(eips)
     assert all(e["source"] for e in eips.values())
     assert eips["EIP-7976"]["parameters"]["FLOOR_COST_PER_TOKEN"] == 16
     hoodi = CHAINS["upgrades"]["amsterdam"]["activations"]["hoodi"]
     assert hoodi["timestamp"] is None and "not found" in hoodi["note"]  # said, not invented
     with pytest.raises(feeslab.errors.ConfigError, match="no upgrade"):
-        feeslab.chainspec.upgrade_eips("hegota")
+        feeslab.protocol.chainspec.upgrade_eips("hegota")
 
 
 def test_a_rules_gas_target_follows_its_elasticity_or_its_percent():
-    from feeslab._eip1559 import Eip1559Rule
+    from feeslab.protocol.eip1559 import Eip1559Rule
 
     assert Eip1559Rule(0, 2, 8).gas_target(30_000_001) == 15_000_000
     assert Eip1559Rule(0, 6, 250).gas_target(60_000_000) == 10_000_000  # Base-like

@@ -12,11 +12,11 @@ import rlp
 from eth_hash.auto import keccak
 
 import feeslab
-from feeslab._costs import method_cost
 from feeslab.datasets import uncles as uncles_dataset
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import CreditGovernor, HTTPTransport, RpcCall
+from feeslab.protocol.costs import method_cost
 from feeslab.sources.era1 import Era1Error, Era1File, Era1Source
 
 REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, ParamSpec, TypeAlias
 import numpy as np
 import pandas as pd
 
-from feeslab._costs import method_cost
 from feeslab._progress import ProgressBar
 from feeslab.datasets._checks import check_range
 from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset, Option, Params, PartsPlan
@@ -49,6 +48,7 @@ from feeslab.fetch.credits import Budget, Plan, PlanLine
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import UNCLE_DTYPES, parse_uncles, uncle_scan_frame
+from feeslab.protocol.costs import method_cost
 from feeslab.sources.rpc import RpcSource
 
 if TYPE_CHECKING:

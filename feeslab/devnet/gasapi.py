@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feeslab import _eip1559
+from feeslab.protocol import eip1559
 
 HISTORY_BLOCKS = 500
 GWEI = 10**9
@@ -59,7 +59,7 @@ def nearest_rank(values: Sequence[int], percentile: int) -> int:
     """The nearest-rank ``percentile`` (0..100) of integer ``values`` (see the module)."""
     if not values:
         raise NoBaseFeeError("no values")
-    return _eip1559.nearest_rank(values, percentile)
+    return eip1559.nearest_rank(values, percentile)
 
 
 def _window(chain: Any) -> tuple[int, int]:

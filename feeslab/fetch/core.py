@@ -33,7 +33,6 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import httpx
 
-from feeslab._costs import TokenBucket, http_status_cost, method_cost
 from feeslab._redact import register_secrets, scrub_exception, secrets_in_url
 from feeslab.errors import ConfigError, FeeslabError, ProtocolError, RateLimited, redact
 from feeslab.fetch.credits import Budget, CreditLedger
@@ -48,6 +47,7 @@ from feeslab.fetch.retry import (
     drive,
     retry_after,
 )
+from feeslab.protocol.costs import TokenBucket, http_status_cost, method_cost
 
 __all__ = [
     "DEFAULT_BACKOFF",

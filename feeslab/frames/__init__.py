@@ -15,9 +15,9 @@ Conventions, shared by every frame:
   in ``object`` columns;
 * an empty input gives an empty frame with the documented dtypes (the ``*_DTYPES`` dicts);
 * ``attrs`` say what a frame came from: ``chain_id``, ``chain_spec`` (the label of a
-  :class:`feeslab.chainspec.ChainSpec`) and ``source``. The parse functions here are pure
+  :class:`feeslab.protocol.chainspec.ChainSpec`) and ``source``. The parse functions here are pure
   and leave them empty; whoever fetched the answers sets them
-  (:func:`feeslab.chainspec.with_chain`, as every ``Lab`` method does).
+  (:func:`feeslab.protocol.chainspec.with_chain`, as every ``Lab`` method does).
 
 References
 ----------

@@ -30,7 +30,7 @@ import pandas as pd
 from feeslab.errors import ConfigError
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
+    from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "SplitSource",
            "require"]  # fmt: skip
@@ -50,7 +50,7 @@ class Source(Protocol):
 
     @property
     def chain_spec(self) -> ChainSpec | None:
-        """The rules the source's chain follows (``feeslab.chainspec.ChainSpec``), or None."""
+        """The rules the source's chain follows (``feeslab.ChainSpec``), or None."""
         ...
 
     def offers(self) -> frozenset[str]:

@@ -32,7 +32,7 @@ from feeslab.errors import ConfigError
 from feeslab.sources.base import Source
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
+    from feeslab.protocol.chainspec import ChainSpec
     from feeslab.sources.era1 import Era1Source
     from feeslab.sources.rpc import RpcSource
 

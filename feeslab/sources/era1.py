@@ -10,7 +10,9 @@ data``. Header, body and receipts are snappy-framed RLP; ``TotalDifficulty`` is 
 little-endian; ``Accumulator`` is ``hash_tree_root(List[HeaderRecord(block_hash,
 total_difficulty), 8192])``; ``BlockIndex`` is ``starting-number | offsets | count`` (int64
 LE, offsets relative to the index record's start). Files are named
-``<network>-<epoch:05>-<first 4 bytes of the accumulator root>.era1``.
+``<network>-<epoch:05>-<first 4 bytes of the accumulator root>.era1``. The format's rules
+(record types, the accumulator, the writer the devnet exports with) are in
+:mod:`feeslab.protocol.era1`; this module reads and checks files against them.
 
 Reading checks everything the file can prove: the record layout and the block index, every
 header's hash (keccak of its RLP) and parent link, the total difficulties, the accumulator
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
-import hashlib
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -43,7 +44,6 @@ import cramjam
 import numpy as np
 import pandas as pd
 import rlp
-from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
 from feeslab.errors import FeeslabError
 from feeslab.frames import (
@@ -54,52 +54,35 @@ from feeslab.frames import (
     uncle_scan_frame,
     uncles_frame,
 )
+from feeslab.protocol.era1 import (
+    ACCUMULATOR,
+    BLOCK_INDEX,
+    COMPRESSED_BODY,
+    COMPRESSED_HEADER,
+    COMPRESSED_RECEIPTS,
+    EPOCH_SIZE,
+    RECORD_NAMES,
+    TOTAL_DIFFICULTY,
+    VERSION,
+    accumulator_root,
+    keccak,
+)
 from feeslab.sources.base import require
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
-
-try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
-    from sha3 import keccak_256 as _keccak_256  # type: ignore[import-untyped]
-
-    def keccak(data: bytes) -> bytes:
-        """keccak256 (safe-pysha3), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return bytes(_keccak_256(data).digest())
-
-except ImportError:  # pragma: no cover - elsewhere pycryptodome, which has wheels everywhere
-
-    def keccak(data: bytes) -> bytes:
-        """keccak256 (pycryptodome), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return _keccak_mod.new(data=data, digest_bits=256).digest()
-
+    from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
-    "EPOCH_SIZE",
     "Era1Error",
     "Era1File",
     "Era1Source",
-    "accumulator_root",
     "effective_rewards",
-    "era1_bytes",
     "era1_files",
 ]
 
-EPOCH_SIZE = 8192  # blocks per era1 file (the accumulator's list limit)
-VERSION = b"e2"
-COMPRESSED_HEADER = b"\x03\x00"
-COMPRESSED_BODY = b"\x04\x00"
-COMPRESSED_RECEIPTS = b"\x05\x00"
-TOTAL_DIFFICULTY = b"\x06\x00"
-ACCUMULATOR = b"\x07\x00"
-BLOCK_INDEX = b"f2"
-RECORD_NAMES = {
-    VERSION: "Version", COMPRESSED_HEADER: "CompressedHeader", COMPRESSED_BODY: "CompressedBody",
-    COMPRESSED_RECEIPTS: "CompressedReceipts", TOTAL_DIFFICULTY: "TotalDifficulty",
-    ACCUMULATOR: "Accumulator", BLOCK_INDEX: "BlockIndex",
-}  # fmt: skip
+_STREAM_ID = b"\xff\x06\x00\x00sNaPpY"
 EMPTY_UNCLES_HASH = keccak(b"\xc0")
 EMPTY_TRIE_ROOT = keccak(b"\x80")
-_STREAM_ID = b"\xff\x06\x00\x00sNaPpY"
 _TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
 
 
@@ -160,54 +143,6 @@ def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
 def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     out: np.ndarray = buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
     return out
-
-
-# -- SSZ accumulator ---------------------------------------------------------------------------
-
-_ZERO_HASHES = [bytes(32)]
-for _ in range(13):
-    _ZERO_HASHES.append(hashlib.sha256(_ZERO_HASHES[-1] * 2).digest())
-
-
-def accumulator_root(hashes: Sequence[bytes], total_difficulties: Sequence[int]) -> bytes:
-    """``hash_tree_root(List[HeaderRecord(block_hash, total_difficulty), 8192])``.
-
-    Written by hand (sha256 over a fixed 13-level tree and a length mix-in, 20 lines): the
-    SSZ libraries on PyPI pull in a consensus client's worth of code for this one root.
-
-    Parameters
-    ----------
-    hashes : sequence of bytes
-        Block hashes (32 bytes each), in block order.
-    total_difficulties : sequence of int
-        The total difficulty after each block [hashes].
-
-    Returns
-    -------
-    bytes
-        The 32-byte root era1's ``Accumulator`` record holds.
-
-    References
-    ----------
-    .. [1] Ethereum consensus specs, "SimpleSerialize (SSZ)": ``merkleize`` with a limit,
-       ``mix_in_length``.
-    """
-    count = len(hashes)
-    if count > EPOCH_SIZE or count != len(total_difficulties):
-        raise ValueError("one hash and one total difficulty per block, at most 8,192")
-    sha = hashlib.sha256
-    layer = [
-        sha(h + td.to_bytes(32, "little")).digest()
-        for h, td in zip(hashes, total_difficulties, strict=True)
-    ]
-    for depth in range(13):
-        if not layer:
-            layer = [_ZERO_HASHES[depth + 1]]
-            continue
-        if len(layer) % 2:
-            layer.append(_ZERO_HASHES[depth])
-        layer = [sha(layer[i] + layer[i + 1]).digest() for i in range(0, len(layer), 2)]
-    return sha(layer[0] + count.to_bytes(32, "little")).digest()
 
 
 # -- RLP -----------------------------------------------------------------------------------------
@@ -703,58 +638,6 @@ def _trie_root(values: Sequence[bytes]) -> bytes:
     return tree.root_hash
 
 
-# -- writing -----------------------------------------------------------------------------------
-
-
-def _e2store_record(kind: bytes, data: bytes) -> bytes:
-    return kind + len(data).to_bytes(4, "little") + b"\x00\x00" + data
-
-
-def _framed(data: bytes) -> bytes:
-    return bytes(cramjam.snappy.compress(data))
-
-
-def era1_bytes(
-    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
-) -> tuple[bytes, bytes]:
-    """An era1 file's content from RLP blocks: (content, accumulator root).
-
-    Parameters
-    ----------
-    start : int
-        The first block's number.
-    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
-        In block order, at most 8,192.
-    """
-    if not 0 < len(blocks) <= EPOCH_SIZE:
-        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
-    parts = [_e2store_record(VERSION, b"")]
-    offset = 8
-    offsets, hashes, tds = [], [], []
-    for header, body, receipts, total_difficulty in blocks:
-        tuple_bytes = b"".join((
-            _e2store_record(COMPRESSED_HEADER, _framed(header)),
-            _e2store_record(COMPRESSED_BODY, _framed(body)),
-            _e2store_record(COMPRESSED_RECEIPTS, _framed(receipts)),
-            _e2store_record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
-        ))  # fmt: skip
-        offsets.append(offset)
-        offset += len(tuple_bytes)
-        parts.append(tuple_bytes)
-        hashes.append(keccak(header))
-        tds.append(total_difficulty)
-    root = accumulator_root(hashes, tds)
-    parts.append(_e2store_record(ACCUMULATOR, root))
-    index_start = offset + 40
-    index = b"".join(
-        [start.to_bytes(8, "little")]
-        + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
-        + [len(offsets).to_bytes(8, "little")]
-    )
-    parts.append(_e2store_record(BLOCK_INDEX, index))
-    return b"".join(parts), root
-
-
 # -- many files ----------------------------------------------------------------------------------
 
 
@@ -944,9 +827,9 @@ class Era1Source:
 
     @property
     def chain_spec(self) -> ChainSpec:
-        """Mainnet's :class:`~feeslab.chainspec.ChainSpec`, at the devnet's heights for
+        """Mainnet's :class:`~feeslab.protocol.chainspec.ChainSpec`, at the devnet's heights for
         files the devnet exported."""
-        from feeslab.chainspec import ChainSpec
+        from feeslab.protocol.chainspec import ChainSpec
 
         return ChainSpec.from_chain(1, heights=self.heights)
 
@@ -1034,7 +917,7 @@ class Era1Source:
 
     @staticmethod
     def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
-        from feeslab.chainspec import ChainSpec  # the analysis reads the spec from attrs
+        from feeslab.protocol.chainspec import ChainSpec  # the analysis reads the spec from attrs
 
         spec = ChainSpec.from_chain(1, heights="devnet" if network == "devnet" else "protocol")
         frame.attrs.update({"chain_id": 1, "chain_spec": spec.label, "source": "era1",

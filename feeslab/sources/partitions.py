@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec
 from feeslab.errors import ConfigError
 from feeslab.frames.partitions import JOB, MANIFEST, concat_partitions, read_partition
+from feeslab.protocol.chainspec import ChainSpec
 from feeslab.sources.base import require
 
 __all__ = ["PartitionSource"]

@@ -2,7 +2,7 @@
 
 :class:`RpcSource` binds the node client (``feeslab.fetch.node.NodeClient``: cache, ledger,
 chunks), the Gas API client when there is one, and what every frame's ``attrs`` say: the
-chain, its :class:`~feeslab.chainspec.ChainSpec` and the source's label. The datasets
+chain, its :class:`~feeslab.protocol.chainspec.ChainSpec` and the source's label. The datasets
 (``feeslab.datasets``) build the calls and parse the answers; this module knows nothing about
 any one dataset.
 
@@ -26,10 +26,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from feeslab._costs import method_cost
 from feeslab._json import JsonValue
 from feeslab._redact import register_secrets
-from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError, HistoryPruned
 from feeslab.fetch.cache import MISSING
 from feeslab.fetch.core import Governor
@@ -51,6 +49,8 @@ from feeslab.fetch.transport import (
 )
 from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
+from feeslab.protocol.chainspec import ChainSpec, with_chain
+from feeslab.protocol.costs import method_cost
 from feeslab.sources.base import GAS_API, JSON_RPC
 
 __all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",

@@ -14,8 +14,8 @@ from functools import cached_property
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError
+from feeslab.protocol.chainspec import ChainSpec, with_chain
 from feeslab.sources.base import require
 
 __all__ = ["SampleSource"]

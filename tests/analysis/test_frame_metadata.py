@@ -18,7 +18,7 @@ import pytest
 import feeslab
 from feeslab.analysis import fees
 from feeslab.analysis import uncles as U
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 SEED = 7  # the session devnet's seed: its chains are built and stored already
 CHAINS = json.loads((Path(__file__).resolve().parents[2] / "data" / "chains.json").read_text())

@@ -12,8 +12,6 @@ from eth_hash.auto import keccak
 from protocol_reference import eip1559_base_fee
 from trie import HexaryTrie
 
-from feeslab._chaindata import load_chains
-from feeslab.chainspec import ChainSpec
 from feeslab.devnet.chain import (
     EMPTY_TRIE_ROOT,
     EMPTY_UNCLES_HASH,
@@ -23,6 +21,8 @@ from feeslab.devnet.chain import (
     devnet_params,
     ordered_trie_root,
 )
+from feeslab.protocol.chaindata import load_chains
+from feeslab.protocol.chainspec import ChainSpec
 
 SEED = 11
 
