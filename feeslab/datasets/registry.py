@@ -456,6 +456,16 @@ class Registry(Mapping[str, Dataset]):
     def __len__(self) -> int:
         return len(self._by_name)
 
+    def register(self, *datasets: Dataset) -> None:
+        """Add ``datasets`` (a module's ``DATASETS``): ``Lab``, ``feeslab fetch`` and the
+        cluster reach them as they reach the shipped ones. The same declaration again is a
+        no-op; another dataset of a name taken is refused (ValueError)."""
+        for dataset in datasets:
+            known = self._by_name.get(dataset.name)
+            if known is not None and known != dataset:
+                raise ValueError(f"two datasets named {dataset.name!r}")
+            self._by_name[dataset.name] = dataset
+
     def on_command_line(self) -> list[Dataset]:
         """The datasets ``feeslab fetch`` offers."""
         return [d for d in self._by_name.values() if d.cli is not None]

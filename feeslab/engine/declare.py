@@ -22,8 +22,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
+
 from feeslab.engine import run as engine
 from feeslab.engine.chunks import Chunked
+from feeslab.fetch.credits import Plan
 
 __all__ = ["ENGINE_OPTIONS", "fetcher", "planner"]
 
@@ -34,8 +37,7 @@ progress : bool, optional
     A progress bar over the blocks (default: the connection's setting)."""
 
 _KW = inspect.Parameter.KEYWORD_ONLY
-_SOURCE = inspect.Parameter("source", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                            annotation="RpcSource")  # fmt: skip
+_SOURCE = inspect.Parameter("source", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Any)
 
 
 def _with_options(doc: str) -> str:
@@ -63,11 +65,11 @@ def fetcher(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
     """``get(source, <declared parameters>, *, budget=None, progress=None)``: the dataset's
     fetch, run by the engine. The declaration's ``start`` and ``stop`` are the range; its
     other parameters go to ``extract`` and ``transform`` as ``params``."""
-    signature = inspect.signature(declared)
-    options = [inspect.Parameter("budget", _KW, default=None, annotation="int | None"),
-               inspect.Parameter("progress", _KW, default=None, annotation="bool | None")]
+    signature = inspect.signature(declared, eval_str=True)  # what a type checker is told
+    options = [inspect.Parameter("budget", _KW, default=None, annotation=int | None),
+               inspect.Parameter("progress", _KW, default=None, annotation=bool | None)]
     whole = signature.replace(parameters=[_SOURCE, *signature.parameters.values(), *options],
-                              return_annotation="pd.DataFrame")  # fmt: skip
+                              return_annotation=pd.DataFrame)  # fmt: skip
 
     def get(source: Any, *args: Any, budget: int | None = None, progress: bool | None = None,
             **kwargs: Any) -> Any:
@@ -85,10 +87,10 @@ def fetcher(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
 def planner(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
     """``plan(source, <declared parameters>, *, less_cached=True)``: what the fetch costs
     before anything is sent [credits] (:func:`feeslab.engine.run.plan`)."""
-    signature = inspect.signature(declared)
-    less = inspect.Parameter("less_cached", _KW, default=True, annotation="bool")
+    signature = inspect.signature(declared, eval_str=True)
+    less = inspect.Parameter("less_cached", _KW, default=True, annotation=bool)
     whole = signature.replace(parameters=[_SOURCE, *signature.parameters.values(), less],
-                              return_annotation="Plan")  # fmt: skip
+                              return_annotation=Plan)  # fmt: skip
 
     def plan(source: Any, *args: Any, less_cached: bool = True, **kwargs: Any) -> Any:
         declared(*args, **kwargs)
