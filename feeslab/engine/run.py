@@ -23,7 +23,6 @@ A progress bar over the blocks shows when more than a few blocks are to be fetch
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections import Counter, deque
 from collections.abc import Generator, Iterator, Sequence
 from concurrent import futures
@@ -91,7 +90,7 @@ def _kept(spec: Chunked, source: RpcSource,
 def _first_calls(spec: Chunked, start: int, stop: int, params: Params) -> Sequence[RpcCall]:
     """The calls a chunk's extract sends first (all of them, for a one-stage extract)."""
     extracted = spec.extract(start, stop, params)
-    if inspect.isgenerator(extracted):
+    if isinstance(extracted, Generator):
         try:
             return next(extracted)
         except StopIteration:
@@ -215,7 +214,7 @@ def _stream(spec: Chunked, source: RpcSource, chunks: Sequence[tuple[int, int]],
                 return
             i, chunk = found
             extracted = spec.extract(*chunk, params)
-            if inspect.isgenerator(extracted):
+            if isinstance(extracted, Generator):
                 item = _InFlight(i, chunk, extracted, None)
                 try:
                     item.future = send(next(extracted))

@@ -133,7 +133,7 @@ def test_through_feeslab_fetch_killed_and_resumed_it_pays_again_only_what_was_in
     killed = _spent(devnet) - before
     assert PER_CALL * CHUNKS.size <= killed < whole, "not killed part way"
     again = _cli(devnet, out, cache)
-    stdout, stderr = again.communicate(timeout=120)
+    _, stderr = again.communicate(timeout=120)
     assert again.returncode == 0, stderr
     resumed = _spent(devnet) - before - killed
     in_flight = (CHUNKS.ahead + 1) * CHUNKS.size * PER_CALL  # and one being written
