@@ -86,7 +86,7 @@ class Lab:
     @property
     def gas(self) -> GasClient | None:
         """The Gas API client, or None (era1 files, ``connect(rpc_url=)``)."""
-        return getattr(self.data_source, "gas", None)
+        return self.data_source.gas
 
     def __repr__(self) -> str:
         if not self.has_node:

@@ -307,10 +307,8 @@ def rows(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
 
 
 def _splits(source: Source) -> TypeGuard[SplitSource]:
-    """Whether ``source`` is made of others (``SplitSource``), asked of its class: an
-    ``isinstance`` of the protocol would read every property (a node's chain id, its
-    version), sending calls before any budget is checked."""
-    return callable(getattr(type(source), "split", None))
+    """Whether ``source`` is made of others (``SplitSource``: ``source.composite``)."""
+    return source.composite
 
 
 def _span(dataset: Dataset, params: Params) -> tuple[int, int] | None:
@@ -327,11 +325,10 @@ def _history_guard(dataset: Dataset, source: Source, params: Params, *,
     """A dataset reading bodies is refused (``HistoryPruned``) below the node's cutoff once
     its fetch sets up or enters its budget (``RpcSource.guard_history``): after a budget's
     refusal, which sends nothing, and before any call of its own."""
-    guard = getattr(source, "guard_history", None)
     span = _span(dataset, params)
-    if guard is None or span is None or not dataset.reads_bodies(params):
+    if span is None or not dataset.reads_bodies(params):
         return contextlib.nullcontext()
-    return guard(*span, dataset.name, at_exit=at_exit)  # type: ignore[no-any-return]
+    return source.guard_history(*span, dataset.name, at_exit=at_exit)
 
 
 def guarded_plan(dataset: Dataset, source: Source, params: Params,
@@ -339,10 +336,10 @@ def guarded_plan(dataset: Dataset, source: Source, params: Params,
     """``make()`` (a plan, in process or a job's) under the one cutoff check (EIP-4444): a
     range below a pruned node's history raises ``HistoryPruned`` before anything is bought.
     Returns what ``make`` made and the plan of the probe the check sent (empty if none)."""
-    probes = getattr(source, "history_probes", 0)
+    probes = source.history_probes
     with _history_guard(dataset, source, params, at_exit=True):
         made = make()
-    return made, history_plan(getattr(source, "history_probes", 0) - probes)
+    return made, history_plan(source.history_probes - probes)
 
 
 def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
@@ -356,7 +353,7 @@ def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
         return _get(dataset, parts[0][0], params, check=check)  # one source for all of it
     assert dataset.partitions is not None
     if params.get("progress", False) is None:  # the files show bars as the node's client does
-        params = {**params, "progress": getattr(getattr(source, "node", None), "progress", None)}
+        params = {**params, "progress": source.progress}
     frames, plans = [], []
     for part, (first, stop) in parts:
         result = _get(dataset, part, dataset.partitions.narrow(params, first, stop, None),
@@ -379,7 +376,7 @@ def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
 
 def _read(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
     wanted = {k: v for k, v in params.items() if k not in FETCH_ONLY and k != dataset.context}
-    return source.read(dataset.name, **wanted)  # type: ignore[attr-defined]
+    return source.read(dataset.name, **wanted)
 
 
 def plan(dataset: Dataset, source: Source, params: Params) -> Plan:

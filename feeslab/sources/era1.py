@@ -67,7 +67,7 @@ from feeslab.protocol.era1 import (
     accumulator_root,
     keccak,
 )
-from feeslab.sources.base import require
+from feeslab.sources.base import SourceBase, require
 
 if TYPE_CHECKING:
     from feeslab.protocol.chainspec import ChainSpec
@@ -745,7 +745,7 @@ def _tip(tx: Any, typed: int | None, base_fee: int) -> int:
     return min(cap, int.from_bytes(tx[3], "big") - base_fee)
 
 
-class Era1Source:
+class Era1Source(SourceBase):
     """Blocks, uncles and fee history read from era1 files, at zero credits.
 
     Parameters

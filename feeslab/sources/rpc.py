@@ -51,7 +51,7 @@ from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.protocol.chainspec import ChainSpec, with_chain
 from feeslab.protocol.costs import method_cost
-from feeslab.sources.base import GAS_API, JSON_RPC
+from feeslab.sources.base import GAS_API, JSON_RPC, SourceBase
 
 __all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",
            "history_plan", "open_node"]  # fmt: skip
@@ -67,7 +67,7 @@ block whose body it serves (eth/api_backend.go ``BlockByNumber``: ``EarliestBloc
 ``HistoryPruningCutoff()``), a node keeping all history with its genesis block."""
 
 
-class RpcSource:
+class RpcSource(SourceBase):
     """A node reached over JSON-RPC, with the Gas API of its service when it has one.
 
     Parameters
@@ -124,6 +124,11 @@ class RpcSource:
                 if self._gas is None:
                     self._gas = self._open_gas()
         return self._gas
+
+    @property
+    def progress(self) -> bool:
+        """Whether long fetches show a bar (the connection's setting)."""
+        return self.node.progress
 
     @property
     def credits(self) -> CreditLedger:
