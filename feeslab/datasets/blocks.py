@@ -18,7 +18,7 @@ import pandas as pd
 
 from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset
 from feeslab.engine import Chunked, check_range, fetcher, planner
-from feeslab.engine.chunks import Params
+from feeslab.engine.chunks import Chunk, Params
 from feeslab.fetch.node import DEFAULT_CHUNK, quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames import parse_blocks, slim_block
@@ -52,12 +52,11 @@ def _slim(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=slim_block(answer.result))
 
 
-def _extract(start: int, stop: int, params: Params) -> list[RpcCall]:
-    return calls(range(start, stop))
+def _extract(chunk: Chunk, params: Params) -> list[RpcCall]:
+    return calls(chunk.blocks)
 
 
-def _transform(answers: list[RpcResult], start: int, stop: int,
-               params: Params) -> pd.DataFrame:  # fmt: skip
+def _transform(answers: list[RpcResult], chunk: Chunk, params: Params) -> pd.DataFrame:
     found = [answer.unwrap() for answer in answers]  # blocks the node lacks left out
     return parse_blocks([header for header in found if header is not None])
 

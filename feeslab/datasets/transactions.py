@@ -19,7 +19,7 @@ import pandas as pd
 
 from feeslab.datasets.registry import BY_RANGE, START, STOP, Dataset
 from feeslab.engine import Chunked, MissingBlock, check_range, fetcher, planner
-from feeslab.engine.chunks import Params
+from feeslab.engine.chunks import Chunk, Params
 from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall, RpcResult
 from feeslab.frames.transactions import parse_transactions, slim_full_block, slim_receipts
@@ -47,12 +47,11 @@ def _slim(answer: RpcResult) -> RpcResult:
     return RpcResult(answer.call, result=slim(answer.result))
 
 
-def _extract(start: int, stop: int, params: Params) -> list[RpcCall]:
-    return calls(start, stop)
+def _extract(chunk: Chunk, params: Params) -> list[RpcCall]:
+    return calls(chunk.start, chunk.stop)
 
 
-def _transform(answers: list[RpcResult], start: int, stop: int,
-               params: Params) -> pd.DataFrame:  # fmt: skip
+def _transform(answers: list[RpcResult], chunk: Chunk, params: Params) -> pd.DataFrame:
     blocks, receipts = [], []
     for block, block_receipts in zip(answers[::2], answers[1::2], strict=True):
         found = block.unwrap()

@@ -14,11 +14,11 @@ from feeslab.fetch.transport import RpcCall
 COLUMNS = {"block_number": "int64", "gas_used": "int64", "gas_limit": "int64", "miner": "str"}
 
 
-def _extract(start, stop, params):
-    return [RpcCall("eth_getBlockByNumber", [hex(n), False]) for n in range(start, stop)]
+def _extract(chunk, params):
+    return [RpcCall("eth_getBlockByNumber", [hex(n), False]) for n in chunk.blocks]
 
 
-def _transform(answers, start, stop, params):
+def _transform(answers, chunk, params):
     heads = [answer.unwrap() for answer in answers]
     return pd.DataFrame({
         "block_number": np.array([int(h["number"], 16) for h in heads], dtype=np.int64),
