@@ -24,8 +24,9 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.engine import run as engine
 from feeslab.engine.chunks import Chunked
+from feeslab.engine.run import plan as plan_chunks
+from feeslab.engine.run import run as run_chunks
 from feeslab.fetch.credits import Plan
 
 __all__ = ["ENGINE_OPTIONS", "fetcher", "planner"]
@@ -78,7 +79,7 @@ def fetcher(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
         bound.apply_defaults()
         params = dict(bound.arguments)
         start, stop = params.pop("start"), params.pop("stop")
-        return engine.run(spec, source, start, stop, params, budget=budget, progress=progress)
+        return run_chunks(spec, source, start, stop, params, budget=budget, progress=progress)
 
     doc = _with_options(inspect.getdoc(declared) or "")
     return _named(get, declared, "get", whole, doc)
@@ -98,7 +99,7 @@ def planner(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
         bound.apply_defaults()
         params = dict(bound.arguments)
         start, stop = params.pop("start"), params.pop("stop")
-        return engine.plan(spec, source, start, stop, params, less_cached=less_cached)
+        return plan_chunks(spec, source, start, stop, params, less_cached=less_cached)
 
     summary = (inspect.getdoc(declared) or "").split("\n\n", 1)[0]
     doc = f"What the fetch costs before anything is sent [credits]: {summary}"
