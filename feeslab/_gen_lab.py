@@ -29,6 +29,7 @@ from pathlib import Path
 
 from feeslab.datasets import REGISTRY
 from feeslab.datasets.registry import Dataset
+from feeslab.errors import FeeslabError
 from feeslab.fetch.credits import Plan
 
 __all__ = ["COMMAND", "TARGET", "main", "render"]
@@ -38,7 +39,7 @@ COMMAND = "python -m feeslab._gen_lab"
 _ALIASES = {"pandas": "pd", "numpy": "np"}  # imported as the house style does: pd.DataFrame
 
 
-class GenerationError(Exception):
+class GenerationError(FeeslabError):
     """A signature the generator cannot write out (an annotation or default it has no text
     for); raised while generating, never at import."""
 
