@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
-import os
 import re
 import signal
 import sys
@@ -53,6 +52,7 @@ from feeslab.protocol.costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CRED
 if TYPE_CHECKING:
     import pandas as pd
 
+    from feeslab.connection import Environment
     from feeslab.datasets.registry import Dataset
     from feeslab.devnet.server import DevnetHandle
     from feeslab.devnet.service import Devnet
@@ -221,18 +221,21 @@ def _watch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
 
 
 def _run_watch(args: argparse.Namespace) -> int:
-    from feeslab.connection import connect
+    from feeslab.connection import Environment, Settings, connect_with
     from feeslab.errors import FeeslabError
     from feeslab.watch import run_cli
 
-    key = args.api_key or os.environ.get("INFURA_API_KEY")
+    environment = Environment.read()  # the key's default, read once
     if args.output is not None and Path(args.output).suffix.lower() not in FORMATS:
         print(f"feeslab watch: error: write FILE.parquet or FILE.csv, not {args.output!r}",
               file=sys.stderr)  # fmt: skip
         return USER_ERROR
-    options = {"api_key": key, "url": args.url} if key else {"block_time": args.block_time}
+    keyed = args.api_key or environment.api_key  # else the embedded devnet, growing
+    settings = (Settings(api_key=args.api_key, url=args.url, progress=False,
+                         network=args.network) if keyed
+                else Settings(block_time=args.block_time, progress=False, network=args.network))
     try:
-        with connect(progress=False, network=args.network, **options) as lab:
+        with connect_with(settings, environment) as lab:
             return run_cli(lab, blocks=args.blocks, stop_after=args.stop_after,
                            out=args.output, percentiles=args.percentiles)  # fmt: skip
     except FeeslabError as exc:
@@ -420,7 +423,8 @@ def _non_negative(text: str) -> int:
 
 
 KEYS_VARIABLE = "INFURA_API_KEYS"
-"""Several keys for a cluster job, ``KEY[:SECRET],KEY[:SECRET],...``."""
+"""Several keys for a cluster job, ``KEY[:SECRET],KEY[:SECRET],...`` (read with the others by
+``feeslab.connection.Environment``)."""
 
 
 def _api_keys(text: str) -> tuple[tuple[str, str | None], ...]:
@@ -546,7 +550,7 @@ class _Checked(TypedDict, total=False):
     labs: list[Lab]  # one per API key after the first
 
 
-def _check_args(args: argparse.Namespace) -> _Checked:
+def _check_args(args: argparse.Namespace, environment: Environment) -> _Checked:
     """Every check that needs no network: the output, the keys and the dataset's arguments,
     or ``UsageError``."""
     from feeslab.datasets import REGISTRY
@@ -561,7 +565,7 @@ def _check_args(args: argparse.Namespace) -> _Checked:
         raise UsageError(f"no directory {str(output.parent)!r} to write {output.name!r} into")
     if output.is_dir():
         raise UsageError(f"{str(output)!r} is a directory")
-    keys = _keys_given(args)
+    keys = _keys_given(args, environment)
     if args.url is not None and not keys:
         raise UsageError("--url needs --api-key (or INFURA_API_KEY in the environment)")
     if len(keys) > 1 and args.scheduler is None and not args.workers:
@@ -585,22 +589,28 @@ def _check_args(args: argparse.Namespace) -> _Checked:
             "written": written}
 
 
-def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+def _keys_given(
+    args: argparse.Namespace, environment: Environment | None = None
+) -> list[tuple[str, str | None]]:
     """The API keys and their secrets: ``--api-key`` (repeated, or comma lists), else
     ``INFURA_API_KEYS``, else ``INFURA_API_KEY``; ``--api-key-secret`` (or
-    ``INFURA_API_KEY_SECRET``) is the first key's secret when it has none of its own."""
+    ``INFURA_API_KEY_SECRET``) is the first key's secret when it has none of its own. The
+    variables are ``environment``'s (read now when not given)."""
+    from feeslab.connection import Environment
+
+    environment = Environment.read() if environment is None else environment
     if args.api_key:
         keys = [pair for given in args.api_key for pair in given]
-    elif os.environ.get(KEYS_VARIABLE):
+    elif environment.api_keys:
         try:
-            keys = list(_api_keys(os.environ[KEYS_VARIABLE]))
+            keys = list(_api_keys(environment.api_keys))
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"${KEYS_VARIABLE}: {exc}") from None
-    elif os.environ.get("INFURA_API_KEY"):
-        keys = [(os.environ["INFURA_API_KEY"], None)]
+    elif environment.api_key:
+        keys = [(environment.api_key, None)]
     else:
         return []
-    secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
+    secret = args.api_key_secret or environment.api_key_secret
     if keys[0][1] is None and secret:
         keys[0] = (keys[0][0], secret)
     return keys
@@ -706,15 +716,16 @@ def _ledgers_text(labs: Sequence[Lab]) -> str:
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
-    from feeslab.connection import connect
+    from feeslab.connection import Environment, Settings, connect_with
     from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError, redact
     from feeslab.frames.io import write_frame
 
     prog = f"feeslab fetch {args.kind}"
-    secrets = [s for s in (args.api_key_secret, os.environ.get("INFURA_API_KEY_SECRET"),
-                           os.environ.get("INFURA_API_KEY")) if s]  # fmt: skip
+    environment = Environment.read()  # the keys' defaults, read once for every Lab
+    secrets = [s for s in (args.api_key_secret, environment.api_key_secret,
+                           environment.api_key) if s]  # fmt: skip
     secrets += [s for given in args.api_key or () for pair in given for s in pair if s]
-    secrets += [s for pair in _keys_quietly() for s in pair if s]
+    secrets += [s for pair in _keys_quietly(environment) for s in pair if s]
 
     def fail(status: int, message: str) -> int:
         text = " ".join(redact(str(message), secrets).split())  # one line, no secrets
@@ -726,7 +737,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
             print(redact(text, secrets), flush=True)
 
     try:
-        params = _check_args(args)
+        params = _check_args(args, environment)
     except UsageError as exc:
         return fail(USER_ERROR, str(exc))
     given: list[tuple[str | None, str | None]] = list(params.pop("keys", []))
@@ -736,7 +747,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
     try:
         params["client"] = _client(args)
         for i, (key, secret) in enumerate(keys):
-            labs.append(connect(
+            labs.append(connect_with(Settings(
                 api_key=key,
                 api_key_secret=secret,
                 network=args.network,
@@ -746,7 +757,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
                 progress=not args.quiet,
                 credits_per_second=args.credits_per_second,
                 era1=args.era1,
-            ))  # fmt: skip
+            ), environment))  # fmt: skip
         lab = labs[0]
         params["labs"] = labs[1:]
         frame = _fetch(lab, args, params, say)
@@ -774,15 +785,15 @@ def _run_fetch(args: argparse.Namespace) -> int:
             one.close()
 
 
-def _keys_quietly() -> list[tuple[str, str | None]]:
+def _keys_quietly(environment: Environment) -> list[tuple[str, str | None]]:
     """``INFURA_API_KEYS``' keys and secrets, to mask in messages (its pieces, should it not
     parse)."""
-    if not os.environ.get(KEYS_VARIABLE):
+    if not environment.api_keys:
         return []
     try:
-        return list(_api_keys(os.environ[KEYS_VARIABLE]))
+        return list(_api_keys(environment.api_keys))
     except argparse.ArgumentTypeError:
-        return [(item.strip(), None) for item in re.split(r"[,:]", os.environ[KEYS_VARIABLE])]
+        return [(item.strip(), None) for item in re.split(r"[,:]", environment.api_keys)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

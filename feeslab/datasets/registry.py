@@ -31,9 +31,10 @@ import argparse
 import contextlib
 import inspect
 import operator
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, SupportsIndex, TypeAlias, TypeGuard, TypeVar
+from typing import Any, Literal, Self, SupportsIndex, TypeAlias, TypeGuard, TypeVar
 
 import pandas as pd
 
@@ -245,6 +246,32 @@ class Dataset:
     def takes(self, parameter: str) -> bool:
         """Whether ``fetch`` has ``parameter``."""
         return parameter in inspect.signature(self.fetch).parameters
+
+    def signature(self) -> inspect.Signature:
+        """The ``Lab`` method's signature (``lab.<name>``), annotations evaluated: ``fetch``'s
+        parameters less the source and ``context`` (which a cluster fills), then, with
+        ``partitions``, ``Lab.fetch``'s keyword-only ``client``, ``out`` and ``keys``
+        (``typing.Self``: the Lab), and ``fetch``'s return annotation."""
+        signature = inspect.signature(self.fetch, eval_str=True)
+        params = [p for p in list(signature.parameters.values())[1:] if p.name != self.context]
+        if self.partitions is not None:  # Lab.fetch's: a run on a dask cluster
+            keyword = inspect.Parameter.KEYWORD_ONLY
+            params += [
+                inspect.Parameter("client", keyword, default=None, annotation=object),
+                inspect.Parameter("out", keyword, default=None,
+                                  annotation=str | os.PathLike[str] | None),
+                inspect.Parameter("keys", keyword, default=(),
+                                  annotation=Sequence[Self]),  # Labs of other API keys
+            ]
+        return signature.replace(parameters=params)
+
+    def plan_signature(self) -> inspect.Signature | None:
+        """``lab.plan_<name>``'s signature, annotations evaluated: ``plan``'s parameters less
+        the source, returning a ``Plan``; None without a plan."""
+        if self.plan is None:
+            return None
+        signature = inspect.signature(self.plan, eval_str=True)
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
 
     def bind(self, *args: object, **kwargs: object) -> dict[str, object]:
         """``fetch``'s parameters from a call's arguments (defaults applied), without the

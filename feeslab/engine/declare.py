@@ -32,8 +32,9 @@ from feeslab.fetch.credits import Plan
 __all__ = ["ENGINE_OPTIONS", "fetcher", "planner"]
 
 ENGINE_OPTIONS = """budget : int, optional
-    Refuse (``BudgetExceeded``) before sending if spending so far plus the plan would pass
-    it [credits]; every request is charged against it as it goes.
+    Refuse (``BudgetExceeded``) before sending if spending so far plus
+    the plan would pass it [credits]; every request is charged against
+    it as it goes.
 progress : bool, optional
     A progress bar over the blocks (default: the connection's setting)."""
 
@@ -101,6 +102,5 @@ def planner(declared: Callable[..., Any], spec: Chunked) -> Callable[..., Any]:
         start, stop = params.pop("start"), params.pop("stop")
         return plan_chunks(spec, source, start, stop, params, less_cached=less_cached)
 
-    summary = (inspect.getdoc(declared) or "").split("\n\n", 1)[0]
-    doc = f"What the fetch costs before anything is sent [credits]: {summary}"
+    doc = "What the fetch costs before anything is sent [credits]."
     return _named(plan, declared, "plan", whole, doc)

@@ -240,6 +240,10 @@ class AsyncHTTPTransport(TransportReports):
         throughput [credits/s]; batches are then also cut to at most the bucket's share of one
         batch in flight (``rate / max_concurrency`` credits). None (the default here; ``connect``
         passes the plan's rate) disables both.
+    governor : Governor, optional
+        Pace with this instead of a ``CreditGovernor`` of its own: anything with its methods
+        (a cluster's bucket shared by many transports, ``feeslab.cluster``); not with
+        ``credits_per_second``.
     headers : mapping, optional
         Extra request headers.
     auth : tuple or httpx.Auth, optional

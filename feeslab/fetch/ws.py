@@ -177,7 +177,7 @@ class AsyncWebSocketTransport(TransportReports):
     ----------
     url : str
         ``ws(s)://.../ws/v3/<KEY>``.
-    limits, retry, credits_per_second, ledger, budget, on_response, clock
+    limits, retry, credits_per_second, governor, ledger, budget, on_response, clock
         As for ``feeslab.fetch.transport.AsyncHTTPTransport`` (also as the keywords
         ``max_batch``, ``max_concurrency``, ``timeout``, ``retries``, ...); ``timeout`` is the
         wait for the connection and for each answer [s] (default 30).

@@ -30,7 +30,7 @@ from feeslab._json import JsonValue
 from feeslab._redact import register_secrets
 from feeslab.errors import ConfigError, HistoryPruned
 from feeslab.fetch.cache import MISSING
-from feeslab.fetch.core import Governor
+from feeslab.fetch.core import GOVERNOR_HEADROOM, CreditGovernor, Governor
 from feeslab.fetch.credits import (
     Budget,
     CreditLedger,
@@ -89,14 +89,23 @@ class RpcSource(SourceBase):
         The first block whose body, uncles, receipts and logs the node serves (0: all), when
         known (the embedded devnet); None: learnt when a fetch first needs it, from a
         devnet's version for free, else with one small call (:data:`HISTORY_PROBE`).
+    spec : NodeSpec, optional
+        What it was opened from (:func:`open_node`): what a cluster's workers open, so that
+        they reach the node as this source does. None for a source built by hand.
+    governor : Governor, optional
+        What paces its transport (given to the transport at construction), for
+        :meth:`paced_at`.
     """
 
     def __init__(
         self, node: NodeClient, *, gas: GasClient | None = None,
         open_gas: Callable[[], GasClient] | None = None,
         devnet: bool | None = None, any_node: bool = False, history_cutoff: int | None = None,
+        spec: NodeSpec | None = None, governor: Governor | None = None,
     ) -> None:
         self.node = node
+        self.node_spec = spec
+        self._governor = governor
         self._gas = gas
         self._open_gas = open_gas
         self._gas_lock = threading.Lock()
@@ -110,6 +119,15 @@ class RpcSource(SourceBase):
 
     def __repr__(self) -> str:
         return f"<RpcSource {self.node!r}>"
+
+    def paced_at(self, timeout: float | None = 5.0) -> float | None:
+        """The plan's rate its requests are paced at [credits/s] (its spec's, or a devnet's
+        own once told: waited for at most ``timeout`` [s]); None when unpaced."""
+        governor = self._governor
+        if governor is None:
+            return None
+        governor.settle(timeout=timeout)
+        return governor.ceiling / GOVERNOR_HEADROOM
 
     def offers(self) -> frozenset[str]:
         """JSON-RPC, and the Gas API where the service has one (``feeslab.sources.base``)."""
@@ -487,9 +505,15 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
     told = None  # a devnet's own limit, asked while the first requests go
     if spec.devnet_root is not None and spec.api_key and spec.api_key_secret:
         told = ask_devnet_credits_per_second(spec.devnet_root, (spec.api_key, spec.api_key_secret))
+    governor: Governor | None = bucket  # every batch booked in the shared bucket
+    if bucket is None and spec.credits_per_second:
+        own = CreditGovernor(spec.credits_per_second)
+        if told is not None:
+            own.follow(told)
+        governor = own
     options: dict[str, Any] = dict(url=spec.url, max_batch=spec.max_batch,
                                    max_concurrency=spec.max_concurrency,
-                                   credits_per_second=spec.credits_per_second)  # fmt: skip
+                                   governor=governor)  # fmt: skip
     if bucket is None:
         options["ledger"] = ledger  # the one count of credits
     else:
@@ -501,16 +525,8 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
 
         options["on_response"] = charged
     transport: HTTPTransport | WebSocketTransport
-    if spec.websocket:
-        transport = WebSocketTransport(**options)
-    else:
-        transport = HTTPTransport(**options)
-        if bucket is not None:
-            transport.governor = bucket  # every batch booked in the shared bucket
+    transport = (WebSocketTransport if spec.websocket else HTTPTransport)(**options)
     try:
-        governor = getattr(transport, "governor", None)
-        if told is not None and governor is not None:
-            governor.follow(told)
         known: dict[tuple[str, str], JsonValue] = (  # answers known: not asked
             {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
         if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
@@ -530,4 +546,4 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
                              api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
 
     return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node,
-                     history_cutoff=spec.history_cutoff)
+                     history_cutoff=spec.history_cutoff, spec=spec, governor=governor)  # fmt: skip
