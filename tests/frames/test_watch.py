@@ -44,7 +44,7 @@ def test_the_ring_wraps_and_keeps_the_last_rows_in_block_order(heads):
     columns = _columns(mainnet, history)
     ring = WatchRing(8, watch_dtypes(PERCENTILES))
     assert len(ring) == 0 and ring.frame().empty
-    for start in range(0, 21, 3):  # batches of 3: the ring's end passes its start twice
+    for start in range(0, 24, 3):  # 8 batches of 3: the ring's end passes its start twice
         ring.append(_take(columns, slice(start, start + 3)))
     frame = ring.frame()
     assert frame["block_number"].tolist() == list(range(FIRST + 16, FIRST + 24))
