@@ -238,8 +238,8 @@ def test_the_figure_redraws_in_place_with_new_blocks():
 def test_the_cli_prints_a_line_per_block_and_writes_the_frame(tmp_path):
     import io
 
-    from feeslab.frames.io import frame_from_bytes
     from feeslab.cli import run_watch
+    from feeslab.frames.io import frame_from_bytes
 
     out = tmp_path / "watch.parquet"
     stream = io.StringIO()

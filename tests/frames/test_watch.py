@@ -74,6 +74,19 @@ def test_a_reorg_cut_replaces_the_rows_across_the_wrap(heads):
     assert ring.cut_from(FIRST) == 10 and ring.frame().empty
 
 
+def test_a_value_that_is_no_hash_is_refused_and_nothing_is_written(heads):
+    mainnet, other, history = heads
+    ring = WatchRing(4, watch_dtypes(PERCENTILES))
+    ring.append(_take(_columns(mainnet, history), slice(0, 4)))  # full: a write would overwrite
+    bad = [dict(h, number=hex(FIRST + 4 + i)) for i, h in enumerate(other[:2])]
+    bad[1]["parentHash"] = bad[1]["parentHash"] + "00"  # 34 bytes: numpy would cut it
+    with pytest.raises(ValueError, match="parent_hash must hold 32-byte hashes"):
+        ring.append(_columns(bad))
+    frame = ring.frame()
+    assert frame["hash"].tolist() == [h["hash"] for h in mainnet[:4]]
+    assert frame["parent_hash"].tolist() == [h["parentHash"] for h in mainnet[:4]]
+
+
 def test_a_frame_is_a_snapshot_of_the_ring(heads):
     mainnet, _, history = heads
     columns = _columns(mainnet, history)
