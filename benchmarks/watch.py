@@ -87,7 +87,6 @@ def bench_read(blocks: int = BLOCKS, block_time: float = READ_BLOCK_TIME) -> lis
 
 
 def bench(blocks: int = BLOCKS, block_time: float = BLOCK_TIME) -> list[tuple[str, float, str]]:
-    calm = bench_read(blocks)
     with (
         spawn(seed=SEED, block_time=block_time, daily_credits=10**15,
               credits_per_second=10**12) as devnet,
@@ -112,6 +111,7 @@ def bench(blocks: int = BLOCKS, block_time: float = BLOCK_TIME) -> list[tuple[st
         lags = np.array(w.latencies)
         error = w.error
     assert error is None, error
+    calm = bench_read(blocks)  # after the memory is read: a second watch in this process
     p50, p95 = np.percentile(lags[-min(len(lags), FOLLOW):], [50, 95])
     read = statistics.median(calm)
     verdict = "PASS" if read <= FRAME_GOAL else "FAIL"
