@@ -235,8 +235,8 @@ class AsyncHeadsFollower:
                         if batch is not None:
                             yield batch
                 except (TransportError, StopAsyncIteration):
-                    pass  # the connection dropped: subscribe again
-                self._sub = None
+                    pass  # the connection dropped (or a step failed past its retries): again
+                await self._unsubscribe()  # a live one (a failed step's) is not left open
                 self.drops += 1
         except _Stopped:
             return
