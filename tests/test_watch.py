@@ -194,6 +194,18 @@ def test_a_new_watch_holds_the_last_blocks_before_any_new_head(devnet, websocket
     assert w.credits_spent >= 302 * 80 and lab.credits.spent - spent >= 302 * 80
 
 
+def test_the_watch_never_imports_the_lab_even_for_type_checking():
+    # lab.watch imports the watch; the other way round (a TYPE_CHECKING import included)
+    # would make a cycle: the watch names what it reads of a Lab (Watched) instead
+    import grimp
+
+    graph = grimp.build_graph("feeslab", exclude_type_checking_imports=False)
+    assert graph.find_shortest_chain(importer="feeslab.lab", imported="feeslab.watch")
+    for module in ("feeslab.watch", "feeslab.fetch.heads", "feeslab.frames.watch",
+                   "feeslab.plots.watch"):  # fmt: skip
+        assert graph.find_shortest_chain(importer=module, imported="feeslab.lab") is None, module
+
+
 def test_options_out_of_range_are_config_errors(devnet):
     with _connect(devnet) as lab:
         for options in ({"blocks": 0}, {"columns": ["no_such_column"]}, {"columns": "base_fee"},
