@@ -26,6 +26,9 @@ Subcommands:
   ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
   worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
   OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
+- ``feeslab watch``: the head live (``feeslab.watch``, :func:`run_watch`): a line per new block
+  until Ctrl-C or ``--stop-after``; ``-o`` writes the frame (the window filled as it started,
+  and the blocks after it).
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing

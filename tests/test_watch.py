@@ -167,10 +167,12 @@ def test_the_drop_route_needs_the_key_and_secret_and_drops_the_sockets():
             assert w.wait_for(w.added + 3, timeout=30) and w.drops == 1
 
 
-@pytest.mark.parametrize("websocket", [None, False], ids=["newHeads", "polling"])
-def test_a_new_watch_holds_the_last_blocks_before_any_new_head(devnet, websocket):
+@pytest.mark.parametrize("how", ["newHeads", "polling", "url", "lab-websocket"])
+def test_a_new_watch_holds_the_last_blocks_before_any_new_head(devnet, how):
     # the session devnet's heads stand still: every row held came from the prefill
-    with _connect(devnet) as lab:
+    websocket = {"newHeads": None, "polling": False, "lab-websocket": None,
+                 "url": f"{devnet.ws_url}/ws/v3/{devnet.api_key}"}[how]  # fmt: skip
+    with _connect(devnet, websocket=how == "lab-websocket") as lab:
         head = int(httpx.post(f"{devnet.url}/v3/{devnet.api_key}", timeout=30, json={
             "jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}).json()["result"],
             16)  # fmt: skip
@@ -180,7 +182,8 @@ def test_a_new_watch_holds_the_last_blocks_before_any_new_head(devnet, websocket
             added = w.added
             time.sleep(0.3)  # a poll or a subscription later, still the same rows
             again = w.frame
-        assert w.mode == ("websocket" if websocket is None else "polling")
+        assert w.mode == ("polling" if how == "polling" else "websocket")
+        assert not w.running and (w._ws is lab.node.transport) == (how == "lab-websocket")
         blocks = lab.blocks(head - 299, head + 1)
     assert added == 0 and w.error is None
     assert frame["block_number"].tolist() == list(range(head - 299, head + 1))
