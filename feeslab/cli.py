@@ -26,6 +26,9 @@ Subcommands:
   ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
   worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
   OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
+- ``feeslab watch``: the head live (``feeslab.watch``, :func:`run_watch`): a line per new block
+  until Ctrl-C or ``--stop-after``; ``-o`` writes the frame (the window filled as it started,
+  and the blocks after it).
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
@@ -42,9 +45,9 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol, TypedDict
+from typing import TYPE_CHECKING, NoReturn, Protocol, TextIO, TypedDict
 
 from feeslab.protocol.costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
 from feeslab.protocol.costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
@@ -223,7 +226,6 @@ def _watch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
 def _run_watch(args: argparse.Namespace) -> int:
     from feeslab.connection import Environment, Settings, connect_with
     from feeslab.errors import FeeslabError
-    from feeslab.watch import run_cli
 
     environment = Environment.read()  # the key's default, read once
     if args.output is not None and Path(args.output).suffix.lower() not in FORMATS:
@@ -236,11 +238,75 @@ def _run_watch(args: argparse.Namespace) -> int:
                 else Settings(block_time=args.block_time, progress=False, network=args.network))
     try:
         with connect_with(settings, environment) as lab:
-            return run_cli(lab, blocks=args.blocks, stop_after=args.stop_after,
-                           out=args.output, percentiles=args.percentiles)  # fmt: skip
+            return run_watch(lab, blocks=args.blocks, stop_after=args.stop_after,
+                             out=args.output, percentiles=args.percentiles)  # fmt: skip
     except FeeslabError as exc:
         print(f"feeslab watch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return USER_ERROR
+
+
+def run_watch(
+    lab: Lab,
+    *,
+    blocks: int = 128,
+    percentiles: Sequence[float] = (10.0, 50.0, 90.0),
+    stop_after: int | None = None,
+    out: str | None = None,
+    websocket: bool | str | None = None,
+    stream: TextIO | None = None,
+) -> int:
+    """``feeslab watch`` on ``lab``: a header line, then one line per new block on ``stream``
+    (default stdout) until Ctrl-C or ``stop_after`` blocks; then, with ``out``, the frame
+    (the prefilled window and the blocks after it) written atomically
+    (``feeslab.frames.io.write_frame``: Parquet, or CSV by the suffix). Returns the exit
+    status (1 when the watch stopped on an error, which is printed on stderr)."""
+    from feeslab.frames.base_fees import reward_column
+    from feeslab.frames.io import write_frame
+    from feeslab.watch import watch
+
+    stream = stream or sys.stdout
+    rewards = [reward_column(float(p)) for p in percentiles]
+    print(f"{'block':>10} {'base[gwei]':>10} {'blob[gwei]':>10} {'/target':>6} {'blobs':>5} "
+          + " ".join(f"{'p' + format(float(p), 'g'):>10}" for p in percentiles),
+          file=stream, flush=True)  # fmt: skip
+
+    def line(row: Mapping[str, object]) -> None:
+        print(_watch_line(row, rewards), file=stream, flush=True)
+
+    w = watch(lab, blocks=blocks, percentiles=percentiles, stop_after=stop_after,
+              websocket=websocket, on_block=line)  # fmt: skip
+    try:
+        while not w.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.stop()
+    print(w.status(), file=stream, flush=True)
+    if out is not None:
+        frame = w.frame
+        path = write_frame(frame, out)
+        print(f"wrote {len(frame):,} blocks to {path}", file=stream, flush=True)
+    if w.error is not None:
+        print(f"error: {w.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _watch_line(row: Mapping[str, object], rewards: Sequence[str]) -> str:
+    """One block of ``feeslab watch``: number, base fee and blob base fee [gwei], gas used
+    over the target, blobs, tips [gwei]; ``reorg`` when it replaced a block."""
+
+    def gwei(value: object) -> str:
+        # a base fee or tip [wei] (exact below 2**53, so as the int's own quotient)
+        return "-" if not isinstance(value, int) else f"{value / 10**9:10.4f}"
+
+    blobs = row["blob_count"]
+    tips = " ".join(gwei(row[name]) for name in rewards)
+    mark = " reorg" if row["reorged"] else ""
+    return (f"{row['block_number']:>10} {gwei(row['base_fee_wei'])} "
+            f"{gwei(row['base_fee_per_blob_gas_wei'])} {row['gas_target_ratio']:6.3f} "
+            f"{'-' if blobs is None else blobs:>5} {tips}{mark}")  # fmt: skip
 
 
 # -- feeslab export-era1 --------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from feeslab.errors import ConfigError
 from feeslab.fetch.credits import CreditLedger, pacing_rate
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.lab import Lab
-from feeslab.sources.rpc import NodeSpec, open_node
+from feeslab.sources.rpc import NodeSpec, open_node, websocket_root, websocket_url
 
 if TYPE_CHECKING:
     from feeslab.devnet.server import DevnetHandle
@@ -478,29 +478,10 @@ def endpoints(connection: Connection) -> Endpoints:
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         where = Endpoints(node=f"{root}{prefix}/v3/{key}", gas=settings.url,
                           ipfs=settings.url, devnet=settings.url,
-                          wallet=settings.wallet_url or _ws_root(settings.url) + "/wallet")
+                          wallet=settings.wallet_url or websocket_root(settings.url) + "/wallet")
     else:
         where = Endpoints(node=INFURA_NODE.format(network=network, key=key), gas=INFURA_GAS,
                           ipfs=INFURA_IPFS, wallet=settings.wallet_url)
     if settings.websocket and not where.node.startswith(("ws://", "wss://")):
-        where = replace(where, node=_ws_node_url(where.node))
+        where = replace(where, node=websocket_url(where.node))
     return where
-
-
-def _ws_node_url(url: str) -> str:
-    """The WebSocket twin of a node URL: ``https://h/v3/K`` -> ``wss://h/ws/v3/K`` (the
-    service's and the devnet's layout); another node's URL just changes scheme."""
-    if not url.startswith(("http://", "https://")):
-        scheme = url.partition(":")[0]
-        raise ConfigError(f"websocket=True needs an http(s) or ws(s) node URL, not {scheme!r}")
-    root, sep, rest = url.partition("/v3/")
-    return _ws_root(root) + "/ws/v3/" + rest if sep else _ws_root(url)
-
-
-def _ws_root(url: str) -> str:
-    """The WebSocket root of an HTTP(S) root: ``http://h:p/`` -> ``ws://h:p``."""
-    root = url.rstrip("/")
-    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
-        if root.startswith(http):
-            return ws + root[len(http) :]
-    return root

@@ -405,6 +405,12 @@ class HTTPTransport(Blocking, TransportReports):
         super().__init__(make)
         self._core = self._inner._core
 
+    @property
+    def asynchronous(self) -> AsyncHTTPTransport:
+        """The async transport this one runs, for code already on its loop thread
+        (``loop_thread``: ``feeslab.fetch.heads`` awaits it there)."""
+        return self._inner
+
     def handle_request(
         self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None
     ) -> list[RpcResult]:

@@ -21,7 +21,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import pandas as pd
@@ -54,7 +54,8 @@ from feeslab.protocol.costs import method_cost
 from feeslab.sources.base import GAS_API, JSON_RPC, SourceBase
 
 __all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",
-           "history_plan", "open_node"]  # fmt: skip
+           "history_plan", "open_node", "open_transport", "websocket_root",
+           "websocket_url"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 # a devnet pruned as geth's --history.chain says so, and its chain's cutoff, in its version
@@ -511,6 +512,50 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
         if told is not None:
             own.follow(told)
         governor = own
+    transport = open_transport(spec, ledger, bucket=bucket, governor=governor)
+
+    def open_websocket(url: str | None) -> WebSocketTransport:
+        ws_url = websocket_url(spec.url) if url is None else url
+        if not ws_url.startswith(("ws://", "wss://")):
+            raise ConfigError(f"a WebSocket URL starts with ws:// or wss://, not "
+                              f"{ws_url.partition(':')[0]!r}")  # fmt: skip
+        ws = open_transport(replace(spec, url=ws_url), ledger)
+        assert isinstance(ws, WebSocketTransport)  # by the scheme
+        return ws
+
+    try:
+        known: dict[tuple[str, str], JsonValue] = (  # answers known: not asked
+            {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
+        if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
+            known[("eth_getBlockByNumber", json.dumps(["0x0", False]))] = {
+                "hash": spec.genesis_hash}
+        node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
+                          identity_suffix=spec.identity_suffix, known=known,
+                          head=spec.head, open_websocket=open_websocket)  # fmt: skip
+    except BaseException:
+        transport.close()
+        raise
+    open_gas = None
+    gas_url, api_key = spec.gas_url, spec.api_key
+    if gas_url is not None and api_key:
+        def open_gas() -> GasClient:
+            return GasClient(base_url=gas_url, api_key=api_key,
+                             api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
+
+    return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node,
+                     history_cutoff=spec.history_cutoff, spec=spec, governor=governor)  # fmt: skip
+
+
+def open_transport(spec: NodeSpec, ledger: CreditLedger, *, bucket: SharedBucket | None = None,
+                   governor: Governor | None = None) -> HTTPTransport | WebSocketTransport:
+    """The transport ``spec`` describes (HTTP or WebSocket by the URL's scheme), paced by
+    ``governor`` (default: the shared ``bucket``, else its own at ``spec.credits_per_second``)
+    and booking every answer in ``ledger``; with ``bucket`` (HTTP only), each answer's cost
+    told to that shared pacer. The node's own transport (:func:`open_node`) and the WebSocket
+    a watch subscribes on (``NodeClient.open_websocket``) are made here."""
+    if governor is None:
+        governor = bucket if bucket is not None else (
+            CreditGovernor(spec.credits_per_second) if spec.credits_per_second else None)
     options: dict[str, Any] = dict(url=spec.url, max_batch=spec.max_batch,
                                    max_concurrency=spec.max_concurrency,
                                    governor=governor)  # fmt: skip
@@ -524,26 +569,30 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
             bucket.charge(credits, booked, status, dict(methods))
 
         options["on_response"] = charged
-    transport: HTTPTransport | WebSocketTransport
-    transport = (WebSocketTransport if spec.websocket else HTTPTransport)(**options)
-    try:
-        known: dict[tuple[str, str], JsonValue] = (  # answers known: not asked
-            {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
-        if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
-            known[("eth_getBlockByNumber", json.dumps(["0x0", False]))] = {
-                "hash": spec.genesis_hash}
-        node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
-                          identity_suffix=spec.identity_suffix, known=known,
-                          head=spec.head)  # fmt: skip
-    except BaseException:
-        transport.close()
-        raise
-    open_gas = None
-    gas_url, api_key = spec.gas_url, spec.api_key
-    if gas_url is not None and api_key:
-        def open_gas() -> GasClient:
-            return GasClient(base_url=gas_url, api_key=api_key,
-                             api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
+    return (WebSocketTransport if spec.websocket else HTTPTransport)(**options)
 
-    return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node,
-                     history_cutoff=spec.history_cutoff, spec=spec, governor=governor)  # fmt: skip
+
+def websocket_url(url: str) -> str:
+    """The WebSocket twin of a node URL: ``https://h/v3/K`` -> ``wss://h/ws/v3/K`` (the
+    service's and a devnet's layout); another node's URL just changes scheme. The one place
+    this rule is written (``connect(websocket=True)`` and a watch use it).
+
+    Raises
+    ------
+    ConfigError
+        ``url`` is not an ``http(s)://`` URL.
+    """
+    if not url.startswith(("http://", "https://")):
+        scheme = url.partition(":")[0]
+        raise ConfigError(f"websocket=True needs an http(s) or ws(s) node URL, not {scheme!r}")
+    root, sep, rest = url.partition("/v3/")
+    return websocket_root(root) + "/ws/v3/" + rest if sep else websocket_root(url)
+
+
+def websocket_root(url: str) -> str:
+    """The WebSocket root of an HTTP(S) root: ``http://h:p/`` -> ``ws://h:p``."""
+    root = url.rstrip("/")
+    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
+        if root.startswith(http):
+            return ws + root[len(http) :]
+    return root
