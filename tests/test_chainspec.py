@@ -266,13 +266,15 @@ def test_hoodi_knows_its_forks_through_bpo2_with_timestamps_and_sources():
     assert spec.consensus == ((0, "proof-of-stake"),) and spec.block_rewards_wei == ((0, 0),)
     assert spec.uncles is None and spec.initial_base_fee_wei == 10**9
     assert spec.eip1559_rule_at(0).max_change_denominator == 8
-    assert {r.fork: (r.start, r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
-            for r in spec.blob_schedule} == {  # fmt: skip
-        "cancun": (0, 3, 6, 3_338_477, False), "prague": (1_742_999_832, 6, 9, 5_007_716, False),
+    blobs = {r.fork: (r.start, r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
+             for r in spec.blob_schedule}  # fmt: skip
+    assert blobs == {
+        "cancun": (0, 3, 6, 3_338_477, False),
+        "prague": (1_742_999_832, 6, 9, 5_007_716, False),
         "osaka": (1_761_677_592, 6, 9, 5_007_716, True),
         "bpo1": (1_762_365_720, 10, 15, 8_346_193, True),
         "bpo2": (1_762_955_544, 14, 21, 11_684_671, True),
-    }  # fmt: skip
+    }
     # every value names its source: go-ethereum's HoodiChainConfig for each fork time
     protocol = ENTRIES[560048]["protocol"]
     for name, fork in protocol["timestamp_forks"].items():
