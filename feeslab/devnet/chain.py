@@ -552,8 +552,9 @@ def _in_force(schedule: Sequence[tuple[int, ...]], number: int) -> tuple[int, ..
 
 
 def devnet_params() -> dict[int, ChainParams]:
-    """The devnet's chains from ``data/chains.json``, by chain id."""
-    return {int(e["chain_id"]): ChainParams.from_entry(e) for e in load_chains()}
+    """The devnet's chains from ``data/chains.json``, by chain id: the chains with a
+    ``devnet`` half (a chain described for analysis only, such as Hoodi, is not simulated)."""
+    return {int(e["chain_id"]): ChainParams.from_entry(e) for e in load_chains() if "devnet" in e}
 
 
 # -- the simulation -------------------------------------------------------------

@@ -32,7 +32,14 @@ import pandas as pd
 
 from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
 from feeslab.protocol.blobs import BlobRule, blob_schedule
-from feeslab.protocol.chaindata import HEIGHTS, Heights, chain_entry, load_chains, load_upgrades
+from feeslab.protocol.chaindata import (
+    HEIGHTS,
+    Heights,
+    no_half,
+    chain_entry,
+    load_chains,
+    load_upgrades,
+)
 from feeslab.protocol.eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
 
 __all__ = [
@@ -342,6 +349,8 @@ def _build(chain_id: int, heights: Heights) -> ChainSpec:
         entry = chain_entry(chain_id)
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
+    if heights not in entry:
+        raise ConfigError(no_half(chain_id, entry, heights))
     protocol, half = entry["protocol"], entry[heights]
     forks, unscheduled = [], []
     for name, value in half["forks"].items():
