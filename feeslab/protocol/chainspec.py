@@ -35,10 +35,10 @@ from feeslab.protocol.blobs import BlobRule, blob_schedule
 from feeslab.protocol.chaindata import (
     HEIGHTS,
     Heights,
-    no_half,
     chain_entry,
     load_chains,
     load_upgrades,
+    no_half,
 )
 from feeslab.protocol.eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
 
