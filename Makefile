@@ -71,6 +71,7 @@ test: $(STAMP) $(NPM_STAMP) chromium ipfs-cid lint
 lint: $(STAMP)
 	$(BIN)/ruff check feeslab tests benchmarks
 	$(BIN)/lint-imports  # the one-way flow and no import cycle: pyproject.toml [tool.importlinter]
+	$(BIN)/lint-imports --config tests/import_cycles.toml  # no cycle, TYPE_CHECKING imports counted
 	$(BIN)/mypy  # strict over feeslab/ except the devnet: pyproject.toml [tool.mypy]
 
 # every notebook as a reader sees it: HTML, each figure as PNG, a page screenshot (headless Chromium)

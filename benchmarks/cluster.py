@@ -64,13 +64,12 @@ def _scan_here(source: Era1Source, stop: int) -> tuple[float, float]:
 def _tasks_here(source: Era1Source, stop: int, out: Path) -> float:
     """CPU seconds of the job's own tasks (``run_partition``) run one by one in this process,
     without dask: what the job's shape costs, beside the worker's process."""
-    from feeslab.cluster.datasets import DatasetJob
-    from feeslab.cluster.jobs import _Task, run_partition
+    from feeslab.jobs import DatasetJob, Task, run_partition
 
     spec, _ = DatasetJob.of("uncles", 0, stop)
     job = cluster.plan("uncles", source, 0, stop, out=out)
     job.out.mkdir(parents=True)
-    task = _Task(spec, str(job.out), "", 1, run=out.name)
+    task = Task(spec, str(job.out), "", 1, run=out.name)
     return sum(run_partition(task, p, None)["cpu_seconds"] for p in job.partitions)
 
 

@@ -711,8 +711,8 @@ def _planned(lab: Lab, args: argparse.Namespace, checked: _Checked
     job = cluster.plan(dataset, source, out=out, partition_blocks=blocks, **params)
     params["budget"] = args.budget
     return job.plan, lambda: written(cluster.run(
-        dataset, source, client=client, planned=job, keys=checked.get("labs", ()), out=out,
-        partition_blocks=blocks, **params).value)
+        dataset, source, client=client, planned=job, out=out, partition_blocks=blocks,
+        keys=checked.get("labs", ()), **params).value)
 
 
 def _client(args: argparse.Namespace) -> _Client | None:

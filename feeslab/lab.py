@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from feeslab.fetch.node import NodeClient
     from feeslab.fetch.wallet import WalletClient
     from feeslab.fetch.ws import Subscription
+    from feeslab.sources.base import Node
     from feeslab.watch import Watch, WatchOptions
 
 __all__ = ["Lab", "UncleScan"]
@@ -77,14 +78,18 @@ class Lab(LabDatasets):
         """Whether this Lab reaches a node's JSON-RPC (era1 files do not)."""
         return JSON_RPC in self.data_source.offers()
 
+    def rpc(self) -> Node | None:
+        """The node this Lab asks (``RpcSource``), or None (era1 files alone)."""
+        return self.data_source.rpc()
+
     @property
     def node(self) -> NodeClient:
         """The node client (``NodeClient``); ``ConfigError`` without one (era1 files)."""
-        if not self.has_node:
+        source = self.data_source.rpc()
+        if source is None:
             raise ConfigError(f"this Lab reads {self.data_source!r}, which has no node: "
                               "connect() without era1= for one")  # fmt: skip
-        node: NodeClient = self.data_source.node  # type: ignore[attr-defined]
-        return node
+        return source.node
 
     @property
     def gas(self) -> GasClient | None:
@@ -197,14 +202,20 @@ class Lab(LabDatasets):
         """Dataset ``name`` (``feeslab.datasets.REGISTRY``) with its arguments: what
         ``lab.<name>(...)`` does. With ``client`` (a ``distributed.Client``): in partitions on
         its cluster, written to ``out``, paced with ``keys`` (Labs with other API keys) too
-        (:func:`feeslab.cluster.run`: the same result)."""
+        (:func:`feeslab.cluster.run`: the same result); with ``out`` alone, in partitions in
+        this process (``feeslab.jobs.InProcess``), resumed from the same files either way."""
         dataset = REGISTRY[name]
         params = dataset.bind(*args, **kwargs)
         if client is None and out is None and not keys:
             return registry.get(dataset, self.data_source, params)
-        if dataset.partitions is None or client is None:
+        if dataset.partitions is None:
             raise ConfigError(f"{name} runs in one process: client=, out= and keys= are for "
-                              "datasets with partitions on a dask cluster")  # fmt: skip
+                              "datasets with partitions")  # fmt: skip
+        if client is None:
+            from feeslab import jobs
+
+            return jobs.run(dataset, self.data_source, executor=jobs.InProcess(self.data_source),
+                            out=out, keys=keys, planned=None, **params).value  # fmt: skip
         from feeslab import cluster  # dask only when asked for
 
         return cluster.run(dataset, self.data_source, client=client, out=out, keys=keys,

@@ -197,14 +197,12 @@ def test_connect_with_takes_the_environment_given(devnet):
 
 
 def test_a_workers_node_spec_is_the_one_the_lab_was_opened_from(devnet):
-    from feeslab.cluster.jobs import _node_spec
-
     with feeslab.connect(url=devnet.url, api_key=devnet.api_key,
                          api_key_secret=devnet.api_key_secret, cache=False, progress=False,
                          max_batch=77, max_concurrency=3) as lab:  # fmt: skip
         opened = lab.data_source.node_spec
         assert (opened.max_batch, opened.max_concurrency, opened.devnet_root) == (77, 3, devnet.url)
-        worker = _node_spec(lab.data_source)
+        worker = lab.data_source.worker_spec()
         # the Lab's URL and limits; the devnet's own rate (10**12 credits/s), told the driver
         assert worker == dataclasses.replace(
             opened, credits_per_second=10**12, devnet_root=None, api_key=None,
@@ -214,7 +212,7 @@ def test_a_workers_node_spec_is_the_one_the_lab_was_opened_from(devnet):
     hand_made = RpcSource(open_node(_spec(devnet)).node)  # no spec: not what a worker opens
     try:
         with pytest.raises(feeslab.ConfigError, match="opened by connect"):
-            _node_spec(hand_made)
+            hand_made.worker_spec()
     finally:
         hand_made.close()
 

@@ -7,8 +7,8 @@ builds the import graph with grimp (import-linter's graph library) with those im
 and finds the cycles between siblings, at every depth, as the contract does: the children of
 each package, each with all it holds.
 
-The cycles known at the time this test was written are listed in ``KNOWN``, each an expected
-failure that turns red (strict) once it is gone, so its entry is removed then.
+The three cycles issue 37 named (cluster <-> datasets, lab <-> watch, the devnet's ipfs <->
+service) are gone; there is none left to allow.
 """
 
 from __future__ import annotations
@@ -17,11 +17,6 @@ from collections.abc import Iterable, Mapping
 
 import grimp
 import pytest
-
-# the known cycles (being rewritten in issue 37): remove an entry once its cycle is broken
-KNOWN: tuple[frozenset[str], ...] = (
-    frozenset({"feeslab.cluster", "feeslab.datasets"}),
-)
 
 
 def _strongly_connected(nodes: Iterable[str], edges: Mapping[str, set[str]]) -> list[set[str]]:
@@ -105,13 +100,6 @@ def test_the_finder_sees_a_cycle_closed_by_a_type_checking_import() -> None:
     assert set(found) == {frozenset({"pkg.a", "pkg.b", "pkg.c"})}
 
 
-def test_no_import_cycle_but_the_known(cycles: dict[frozenset[str], list[str]]) -> None:
-    new = {", ".join(sorted(c)): closing for c, closing in cycles.items() if c not in KNOWN}
-    assert new == {}
-
-
-@pytest.mark.xfail(strict=True, reason="a known cycle, being rewritten: delete it from KNOWN")
-@pytest.mark.parametrize("known", KNOWN, ids=lambda c: " <-> ".join(sorted(c)))
-def test_known_cycle_is_gone(cycles: dict[frozenset[str], list[str]],
-                             known: frozenset[str]) -> None:  # fmt: skip
-    assert not any(known <= cycle for cycle in cycles)
+def test_no_import_cycle(cycles: dict[frozenset[str], list[str]]) -> None:
+    found = {", ".join(sorted(c)): closing for c, closing in cycles.items()}
+    assert found == {}

@@ -137,7 +137,7 @@ def test_options_that_conflict_are_refused_before_any_devnet_loads(tmp_path):
 
 
 def test_a_workers_node_builder_loads_none_of_it(served, tmp_path):
-    # what a cluster's worker runs for each partition (feeslab.cluster.jobs._node_source)
+    # what a cluster's worker runs for each partition (feeslab.cluster._worker.paced_node)
     code = f"""
     from feeslab.sources.rpc import NodeSpec, open_node
     source = open_node(NodeSpec(url={served.url!r} + "/v3/" + {served.api_key!r}, chain_id=1,

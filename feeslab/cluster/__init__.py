@@ -8,35 +8,37 @@
     fees = lab.fee_history(12_965_000, 15_537_394, client=client, out="/shared/fees")
     job = feeslab.cluster.run("blocks", lab.data_source, 0, 100_000, client=client)
 
-Every dataset of ``feeslab.datasets.REGISTRY`` that declares ``partitions`` (uncles, blocks and
-fee history by era1 file or by block range; storage and contract calls by block) runs here
-through one spec (:class:`DatasetJob`) and one runner (:func:`run_job`): one plan for the
-whole job before anything runs; one credit bucket on the scheduler that every worker's
-requests are paced by (and ``budget=`` enforced across them); one Parquet file per partition,
-written atomically, so a killed job resumes where it stopped. The result's ``value`` is the
-single-process one, row for row. Needs ``pip install 'feeslab[dask]'``.
+A job (``feeslab.jobs``: one plan for the whole job before anything runs, one Parquet file per
+partition written atomically, so a killed job resumes where it stopped, in process or here) is
+run by the dask executor (:class:`~feeslab.cluster.executor.Dask`): its partitions are tasks
+on the workers, paced by one credit bucket per API key on the scheduler (and ``budget=``
+enforced across them). The result's ``value`` is the single-process one, row for row. Needs
+``pip install 'feeslab[dask]'``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from feeslab.cluster.datasets import DatasetJob, plan, run
-from feeslab.cluster.jobs import (
+from feeslab.errors import ConfigError
+from feeslab.jobs import (
     DEFAULT_PARTITION_BLOCKS,
     MANIFEST,
+    DatasetJob,
     JobPlan,
     JobReport,
     JobResult,
-    JobSpec,
     Partition,
+    plan,
     plan_job,
     read_partitions,
-    run_job,
 )
 
 if TYPE_CHECKING:
     from distributed import Client
+
+    from feeslab.datasets.registry import Dataset
+    from feeslab.sources.base import Source
 
 __all__ = [
     "DEFAULT_PARTITION_BLOCKS",
@@ -46,15 +48,36 @@ __all__ = [
     "JobPlan",
     "JobReport",
     "JobResult",
-    "JobSpec",
     "Partition",
     "local_client",
     "plan",
     "plan_job",
     "read_partitions",
     "run",
-    "run_job",
 ]
+
+
+def run(dataset: Dataset | str, source: Source, *args: Any, client: Any,
+        planned: JobPlan | None = None, **kwargs: Any) -> JobResult:
+    """Dataset ``dataset`` on ``client``'s dask cluster (``feeslab.jobs.run``'s arguments):
+    ``.value`` is what one process gives, row for row, dtypes and ``attrs`` included.
+
+    ``tune_malloc`` (default True): while a partition runs on a worker a dask nanny started
+    (glibc), its allocator's thresholds are those of a process dask did not start
+    (``feeslab.cluster._heap``: dask's ``MALLOC_TRIM_THRESHOLD_`` made a worker's era1 scan
+    0.6x as fast per core); False leaves them as dask set them.
+    """
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError("a cluster job needs dask.distributed: pip install 'feeslab[dask]'"
+                          ) from None  # fmt: skip
+    from feeslab import jobs
+    from feeslab.cluster.executor import Dask
+
+    tune_malloc = bool(kwargs.pop("tune_malloc", True))
+    return jobs.run(dataset, source, *args, executor=Dask(client, tune_malloc=tune_malloc),
+                    planned=planned, **kwargs)  # fmt: skip
 
 
 # what a cluster feeslab starts does without: dask's statistical profiler samples every task

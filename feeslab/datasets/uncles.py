@@ -42,7 +42,7 @@ from feeslab.protocol.costs import method_cost
 from feeslab.sources.rpc import RpcSource
 
 if TYPE_CHECKING:
-    from feeslab.cluster import JobReport
+    from feeslab.engine.report import JobReport
 
 __all__ = ["CHUNKS", "DATASETS", "PIECE", "SAMPLE", "UncleScan", "calls", "count_calls", "get",
            "plan", "plan_and_sample", "plan_parts"]
@@ -74,7 +74,7 @@ class UncleScan:
     plan : Plan
         The credits the scan was planned to cost before it ran.
     report : JobReport or None
-        What a cluster job did (``feeslab.cluster.JobReport``); None in one process.
+        What a job of partitions did (``feeslab.jobs.JobReport``); None in one process.
     """
 
     uncles: pd.DataFrame

@@ -1,6 +1,6 @@
 """Partition files: a frame's rows as one Parquet file of a job's folder, read back as written.
 
-The one format the cluster's runner writes (``feeslab.cluster.jobs``) and a folder of them is
+The one format the jobs runner writes (``feeslab.jobs``) and a folder of them is
 read as a source by (``feeslab.sources.partitions``): Parquet, written atomically, its
 ``attrs`` holding what the writer says of the file, and its columns of tuples (a block's uncle
 hashes, a call's array outputs) named, since Parquet gives every list back as an array.

@@ -31,10 +31,13 @@ import pandas as pd
 from feeslab.errors import ConfigError
 
 if TYPE_CHECKING:
+    from feeslab.fetch.credits import Budget, CreditLedger, Plan
     from feeslab.fetch.gas import GasClient
+    from feeslab.fetch.node import NodeClient
     from feeslab.protocol.chainspec import ChainSpec
+    from feeslab.sources.spec import NodeSpec
 
-__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceBase", "SourceMismatch",
+__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Node", "Source", "SourceBase", "SourceMismatch",
            "SplitSource", "require"]  # fmt: skip
 
 JSON_RPC = "json-rpc"
@@ -102,6 +105,31 @@ class Source(Protocol):
         """The Gas API's client where the source has one (``"gas-api"`` offered)."""
         ...
 
+    @property
+    def identity(self) -> str:
+        """What names the chain the source reads (a node's chain id and genesis hash), for
+        the name of a job's folder."""
+        ...
+
+    def rpc(self) -> Node | None:
+        """The node this source asks (itself, or the node beside files); None for files."""
+        ...
+
+    def file_parts(self, start: int, stop: int) -> list[tuple[int, int, str]] | None:
+        """``(first, stop, path)`` of each file holding blocks of ``start`` .. ``stop - 1``,
+        in block order (a cluster job's partitions: one a file); None for a source without
+        files. Raises when a block of the range is in no file."""
+        ...
+
+    def part(self, path: str) -> Source:
+        """The source of one of :meth:`file_parts` (a worker reads its partition's file alone)."""
+        ...
+
+    def links(self, path: str) -> dict[str, str]:
+        """What a read file ``path`` says of its neighbours (an era1 file's first parent hash
+        and last hash), checked across a job's files by its driver."""
+        ...
+
 
 class SourceBase:
     """The defaults of :class:`Source`'s parts that most sources do not need: not made of
@@ -114,6 +142,27 @@ class SourceBase:
     def gas(self) -> GasClient | None:
         """No Gas API."""
         return None
+
+    @property
+    def identity(self) -> str:
+        """The source's label (a node says its chain)."""
+        return str(self.label)  # type: ignore[attr-defined]
+
+    def rpc(self) -> Node | None:
+        """No node."""
+        return None
+
+    def file_parts(self, start: int, stop: int) -> list[tuple[int, int, str]] | None:
+        """No files."""
+        return None
+
+    def part(self, path: str) -> Source:
+        """No files: :class:`SourceMismatch`."""
+        raise SourceMismatch(f"{self!r} reads no files, not {path}")
+
+    def links(self, path: str) -> dict[str, str]:
+        """No files: nothing."""
+        return {}
 
     @property
     def progress(self) -> bool | None:
@@ -134,6 +183,34 @@ class SourceBase:
     def offers(self) -> frozenset[str]:
         """Nothing (a source says what it offers)."""
         return frozenset()
+
+
+class Node(Source, Protocol):
+    """A source on a node's JSON-RPC (``feeslab.sources.rpc.RpcSource``): what callers use
+    of it beside the :class:`Source` protocol."""
+
+    @property
+    def node(self) -> NodeClient:
+        """The node's client (cache, ledger, transport)."""
+        ...
+
+    @property
+    def credits(self) -> CreditLedger:
+        """Every credit spent, and every call the cache answered."""
+        ...
+
+    def chain_id(self) -> int:
+        """The node's chain id."""
+        ...
+
+    def worker_spec(self) -> NodeSpec:
+        """What another process (a cluster's worker) opens to reach the same node."""
+        ...
+
+    def budgeted(self, plan: Plan | Budget | None,
+                 budget: int | None = None) -> contextlib.AbstractContextManager[None]:  # fmt: skip
+        """Refuse ``plan`` past ``budget``, then charge every request inside against it."""
+        ...
 
 
 @runtime_checkable

@@ -81,6 +81,15 @@ class CombinedSource(SourceBase):
         return self.node_source.progress
 
     @property
+    def identity(self) -> str:
+        """The node's chain."""
+        return self.node_source.identity
+
+    def rpc(self) -> RpcSource:
+        """The node beside the files."""
+        return self.node_source
+
+    @property
     def history_probes(self) -> int:  # type: ignore[override]
         """The node's probes of its history cutoff."""
         return self.node_source.history_probes

@@ -843,6 +843,27 @@ class Era1Source(SourceBase):
             self._ranges = sorted(spans)
         return self._ranges
 
+    def file_parts(self, start: int, stop: int) -> list[tuple[int, int, str]]:
+        """``(first, stop, path)`` of each file holding blocks of ``start`` .. ``stop - 1``
+        (a cluster job's partitions: one a file).
+
+        Raises
+        ------
+        Era1Error
+            No file covers some block of the range (naming the first such block).
+        """
+        self.covering(start, stop)  # every block covered, or Era1Error naming the gap
+        return [(max(start, first), min(stop, after), str(path))
+                for first, after, path in self.ranges() if max(start, first) < min(stop, after)]
+
+    def part(self, path: str) -> Era1Source:
+        """The files' source for one of them (a worker's partition)."""
+        return Era1Source(path)
+
+    def links(self, path: str) -> dict[str, str]:
+        """A read file's first parent hash and last hash (``first_parent``, ``last_hash``)."""
+        return dict(self.ends.get(Path(path), {}))
+
     def covering(self, start: int, stop: int) -> list[tuple[Path, int, int]]:
         """(file, first index, index after the last) covering blocks ``start`` .. ``stop - 1``.
 

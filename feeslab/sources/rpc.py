@@ -9,19 +9,18 @@ any one dataset.
 :func:`open_node` builds the whole client stack (transport, pacing, ledger, node client, Gas
 API client) from a :class:`NodeSpec`, a frozen and picklable description of one node:
 ``connect()`` (``feeslab.connection``) makes one from its options, and a cluster's driver hands
-one to its workers (``feeslab.cluster.jobs``), which open it paced by the cluster's bucket.
+one to its workers (``RpcSource.worker_spec``), which open it paced by the cluster's bucket.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pandas as pd
@@ -41,8 +40,6 @@ from feeslab.fetch.credits import (
 from feeslab.fetch.gas import GasClient
 from feeslab.fetch.node import NodeClient, block_of
 from feeslab.fetch.transport import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONCURRENCY,
     HTTPTransport,
     RpcCall,
     RpcResult,
@@ -52,6 +49,7 @@ from feeslab.frames.io import frame_from_bytes, frame_to_bytes
 from feeslab.protocol.chainspec import ChainSpec, with_chain
 from feeslab.protocol.costs import method_cost
 from feeslab.sources.base import GAS_API, JSON_RPC, SourceBase
+from feeslab.sources.spec import NodeSpec
 
 __all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",
            "history_plan", "open_node", "open_transport", "websocket_root",
@@ -148,6 +146,38 @@ class RpcSource(SourceBase):
     def progress(self) -> bool:
         """Whether long fetches show a bar (the connection's setting)."""
         return self.node.progress
+
+    @property
+    def identity(self) -> str:
+        """The node's chain: its id and genesis hash (``NodeClient.identity``)."""
+        return str(self.node.identity)
+
+    def rpc(self) -> RpcSource:
+        """Itself: the node."""
+        return self
+
+    def worker_spec(self) -> NodeSpec:
+        """What a worker opens to reach this node: the spec the Lab was opened from, paced
+        at the rate it settled on (a devnet's own, once told), with what the driver knows
+        (chain, head, devnet or not); no cache, no progress bars, no Gas API, no credentials
+        beyond the URL's.
+
+        Raises
+        ------
+        ConfigError
+            The source was built by hand (no spec), or reaches its node over a WebSocket.
+        """
+        spec = self.node_spec
+        if spec is None:
+            raise ConfigError(f"a cluster job needs a node opened by connect() (open_node), "
+                              f"not {self!r} built by hand")  # fmt: skip
+        if spec.websocket:
+            raise ConfigError("a cluster scan reaches the node over HTTP(S): connect() without "
+                              "websocket=True")  # fmt: skip
+        return replace(
+            spec, credits_per_second=self.paced_at(timeout=5.0), devnet_root=None,
+            api_key=None, api_key_secret=None, gas_url=None, cache=False, progress=False,
+            devnet=self.is_devnet, chain_id=self.chain_id(), head=self.head())
 
     @property
     def credits(self) -> CreditLedger:
@@ -394,81 +424,6 @@ def _cutoff_of(answer: RpcResult) -> int:
 
 
 # -- the one builder -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, repr=False)
-class NodeSpec:
-    """Everything :func:`open_node` needs to reach one node: frozen and picklable (a cluster's
-    driver sends it to its workers). The URL and the credentials hold the key: its repr shows
-    neither.
-
-    Parameters
-    ----------
-    url : str
-        The node's endpoint (``http(s)://``, or ``ws(s)://`` for one WebSocket).
-    max_batch, max_concurrency : int
-        Calls per request, and requests in flight (default the transport's).
-    credits_per_second : float, optional
-        The pace [credits/s], already resolved (``feeslab.fetch.credits.pacing_rate``); None:
-        unpaced.
-    devnet_root : str, optional
-        A devnet's root whose plan's rate is asked (with the key and secret) while the first
-        requests go, and then followed (``CreditGovernor.follow``).
-    api_key, api_key_secret : str, optional
-        The Gas API's credentials (and the devnet's, to ask its rate).
-    gas_url : str, optional
-        The Gas API's root; None: no Gas API client.
-    cache : bool or path
-        The node client's answer cache (``NodeClient``'s ``cache``).
-    progress : bool
-        Progress bars on long fetches.
-    priced : bool
-        Whether the node charges credits (False for ``connect(rpc_url=)``: calls counted only).
-    devnet : bool, optional
-        Whether the node is a feeslab devnet, when known; None: asked once.
-    any_node : bool
-        Another node (``connect(rpc_url=)``), not the service.
-    identity_suffix : str, optional
-        Appended to the cache's identity (the embedded devnet's simulation digest).
-    chain_id, head : int, optional
-        What the caller knows already (a cluster's driver): answered without asking.
-    history_cutoff : int, optional
-        The first block whose body the node serves, when known (``RpcSource``).
-    genesis_hash : str, optional
-        The chain's genesis hash (``0x`` hex), when known: the answer cache's identity is
-        then not asked of the node, which a node with expired history (EIP-4444) refuses
-        (it answers the genesis block's body with 4444).
-    """
-
-    url: str
-    max_batch: int = DEFAULT_MAX_BATCH
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    credits_per_second: float | None = None
-    devnet_root: str | None = None
-    api_key: str | None = None
-    api_key_secret: str | None = None
-    gas_url: str | None = None
-    cache: bool | str | os.PathLike[str] = False
-    progress: bool = False
-    priced: bool = True
-    devnet: bool | None = None
-    any_node: bool = False
-    identity_suffix: str | None = None
-    chain_id: int | None = None
-    head: int | None = None
-    history_cutoff: int | None = None
-    genesis_hash: str | None = None
-
-    def __repr__(self) -> str:
-        scheme, _, rest = self.url.partition("//")
-        host = rest.partition("/")[0].partition("?")[0].rpartition("@")[2]  # no user:password
-        chain = "" if self.chain_id is None else f" chain {self.chain_id}"
-        return f"<NodeSpec {scheme}//{host}{chain}>"
-
-    @property
-    def websocket(self) -> bool:
-        """Whether the node is reached over one WebSocket."""
-        return self.url.startswith(("ws://", "wss://"))
 
 
 class SharedBucket(Governor, Protocol):

@@ -302,7 +302,7 @@ def test_cli_fetches_base_fees_and_storage_on_a_running_cluster(client, devnet, 
 def test_partition_files_give_back_tuples_and_exact_ints(tmp_path):
     """What a dataset's frame holds comes back from its partition file as it was written:
     Parquet alone gives arrays for tuples."""
-    from feeslab.cluster.jobs import _write_partition
+    from feeslab.jobs import _write_partition
 
     frame = pd.DataFrame({
         "block_number": [1, 2, 3],
@@ -329,13 +329,13 @@ def test_a_partition_a_killed_attempt_wrote_keeps_its_rows_and_credits(tmp_path)
     from dataclasses import replace
 
     from feeslab.cluster import DatasetJob
-    from feeslab.cluster.jobs import Partition, _Task, _write_partition, run_partition
+    from feeslab.jobs import Partition, Task, _write_partition, run_partition
 
     part = Partition(8_192, 8_200)
     frame = pd.DataFrame({"block_number": [8_192, 8_193]})
     _write_partition(frame, tmp_path / part.name, 1_234, "job-run1")
     spec, _ = DatasetJob.of("uncles", 8_192, 8_200)
-    task = _Task(spec=spec, out=str(tmp_path), bucket="unused", workers=1, run="job-run1")
+    task = Task(spec=spec, out=str(tmp_path), bucket="unused", workers=1, run="job-run1")
     answer = run_partition(task, part, None)
     assert answer == {"file": part.name, "rows": 2, "credits": 1_234, "earlier_attempt": True}
     # another run's file (a killed job's task that finished after its driver died): skipped

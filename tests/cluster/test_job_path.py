@@ -11,8 +11,10 @@ from dataclasses import replace
 import pandas as pd
 
 from feeslab import cluster
-from feeslab.cluster.datasets import DatasetJob
-from feeslab.cluster.jobs import _glibc, _process_heap, _read_partition, _Task, run_partition
+from feeslab.cluster._heap import _glibc, _nanny_worker, process_heap
+from feeslab.cluster.executor import Dask
+from feeslab.frames.partitions import read_partition
+from feeslab.jobs import DatasetJob, Task, run_partition
 from feeslab.sources.era1 import Era1Source
 
 MIB = 2**20
@@ -43,15 +45,13 @@ def _maps(size: int) -> bool:
 
 def _probe(tune: bool) -> dict:
     """On a worker: whether a 1 MiB buffer is mapped before and inside a partition's
-    ``_process_heap``, and a 16 MiB one after (more than the heap kept of the MiB)."""
+    ``process_heap``, and a 16 MiB one after (more than the heap kept of the MiB)."""
     import os
-
-    from feeslab.cluster.jobs import _nanny_worker
 
     if _glibc() is None:
         return {"glibc": False}
     outside = _maps(MIB)
-    with _process_heap(tune):
+    with process_heap(tune):
         inside = _maps(MIB)
     return {"glibc": True, "env": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
             "nanny": _nanny_worker(), "outside": outside, "inside": inside,
@@ -78,8 +78,6 @@ def test_the_driver_keeps_its_own_allocator(client):
     its allocator is left alone."""
     import os
 
-    from feeslab.cluster.jobs import _nanny_worker
-
     assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"
     assert not _nanny_worker()
 
@@ -91,13 +89,13 @@ def test_a_task_hands_back_the_rows_it_wrote(exported, tmp_path):
     job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
     tmp_path.mkdir(exist_ok=True)
     spec, _ = DatasetJob.of("uncles", 0, 16_384)
-    task = _Task(spec, str(tmp_path), "", 1, run="run-1")
+    task = Task(spec, str(tmp_path), "", 1, run="run-1")
     part = job.partitions[1]
     answer = run_partition(task, part, None)
     frame = answer.pop("frame")
     assert len(frame) == answer["rows"] > 0
     assert frame.attrs == {}
-    pd.testing.assert_frame_equal(frame, _read_partition(tmp_path / part.name), check_exact=True)
+    pd.testing.assert_frame_equal(frame, read_partition(tmp_path / part.name), check_exact=True)
     assert answer["cpu_seconds"] > 0 and answer["seconds"] > 0
     assert answer["first_parent"].startswith("0x") and answer["last_hash"].startswith("0x")
     json.dumps(answer)  # what the manifest notes is plain data
@@ -149,7 +147,7 @@ def test_an_era1_partition_written_by_a_killed_attempt_keeps_its_links(exported,
     source = Era1Source(exported)
     job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
     spec, _ = DatasetJob.of("uncles", 0, 16_384)
-    task = _Task(spec, str(tmp_path), "", 1, run="run-1")
+    task = Task(spec, str(tmp_path), "", 1, run="run-1")
     part = job.partitions[1]
     first = run_partition(task, part, None)
     again = run_partition(task, part, None)
@@ -163,16 +161,16 @@ def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
     """Write-behind: a task hands its file to its worker's writer thread and answers; settling
     the run waits for the file (whole, under its name) and gives the write's CPU. A file no
     worker wrote (its worker gone) is written by the driver from the rows it holds."""
-    from feeslab.cluster.jobs import _settle
+    from feeslab.jobs import _settle
 
     source = Era1Source(exported)
     job = cluster.plan("uncles", source, 0, 16_384, out=tmp_path)
     spec, _ = DatasetJob.of("uncles", 0, 16_384)
-    task = _Task(spec, str(tmp_path), "", 1, run="run-w", write_behind=True)
+    task = Task(spec, str(tmp_path), "", 1, run="run-w", write_behind=True)
     part = job.partitions[0]
 
     def on_a_worker() -> tuple[dict, dict]:
-        from feeslab.cluster.jobs import _WRITES  # the worker's own (not pickled from here)
+        from feeslab.jobs import _WRITES  # the worker's own (not pickled from here)
 
         answer = run_partition(task, part, None)
         answer.pop("frame")
@@ -180,7 +178,7 @@ def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
 
     answer, settled = client.submit(on_a_worker, pure=False).result()
     assert settled["cpu"][part.name] > 0
-    assert _read_partition(tmp_path / part.name).shape[0] == answer["rows"] > 0
+    assert read_partition(tmp_path / part.name).shape[0] == answer["rows"] > 0
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left
     # the second partition's rows, as a task handed them back, its file never written
     other = job.partitions[1]
@@ -189,8 +187,8 @@ def test_a_workers_writes_land_behind_its_tasks_and_the_driver_settles_them(
     rows = run_partition(replace(task, write_behind=False, out=str(elsewhere)), other, None)
     frame = rows.pop("frame")
     written = {other.name: {**rows, "cpu_seconds": 0.5}}
-    _settle(client, job, "run-w", written, {other.name: frame})
-    pd.testing.assert_frame_equal(_read_partition(tmp_path / other.name), frame,
+    _settle(Dask(client), job, "run-w", written, {other.name: frame})
+    pd.testing.assert_frame_equal(read_partition(tmp_path / other.name), frame,
                                   check_exact=True)  # fmt: skip
     attrs = pd.read_parquet(tmp_path / other.name).attrs
     links = {"first_parent": rows["first_parent"], "last_hash": rows["last_hash"]}
