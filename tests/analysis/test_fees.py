@@ -271,6 +271,8 @@ def _expected_rule(chain: dict, half: str, number: int):
 @pytest.mark.parametrize("half", ["protocol", "devnet"])
 def test_parameters_follow_chains_json_at_every_fork(half):
     for chain in _chains():
+        if half not in chain:  # a chain the devnet does not simulate (Hoodi)
+            continue
         starts = [r["from_block"] for r in chain[half]["eip1559"]]
         numbers = sorted({max(0, s + k) for s in starts for k in (-1, 0, 1, 2)} | {10**9})
         spec = ChainSpec.from_chain(chain["chain_id"], heights=half)
