@@ -4,25 +4,34 @@ when neighbouring blocks are alike.
 Pure functions on a Series of per-block values indexed by block number (any span, any
 chain), e.g. a column of :func:`feeslab.analysis.revenue.revenue_composition`. What is here::
 
-    event_study      before/after means and medians at one block, the difference and its
-                     interval from a stationary bootstrap, each side resampled on its own
+    event_study      before/after means and medians at one block, the change and its
+                     interval (each side's dependence estimated on its own)
     placebo_events   the same study at blocks where nothing happened: how often a "break"
                      appears by chance
-    block_length     Politis and White's automatic block length of the stationary bootstrap
+    block_length     Politis and White's automatic block length (and lag window)
 
-Why a bootstrap by blocks: fee income is autocorrelated (busy hours, a mempool's backlog),
-so resampling single blocks would make intervals too narrow; the stationary bootstrap [1]_
-resamples runs of consecutive blocks of random (geometric) length, whose mean length
-:func:`block_length` chooses from the data [2]_ [3]_. The interval of a difference is the
-percentile interval of the bootstrap differences, which follows skewed, heavy-tailed
-series better than a normal one.
+Why not the textbook interval: fee income is autocorrelated (busy hours, a mempool's
+backlog), so the iid standard error makes intervals far too narrow (on an AR(1) with
+coefficient 0.5 its 95 % interval covers about 75 % of the time). Means get HAC standard
+errors: each side's long-run variance ``sum R(k)`` through Politis and White's flat-top lag
+window, whose width is chosen from the data's own autocorrelation [2]_ [3]_ [5]_; the
+interval is the normal one. Medians have no such closed form: their intervals are the
+percentile intervals of the stationary bootstrap [1]_, which resamples runs of consecutive
+blocks of random (geometric) length with the mean length :func:`block_length` gives.
+
+Calibration (``tests/analysis/test_events.py``, 2,000 replications of 2,000 blocks a side,
+no break): the means' 95 % intervals cover the true difference 94.4 % of the time on a
+Gaussian AR(1) (coefficient 0.5), 95.3 % on an AR(1) of Student-t(3) innovations and 95.9 %
+on iid Pareto(2.5) values. The medians' bootstrap intervals are approximate: 94 % on the
+Gaussian AR(1) and 91 % on a log-normal AR(1) in the same set-up (400 replications); they
+narrow the longer the sides.
 
 Written here rather than taken from ``arch`` (whose ``StationaryBootstrap`` and
-``optimal_block_length`` are the reference implementation): the mean of a resample is read
-off cumulative sums, one subtraction per run instead of one value per block, vectorised
-over all resamples at once. That takes a 1,000-resample study of 250,000 blocks a side from
-minutes to a fraction of a second, and ``arch`` would bring statsmodels with it for two
-functions. ``tests/analysis/test_events.py`` checks the intervals' coverage.
+``optimal_block_length`` are the reference implementation): its bootstrap draws one
+resample at a time in Python and would bring statsmodels and patsy for two functions;
+here the resamples of a side are built together in numpy (a 1,000-resample study of 70,000
+blocks a side takes seconds) and the block length shares its lag window with the HAC
+variance.
 
 References
 ----------
@@ -34,6 +43,8 @@ References
    selection for the dependent bootstrap'", Econometric Reviews 28 (2009) 372-375.
 .. [4] A. C. MacKinlay, "Event studies in economics and finance", Journal of Economic
    Literature 35 (1997) 13-39 (placebo, or "pseudo-event", dates).
+.. [5] D. N. Politis and J. P. Romano, "Bias-corrected nonparametric spectral estimation",
+   Journal of Time Series Analysis 16 (1995) 67-103 (the flat-top lag window).
 """
 
 from __future__ import annotations
@@ -57,7 +68,7 @@ _CHUNK_VALUES = 4_000_000
 # -- input checks ----------------------------------------------------------------------------
 
 
-def _series(values: object, name: str = "values") -> pd.Series:
+def _series(values: pd.Series, name: str = "values") -> pd.Series:
     """``values`` as a float Series indexed by increasing block number, NaN dropped."""
     if not isinstance(values, pd.Series):
         raise TypeError(f"{name} must be a pandas Series indexed by block number, "
@@ -243,9 +254,11 @@ def _difference(
         half = z * math.sqrt(var_b + var_a)
         lower, upper = pa - pb - half, pa - pb + half
         ratio_lower = ratio_upper = math.nan
-        if pb != 0 and pa != 0:  # delta method on log(after) - log(before)
+        if pb > 0 and pa > 0:  # the delta method on log(after) - log(before)
             spread = z * math.sqrt(var_a / pa**2 + var_b / pb**2)
-            ratio_lower, ratio_upper = ratio * math.exp(-spread), ratio * math.exp(spread)
+            # a spread this wide says the ratio is not measured (means near 0)
+            ratio_lower, ratio_upper = ((ratio * math.exp(-spread), ratio * math.exp(spread))
+                                        if spread < 20.0 else (0.0, math.inf))  # fmt: skip
     else:
         sb = _bootstrap_medians(before, lb, resamples, rng)
         sa = _bootstrap_medians(after, la, resamples, rng)
@@ -308,7 +321,7 @@ def event_study(
     confidence : float
         Two-sided coverage of the intervals, in (0, 1).
     resamples : int
-        Bootstrap resamples of each side (at least 100).
+        Bootstrap resamples of each side for the medians' intervals (at least 100).
     seed : int or numpy.random.Generator, optional
         The resampling's seed: the same seed gives the same intervals.
 
@@ -325,10 +338,13 @@ def event_study(
 
     Notes
     -----
-    Each side is resampled on its own by the stationary bootstrap [1]_ with its own block
-    length [2]_; the interval of the difference is the percentile interval of the
-    resampled differences. Sides far longer than the dependence (thousands of blocks for
-    fee series) are close to independent, which this assumes.
+    Means: the normal interval of the difference with HAC standard errors, each side's
+    long-run variance from the flat-top lag window [2]_; the ratio's interval by the delta
+    method on its logarithm (NaN unless both means are positive). Medians: each side
+    resampled on its own by the stationary bootstrap [1]_ with its own block length, the
+    percentile intervals of the resampled differences and ratios. Sides far longer than the
+    dependence (thousands of blocks for fee series) are close to independent, which both
+    assume. The module's docstring gives the measured coverage.
 
     Raises
     ------

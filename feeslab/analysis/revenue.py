@@ -42,6 +42,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -356,8 +357,9 @@ def revenue_from_transactions(
     short = block_gas != header_gas
     if short.any():
         i = int(np.flatnonzero(short)[0])
-        raise ValueError(f"{what}: block {numbers[i]}'s transactions use {block_gas[i]} gas, its "
-                         f"header says {header_gas[i]}: are all its transactions there?")  # fmt: skip
+        raise ValueError(f"{what}: block {numbers[i]}'s transactions use {block_gas[i]} gas, "
+                         f"its header says {header_gas[i]}: are all its transactions "
+                         "there?")  # fmt: skip
     burn = fee_burn(blocks, spec=spec)
     rewards = block_reward(numbers, spec=spec).to_numpy().astype(np.int64)  # at most 5 ETH
     uncles = blocks["uncle_count"].to_numpy(dtype=np.int64)
@@ -547,7 +549,7 @@ def uncle_rate_by_revenue(
     edges = np.r_[-np.inf, cuts, np.inf]
     band = np.searchsorted(cuts, amounts, side="right")
     names = [f"{column} in [{max(lo, 0.0):.4g}, {hi:.4g})"
-             for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+             for lo, hi in itertools.pairwise(edges)]
     labels = np.array(names, dtype=object)[band]
     table = uncle_rate(frame, by=labels, method="garwood", confidence=confidence)
     tables.append(table.reindex([n for n in names if n in set(labels)]))
