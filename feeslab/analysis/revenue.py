@@ -179,15 +179,13 @@ def revenue_composition(revenue: pd.DataFrame) -> pd.DataFrame:
     parts = _wei_parts(revenue, "revenue_composition")
     out = pd.DataFrame({"block_number": revenue["block_number"].to_numpy(dtype=np.int64)})
     present = [name for name in COMPONENTS if name in parts]
-    total = np.zeros(len(out))
     for name in present:
         out[f"{name}_eth"] = _eth(parts[name])
-    # the total summed exactly in wei, then rounded once
+    # the total summed exactly in wei, then converted
     exact = parts[present[0]].astype(object)
     for name in present[1:]:
         exact = exact + parts[name].astype(object)
-    total = _eth(np.asarray(exact, dtype=object))
-    out["total_eth"] = total
+    out["total_eth"] = _eth(np.asarray(exact, dtype=object))
     _shares(out, present)
     if "flashbots_bundle_gas_fee" in parts:
         bundle = parts["flashbots_bundle_gas_fee"]
@@ -195,8 +193,8 @@ def revenue_composition(revenue: pd.DataFrame) -> pd.DataFrame:
         transfers = parts.get("flashbots_coinbase_transfer", np.zeros(len(out), dtype=np.int64))
         out["bundle_eth"] = _eth(_exact_add(bundle, transfers))
         _shares(out, ["bundle"])
-        out["has_bundle"] = (bundle.astype(object) + transfers.astype(object)) > 0
-        out["has_bundle"] = out["has_bundle"].astype(bool)
+        paid = bundle.astype(object) + transfers.astype(object)
+        out["has_bundle"] = np.asarray(paid > 0, dtype=bool)
     if "burn" in parts:
         out["burn_eth"] = _eth(parts["burn"])
     out.index = revenue.index
@@ -220,7 +218,7 @@ def revenue_by_window(revenue: pd.DataFrame, window: int = 10_000) -> pd.DataFra
     pandas.DataFrame
         One row per window holding blocks, indexed by ``window_start`` (int64, the first
         block number of the window): ``blocks`` (int64, blocks of the frame in it),
-        ``<part>_eth`` (float64) [ETH] summed exactly in wei and rounded once, ``total_eth``
+        ``<part>_eth`` (float64) [ETH] summed exactly in wei, then converted, ``total_eth``
         [ETH], ``mean_total_eth`` [ETH per block], ``<part>_share`` (of ``total_eth``), and
         with bundle columns ``flashbots_bundle_gas_fee_eth``, ``bundle_eth`` [ETH],
         ``bundle_share`` and ``blocks_with_bundle`` (int64); with ``burn_wei``,
