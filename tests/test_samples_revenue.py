@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 
 import pandas as pd
+import pytest
 
 from feeslab import samples
 
@@ -34,24 +35,26 @@ SOURCE_SUMS = {
 SOURCE_SHA256 = "a24c4c3e65cfcc791ab4a93a3288c5ecbf269b593c7927c61d2ced010d7b1866"
 
 
-def test_every_column_sums_to_the_source_files_sum_to_the_wei():
-    frame = samples.miner_revenue_2021()
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return samples.miner_revenue_2021()
+
+
+def test_every_column_sums_to_the_source_files_sum_to_the_wei(frame):
     assert list(frame.columns) == list(SOURCE_SUMS)
     for name, total in SOURCE_SUMS.items():
         # Python ints, added one by one: no float, no int64 wrap-around can pass this
         assert sum(int(v) for v in frame[name].tolist()) == total, name
 
 
-def test_the_frame_renders_back_to_the_source_csv_byte_for_byte():
-    frame = samples.miner_revenue_2021()
+def test_the_frame_renders_back_to_the_source_csv_byte_for_byte(frame):
     digest = hashlib.sha256((",".join(frame.columns) + "\n").encode())
     columns = [[str(int(v)) for v in frame[name].tolist()] for name in frame.columns]
     digest.update("".join(",".join(row) + "\n" for row in zip(*columns, strict=True)).encode())
     assert digest.hexdigest() == SOURCE_SHA256
 
 
-def test_types_blocks_and_attribution():
-    frame = samples.miner_revenue_2021()
+def test_types_blocks_and_attribution(frame):
     assert frame["block_number"].tolist() == list(range(12_710_000, 13_510_000))
     assert isinstance(frame.index, pd.RangeIndex)
     assert frame["static_reward_wei"].dtype == "int64"
@@ -69,9 +72,8 @@ def test_types_blocks_and_attribution():
     assert "arXiv:2201.05574" in frame.attrs["attribution"]
 
 
-def test_uncle_rewards_equal_the_shipped_uncle_counts_block_for_block():
+def test_uncle_rewards_equal_the_shipped_uncle_counts_block_for_block(frame):
     """Two samples of one source agree: 1/32 of 2 ETH per uncle included."""
-    revenue = samples.miner_revenue_2021()
     counts = samples.uncle_counts_2021()
-    assert (revenue["block_number"] == counts["block_number"]).all()
-    assert (revenue["uncle_inclusion_reward_wei"] == counts["uncle_count"] * 625 * 10**14).all()
+    assert (frame["block_number"] == counts["block_number"]).all()
+    assert (frame["uncle_inclusion_reward_wei"] == counts["uncle_count"] * 625 * 10**14).all()
