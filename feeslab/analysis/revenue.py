@@ -161,10 +161,10 @@ def revenue_composition(revenue: pd.DataFrame) -> pd.DataFrame:
         ``uncle_inclusion_reward``, ``gas_fee``, ``flashbots_coinbase_transfer``);
         ``total_eth`` [ETH], their sum; ``<part>_share`` (float64, of ``total_eth``; NaN
         where it is 0). With bundle columns also ``flashbots_bundle_gas_fee_eth`` [ETH],
-        ``bundle_eth`` [ETH] (bundles' gas fees and coinbase transfers), ``bundle_share``
-        (of ``total_eth``) and ``has_bundle`` (bool: the block paid its miner through a
-        bundle). With ``burn_wei``, ``burn_eth`` [ETH] (not in the total). ``attrs``: the
-        frame's.
+        ``bundle_eth`` [ETH] (bundles' gas fees and coinbase transfers), their shares
+        ``flashbots_bundle_gas_fee_share`` and ``bundle_share`` (of ``total_eth``) and
+        ``has_bundle`` (bool: the block paid its miner through a bundle). With
+        ``burn_wei``, ``burn_eth`` [ETH] (not in the total). ``attrs``: the frame's.
 
     Raises
     ------
@@ -192,7 +192,7 @@ def revenue_composition(revenue: pd.DataFrame) -> pd.DataFrame:
         out["flashbots_bundle_gas_fee_eth"] = _eth(bundle)
         transfers = parts.get("flashbots_coinbase_transfer", np.zeros(len(out), dtype=np.int64))
         out["bundle_eth"] = _eth(_exact_add(bundle, transfers))
-        _shares(out, ["bundle"])
+        _shares(out, ["flashbots_bundle_gas_fee", "bundle"])
         paid = bundle.astype(object) + transfers.astype(object)
         out["has_bundle"] = np.asarray(paid > 0, dtype=bool)
     if "burn" in parts:
@@ -220,8 +220,9 @@ def revenue_by_window(revenue: pd.DataFrame, window: int = 10_000) -> pd.DataFra
         block number of the window): ``blocks`` (int64, blocks of the frame in it),
         ``<part>_eth`` (float64) [ETH] summed exactly in wei, then converted, ``total_eth``
         [ETH], ``mean_total_eth`` [ETH per block], ``<part>_share`` (of ``total_eth``), and
-        with bundle columns ``flashbots_bundle_gas_fee_eth``, ``bundle_eth`` [ETH],
-        ``bundle_share`` and ``blocks_with_bundle`` (int64); with ``burn_wei``,
+        with bundle columns ``flashbots_bundle_gas_fee_eth``, ``bundle_eth`` [ETH], their
+        shares ``flashbots_bundle_gas_fee_share``, ``bundle_share`` and
+        ``blocks_with_bundle`` (int64); with ``burn_wei``,
         ``burn_eth`` [ETH].
 
     Raises
@@ -257,7 +258,7 @@ def revenue_by_window(revenue: pd.DataFrame, window: int = 10_000) -> pd.DataFra
         transfers = sums.get("flashbots_coinbase_transfer", np.zeros(len(out), dtype=object))
         out["flashbots_bundle_gas_fee_eth"] = _eth(bundle)
         out["bundle_eth"] = _eth(np.asarray(bundle + transfers, dtype=object))
-        _shares(out, ["bundle"])
+        _shares(out, ["flashbots_bundle_gas_fee", "bundle"])
         paid = parts["flashbots_bundle_gas_fee"].astype(object)
         if "flashbots_coinbase_transfer" in parts:
             paid = paid + parts["flashbots_coinbase_transfer"].astype(object)

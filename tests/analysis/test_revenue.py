@@ -34,6 +34,7 @@ def test_composition_adds_the_parts_and_their_shares():
     parts = ["static_reward", "uncle_inclusion_reward", "gas_fee", "flashbots_coinbase_transfer"]
     assert out[[f"{p}_share" for p in parts]].sum(axis=1).tolist() == pytest.approx([1.0] * 5)
     assert out.loc[1, "bundle_share"] == pytest.approx(1.25 / 3.3125)
+    assert out.loc[1, "flashbots_bundle_gas_fee_share"] == pytest.approx(1.0 / 3.3125)
     # the gas fee can be given whole (as revenue_from_transactions does)
     whole = frame.drop(columns=["flashbots_bundle_gas_fee_wei", "other_gas_fee_wei",
                                 "flashbots_coinbase_transfer_wei"])  # fmt: skip
@@ -50,6 +51,7 @@ def test_windows_sum_exactly_and_split_where_told():
     assert out.loc[100, "gas_fee_eth"] == (ETH // 2 + ETH + 9_000 * ETH + 1 + 8) / ETH
     assert out.loc[100, "total_eth"] == pytest.approx(8 + 0.1875 + 9_001.5 + 0.25)
     assert out.loc[100, "blocks_with_bundle"] == 2
+    assert out.loc[100, "bundle_share"] == pytest.approx((1.25 + 3e-18) / out.loc[100, "total_eth"])
     assert out.loc[100, "mean_total_eth"] == pytest.approx(out.loc[100, "total_eth"] / 4)
 
 
