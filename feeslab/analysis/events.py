@@ -50,7 +50,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from statistics import NormalDist
 from typing import Literal
 
@@ -210,21 +210,25 @@ def _runs(n: int, length: float, resamples: int, rng: np.random.Generator
     return starts, lengths, first
 
 
-def _bootstrap_medians(x: np.ndarray, length: float, resamples: int,
-                       rng: np.random.Generator) -> np.ndarray:  # fmt: skip
-    """The medians of ``resamples`` stationary-bootstrap resamples, built in chunks."""
-    n = len(x)
+def _resamples(n: int, length: float, resamples: int, rng: np.random.Generator
+               ) -> Iterator[np.ndarray]:  # fmt: skip
+    """Stationary-bootstrap resamples of positions ``0 .. n-1``, as index arrays of shape
+    (rows, n), a chunk of rows at a time (at most ``_CHUNK_VALUES`` positions)."""
     starts, lengths, first = _runs(n, length, resamples, rng)
-    out = np.empty(resamples)
     chunk = max(1, _CHUNK_VALUES // n)
     for lo in range(0, resamples, chunk):
         hi = min(lo + chunk, resamples)
         # each row's runs add up to n: repeating each run's shift by its length lays the
         # rows end to end; position + shift is the value's place on the circle
         shift = np.repeat((starts[lo:hi] - first[lo:hi]).ravel(), lengths[lo:hi].ravel())
-        index = (shift.reshape(hi - lo, n) + np.arange(n)) % n
-        out[lo:hi] = np.median(x[index], axis=1)
-    return out
+        yield (shift.reshape(hi - lo, n) + np.arange(n)) % n
+
+
+def _bootstrap_medians(x: np.ndarray, length: float, resamples: int,
+                       rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """The medians of ``resamples`` stationary-bootstrap resamples of ``x``."""
+    chunks = [np.median(x[index], axis=1) for index in _resamples(len(x), length, resamples, rng)]
+    return np.concatenate(chunks)
 
 
 def _point(x: np.ndarray, statistic: Statistic) -> float:

@@ -114,3 +114,20 @@ def test_bad_input_is_refused_with_what_was_wrong():
         events.event_study(values[::-1], 50)
     with pytest.raises(ValueError, match="at least 10"):
         events.block_length(np.arange(5.0))
+
+
+def test_stationary_bootstrap_resamples_runs_of_consecutive_blocks_around_the_circle():
+    """Politis and Romano's scheme: each resample is n positions, in runs of consecutive
+    positions (wrapping from n - 1 to 0) whose lengths are geometric with the mean asked."""
+    n, mean_length = 1_000, 20.0
+    rows = np.concatenate(list(events._resamples(n, mean_length, 300, np.random.default_rng(7))))
+    assert rows.shape == (300, n) and rows.min() >= 0 and rows.max() < n
+    continues = np.diff(rows, axis=1) % n == 1  # the next position follows on the circle
+    # a new run starts where the next position does not follow (or, by chance, where a new
+    # run starts right after the last one's end: 1 in n)
+    runs = 1 + (~continues).sum(axis=1)
+    assert np.mean(n / runs) == pytest.approx(mean_length, rel=0.1)
+    assert continues.mean() > 0.9  # far from iid resampling (1 in n)
+    # every position is about as likely: the circle has no ends
+    counts = np.bincount(rows.ravel(), minlength=n)
+    assert counts.min() > 0.5 * counts.mean() and counts.max() < 1.5 * counts.mean()
