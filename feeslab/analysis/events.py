@@ -81,7 +81,11 @@ def _series(values: pd.Series, name: str = "values") -> pd.Series:
     if pd.api.types.is_bool_dtype(values.dtype):
         values = values.astype(np.float64)
     if values.dtype == object:  # exact Python ints (wei) and the like
-        values = pd.Series(np.array(values.tolist(), dtype=np.float64), index=values.index)
+        try:
+            floats = [np.nan if v is None or v is pd.NA else float(v) for v in values.tolist()]
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be numbers; it holds other objects") from None
+        values = pd.Series(floats, index=values.index, dtype=np.float64)
     if not pd.api.types.is_numeric_dtype(values.dtype):
         raise TypeError(f"{name} must be numbers, not {values.dtype}")
     return values.astype(np.float64).dropna()
@@ -213,15 +217,16 @@ def _runs(n: int, length: float, resamples: int, rng: np.random.Generator
 def _resamples(n: int, length: float, resamples: int, rng: np.random.Generator
                ) -> Iterator[np.ndarray]:  # fmt: skip
     """Stationary-bootstrap resamples of positions ``0 .. n-1``, as index arrays of shape
-    (rows, n), a chunk of rows at a time (at most ``_CHUNK_VALUES`` positions)."""
-    starts, lengths, first = _runs(n, length, resamples, rng)
+    (rows, n), a chunk of rows at a time: at most ``_CHUNK_VALUES`` positions, and as many
+    runs (short blocks make as many runs as positions)."""
     chunk = max(1, _CHUNK_VALUES // n)
     for lo in range(0, resamples, chunk):
-        hi = min(lo + chunk, resamples)
+        rows = min(chunk, resamples - lo)
+        starts, lengths, first = _runs(n, length, rows, rng)
         # each row's runs add up to n: repeating each run's shift by its length lays the
         # rows end to end; position + shift is the value's place on the circle
-        shift = np.repeat((starts[lo:hi] - first[lo:hi]).ravel(), lengths[lo:hi].ravel())
-        yield (shift.reshape(hi - lo, n) + np.arange(n)) % n
+        shift = np.repeat((starts - first).ravel(), lengths.ravel())
+        yield (shift.reshape(rows, n) + np.arange(n)) % n
 
 
 def _bootstrap_medians(x: np.ndarray, length: float, resamples: int,

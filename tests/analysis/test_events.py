@@ -131,3 +131,16 @@ def test_stationary_bootstrap_resamples_runs_of_consecutive_blocks_around_the_ci
     # every position is about as likely: the circle has no ends
     counts = np.bincount(rows.ravel(), minlength=n)
     assert counts.min() > 0.5 * counts.mean() and counts.max() < 1.5 * counts.mean()
+
+
+def test_exact_wei_and_flags_are_read_as_numbers():
+    # past int64 and float precision alike (+1 wei), one block missing
+    values = [10**21 + i * 10**18 + 1 for i in range(40)] + [None] + [3 * 10**21] * 40
+    wei = pd.Series(values, dtype=object, index=np.arange(81))
+    study = events.event_study(wei, 41, statistics=["median"], resamples=100)
+    assert study.loc["median", "before"] == pytest.approx(1.0195e21)
+    assert study.loc["median", "blocks_before"] == 40  # the missing value left out
+    flags = pd.Series([False] * 40 + [True] * 40, index=np.arange(80))
+    assert events.event_study(flags, 40, statistics=["mean"]).loc["mean", "difference"] == 1.0
+    with pytest.raises(TypeError, match="must be numbers"):
+        events.event_study(pd.Series(["a"] * 80, index=np.arange(80)), 40)
