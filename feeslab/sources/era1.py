@@ -43,7 +43,6 @@ import cramjam
 import numpy as np
 import pandas as pd
 import rlp
-from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere, no compiler
 
 from feeslab.errors import FeeslabError
 from feeslab.frames import (
@@ -54,24 +53,25 @@ from feeslab.frames import (
     uncle_scan_frame,
     uncles_frame,
 )
+from feeslab.sources._e2store import (
+    EMPTY_TRIE_ROOT,
+    EMPTY_UNCLES_HASH,
+    STREAM_ID,
+    framed,
+    keccak,
+    ordered_trie_root,
+    record,
+    rlp_children,
+    rlp_item,
+    rlp_list_size,
+    snappy_frames,
+    u16,
+    u32,
+)
 from feeslab.sources.base import require
 
 if TYPE_CHECKING:
     from feeslab.chainspec import ChainSpec
-
-try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
-    from sha3 import keccak_256 as _keccak_256  # type: ignore[import-untyped]
-
-    def keccak(data: bytes) -> bytes:
-        """keccak256 (safe-pysha3), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return bytes(_keccak_256(data).digest())
-
-except ImportError:  # pragma: no cover - elsewhere pycryptodome, which has wheels everywhere
-
-    def keccak(data: bytes) -> bytes:
-        """keccak256 (pycryptodome), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return _keccak_mod.new(data=data, digest_bits=256).digest()
-
 
 __all__ = [
     "EPOCH_SIZE",
@@ -97,9 +97,6 @@ RECORD_NAMES = {
     COMPRESSED_RECEIPTS: "CompressedReceipts", TOTAL_DIFFICULTY: "TotalDifficulty",
     ACCUMULATOR: "Accumulator", BLOCK_INDEX: "BlockIndex",
 }  # fmt: skip
-EMPTY_UNCLES_HASH = keccak(b"\xc0")
-EMPTY_TRIE_ROOT = keccak(b"\x80")
-_STREAM_ID = b"\xff\x06\x00\x00sNaPpY"
 _TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
 
 
@@ -119,47 +116,6 @@ class Era1Error(FeeslabError, ValueError):
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.block = block
-
-
-# -- e2store and snappy ------------------------------------------------------------------------
-
-
-def _snappy_frames(data: bytes | memoryview) -> bytes:
-    """Decode a snappy-framed stream.
-
-    One chunk (every header and most bodies) goes straight to cramjam's raw decoder, or
-    is the data itself when stored uncompressed: cramjam's framed decoder costs ~10 us a
-    call against ~0.4 us for the raw one, and the chunk's CRC is not checked because the
-    content is checked by hash (header hash, ``sha3Uncles``, ``transactionsRoot``) right
-    after. Longer streams use cramjam's framed
-    decoder, CRCs included.
-    """
-    if (
-        len(data) > 18
-        and data[:10] == _STREAM_ID
-        and data[10] in (0, 1)
-        and int.from_bytes(data[11:14], "little") == len(data) - 14
-    ):
-        if data[10] == 1:  # an uncompressed chunk: what compression would not shrink
-            return bytes(data[18:])
-        return bytes(cramjam.snappy.decompress_raw(data[18:]))
-    return bytes(cramjam.snappy.decompress(bytes(data)))
-
-
-def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    pos = pos.astype(np.int64)
-    out: np.ndarray = (
-        buf[pos].astype(np.int64)
-        | buf[pos + 1].astype(np.int64) << 8
-        | buf[pos + 2].astype(np.int64) << 16
-        | buf[pos + 3].astype(np.int64) << 24
-    )
-    return out
-
-
-def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    out: np.ndarray = buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
-    return out
 
 
 # -- SSZ accumulator ---------------------------------------------------------------------------
@@ -208,51 +164,6 @@ def accumulator_root(hashes: Sequence[bytes], total_difficulties: Sequence[int])
             layer.append(_ZERO_HASHES[depth])
         layer = [sha(layer[i] + layer[i + 1]).digest() for i in range(0, len(layer), 2)]
     return sha(layer[0] + count.to_bytes(32, "little")).digest()
-
-
-# -- RLP -----------------------------------------------------------------------------------------
-
-
-def _item(data: bytes, pos: int, end: int) -> tuple[bool, int, int]:
-    """(is_list, payload start, item end) of the RLP item at ``pos``; ValueError if cut."""
-    if pos >= end:
-        raise ValueError(f"RLP item expected at byte {pos}, the data ends at {end}")
-    b = data[pos]
-    if b < 0x80:
-        is_list, start, stop = False, pos, pos + 1
-    elif b <= 0xB7:
-        is_list, start, stop = False, pos + 1, pos + 1 + b - 0x80
-    elif b <= 0xBF:
-        n = b - 0xB7
-        is_list, start = False, pos + 1 + n
-        stop = start + int.from_bytes(data[pos + 1 : start], "big")
-    elif b <= 0xF7:
-        is_list, start, stop = True, pos + 1, pos + 1 + b - 0xC0
-    else:
-        n = b - 0xF7
-        is_list, start = True, pos + 1 + n
-        stop = start + int.from_bytes(data[pos + 1 : start], "big")
-    if stop > end:
-        raise ValueError(f"RLP item at byte {pos} runs past its end ({stop} > {end})")
-    return is_list, start, stop
-
-
-def _children(data: bytes, start: int, stop: int) -> list[tuple[int, int, int, bool]]:
-    """The items of the list payload ``data[start:stop]``: (item start, payload start, end,
-    is_list)."""
-    out = []
-    pos = start
-    while pos < stop:
-        is_list, payload, end = _item(data, pos, stop)
-        out.append((pos, payload, end, is_list))
-        pos = end
-    return out
-
-
-def _rlp_list_size(payload: int) -> int:
-    if payload < 56:
-        return 1 + payload
-    return 1 + (payload.bit_length() + 7) // 8 + payload
 
 
 _HEADER_FIELDS = ("difficulty", "number", "gas_limit", "gas_used", "timestamp")
@@ -499,10 +410,10 @@ class Era1File:
             if not fits.all():
                 raise self._error(f"its {RECORD_NAMES[kind]} record starts past the blocks",
                                   self.start + int(np.argmin(fits)))  # fmt: skip
-            type_ok = (_u16(buf, pos) == int.from_bytes(kind, "little")) & (
-                _u16(buf, pos + 6) == 0
+            type_ok = (u16(buf, pos) == int.from_bytes(kind, "little")) & (
+                u16(buf, pos + 6) == 0
             )
-            length = _u32(buf, pos + 2)
+            length = u32(buf, pos + 2)
             if not type_ok.all():
                 i = int(np.argmin(type_ok))
                 raise self._error(f"no {RECORD_NAMES[kind]} record at byte {pos[i]:,}",
@@ -547,7 +458,7 @@ class Era1File:
         offsets, lengths = self._records[kind]
         o = offsets[i]
         try:
-            return _snappy_frames(self._map[o : o + lengths[i]])
+            return snappy_frames(self._map[o : o + lengths[i]])
         except (cramjam.DecompressionError, ValueError) as exc:
             raise self._error(
                 f"its {RECORD_NAMES[kind]} record at byte {o:,} does not decompress ({exc})",
@@ -566,10 +477,10 @@ class Era1File:
         # one compressed chunk (the usual case): found for all headers at once
         fast = size > 18
         near = np.where(fast, where, 0)
-        for k, byte in enumerate(_STREAM_ID):
+        for k, byte in enumerate(STREAM_ID):
             fast &= buf[near + k] == byte
         kind = buf[near + 10]
-        fast &= (kind <= 1) & ((_u32(buf, near + 10) >> 8) == size - 14)
+        fast &= (kind <= 1) & ((u32(buf, near + 10) >> 8) == size - 14)
         raw = None
         if fast.all():
             try:
@@ -630,14 +541,14 @@ class Era1File:
         number = self.start + i
         data = self._record(COMPRESSED_BODY, i)
         try:
-            is_list, start, stop = _item(data, 0, len(data))
+            is_list, start, stop = rlp_item(data, 0, len(data))
             if not is_list or stop != len(data):
                 raise ValueError("not one RLP list")
-            parts = _children(data, start, stop)
+            parts = rlp_children(data, start, stop)
             if len(parts) < 2 or not parts[0][3] or not parts[1][3]:
                 raise ValueError("not [transactions, uncles]")
-            txs = _children(data, parts[0][1], parts[0][2]) if transactions else []
-            uncles = _children(data, parts[1][1], parts[1][2])
+            txs = rlp_children(data, parts[0][1], parts[0][2]) if transactions else []
+            uncles = rlp_children(data, parts[1][1], parts[1][2])
         except ValueError as exc:
             raise self._error(f"its CompressedBody record is not an RLP block body ({exc})",
                               number) from None  # fmt: skip
@@ -650,7 +561,9 @@ class Era1File:
         if not transactions or self.stand_in_roots:
             return data, txs, uncles, stop - start
         want = bytes(columns["transactions_root"][i])
-        if _transactions_root(data, txs) != want:
+        values = [data[item:end] if is_list else data[payload:end]  # typed: type || payload
+                  for item, payload, end, is_list in txs]  # fmt: skip
+        if ordered_trie_root(values) != want:
             raise self._error(
                 f"its body's transactions do not hash to its transactionsRoot 0x{want.hex()}",
                 number,
@@ -666,8 +579,8 @@ class Era1File:
         data = self._record(COMPRESSED_RECEIPTS, i)
         try:
             decoded = rlp.decode(data)
-            is_list, start, stop = _item(data, 0, len(data))
-            items = _children(data, start, stop) if is_list else []
+            is_list, start, stop = rlp_item(data, 0, len(data))
+            items = rlp_children(data, start, stop) if is_list else []
         except (rlp.exceptions.DecodingError, ValueError) as exc:
             raise self._error(f"its CompressedReceipts record is not RLP ({exc})",
                               number) from None  # fmt: skip
@@ -678,40 +591,13 @@ class Era1File:
             values = [data[a:e] if is_item_list else data[p:e]
                       for a, p, e, is_item_list in items]  # fmt: skip
             want = bytes(headers.columns["receipts_root"][i])
-            if _trie_root(values) != want:
+            if ordered_trie_root(values) != want:
                 raise self._error(f"its receipts do not hash to its receiptsRoot 0x{want.hex()}",
                                   number)  # fmt: skip
         return fields
 
 
-def _transactions_root(data: bytes, txs: list[tuple[int, int, int, bool]]) -> bytes:
-    """The Merkle-Patricia root of a body's transactions (legacy: the RLP list; typed: the
-    byte string's content, ``type || payload``)."""
-    return _trie_root([data[item:end] if is_list else data[payload:end]
-                       for item, payload, end, is_list in txs])  # fmt: skip
-
-
-def _trie_root(values: Sequence[bytes]) -> bytes:
-    """The Merkle-Patricia root of a list keyed by ``rlp(index)`` (transactions, receipts)."""
-    if not values:
-        return EMPTY_TRIE_ROOT
-    from trie.hexary import HexaryTrie
-
-    tree = HexaryTrie(db={})
-    for index, value in enumerate(values):
-        tree[rlp.encode(index)] = value
-    return tree.root_hash
-
-
 # -- writing -----------------------------------------------------------------------------------
-
-
-def _e2store_record(kind: bytes, data: bytes) -> bytes:
-    return kind + len(data).to_bytes(4, "little") + b"\x00\x00" + data
-
-
-def _framed(data: bytes) -> bytes:
-    return bytes(cramjam.snappy.compress(data))
 
 
 def era1_bytes(
@@ -728,15 +614,15 @@ def era1_bytes(
     """
     if not 0 < len(blocks) <= EPOCH_SIZE:
         raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
-    parts = [_e2store_record(VERSION, b"")]
+    parts = [record(VERSION, b"")]
     offset = 8
     offsets, hashes, tds = [], [], []
     for header, body, receipts, total_difficulty in blocks:
         tuple_bytes = b"".join((
-            _e2store_record(COMPRESSED_HEADER, _framed(header)),
-            _e2store_record(COMPRESSED_BODY, _framed(body)),
-            _e2store_record(COMPRESSED_RECEIPTS, _framed(receipts)),
-            _e2store_record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
+            record(COMPRESSED_HEADER, framed(header)),
+            record(COMPRESSED_BODY, framed(body)),
+            record(COMPRESSED_RECEIPTS, framed(receipts)),
+            record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
         ))  # fmt: skip
         offsets.append(offset)
         offset += len(tuple_bytes)
@@ -744,14 +630,14 @@ def era1_bytes(
         hashes.append(keccak(header))
         tds.append(total_difficulty)
     root = accumulator_root(hashes, tds)
-    parts.append(_e2store_record(ACCUMULATOR, root))
+    parts.append(record(ACCUMULATOR, root))
     index_start = offset + 40
     index = b"".join(
         [start.to_bytes(8, "little")]
         + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
         + [len(offsets).to_bytes(8, "little")]
     )
-    parts.append(_e2store_record(BLOCK_INDEX, index))
+    parts.append(record(BLOCK_INDEX, index))
     return b"".join(parts), root
 
 
@@ -1048,7 +934,7 @@ class Era1Source:
             sizes, tx_counts, uncle_hashes = [], [], []
             for i in range(lo, hi):
                 data, txs, uncles, payload = handle.body(i, headers)
-                sizes.append(_rlp_list_size(len(headers.raw[i]) + payload))
+                sizes.append(rlp_list_size(len(headers.raw[i]) + payload))
                 tx_counts.append(len(txs))
                 uncle_hashes.append(tuple("0x" + keccak(data[a:e]).hex() for a, _, e, _ in uncles))
             rows = slice(lo, hi)
