@@ -1,0 +1,660 @@
+"""Ere files: execution history on both sides of the merge, headers, bodies and slim receipts.
+
+An Ere file is an e2store file of up to 8,192 blocks, its records grouped by type::
+
+    ere := Version | CompressedHeader+ | CompressedBody+ | CompressedSlimReceipts* | Proof* |
+           TotalDifficulty* | other-entries* | Accumulator? | DynamicBlockIndex
+
+    CompressedHeader        0x0300  snappyFramed(rlp(header))
+    CompressedBody          0x0400  snappyFramed(rlp([transactions, uncles, withdrawals?]))
+    CompressedSlimReceipts  0x0a00  snappyFramed(rlp([[tx-type, status, cumulative-gas, logs],
+                                    ...]))  (no bloom: it follows from the logs)
+    Proof                   0x0b00  snappyFramed(rlp([proof-type, ssz(proof)]))
+    TotalDifficulty         0x0600  uint256 LE (pre-merge; the final one after the merge)
+    Accumulator             0x0700  hash_tree_root(List[HeaderRecord, 8192]) of the pre-merge
+                                    blocks (era1's, over the file's pre-merge part)
+    DynamicBlockIndex       "g2"    starting-number | offsets (component-count per block) |
+                                    component-count | count  (int64 LE, relative to the index
+                                    record's start; header, body, receipts?, difficulty?, proof?)
+
+Files are named ``<network>-<era:05>-<first 4 bytes of the last block's hash>(-<profile>)?.ere``
+(profiles ``noproofs``, ``noreceipts``). The optional components are told apart by the type
+of the record each index column points at, not by position, so a ``noreceipts`` file with
+total difficulties reads as well as a full one.
+
+Reading checks what the file can prove: the layout (every index offset points at a record of
+its column's type that fits before the index), each header's hash and parent link, its number
+against the index, the total difficulties (each the previous plus the block's difficulty) and
+the accumulator root over the pre-merge blocks; for each body read, ``sha3Uncles``,
+``transactionsRoot`` and ``withdrawalsRoot``; for the receipts read, their count, and
+``receiptsRoot`` and ``logsBloom`` of the receipts rebuilt in the consensus encoding (blooms
+recomputed from the logs). Any mismatch raises :class:`EreError` naming the file, the record
+and the block. Files the devnet exports (named ``devnet-``) have stand-in transactions and
+receipts roots (``feeslab.devnet.transactions``): those two checks are left out for them, as
+the era1 reader does. Proofs are read (:meth:`EreFile.proof`), not verified: that needs the
+historical roots of the beacon chain.
+
+References
+----------
+.. [1] eth-clients/e2store-format-specs, ``formats/ere.md``, ``types/0x0a00.md``,
+   ``types/0x0b00.md``, ``types/0x6732.md``; reth ``crates/era`` (``ere``), the writer.
+.. [2] Portal network history specs (``HeaderRecord``, the proof types).
+.. [3] go-ethereum ``core/types/bloom9.go`` (a receipt's bloom from its logs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import cramjam
+import numpy as np
+import rlp
+
+from feeslab.errors import FeeslabError
+from feeslab.sources._e2store import (
+    VERSION,
+    framed,
+    keccak,
+    ordered_trie_root,
+    record,
+    rlp_bytes,
+    rlp_children,
+    rlp_int,
+    rlp_item,
+    rlp_list,
+    snappy_frames,
+    u16,
+    u32,
+)
+from feeslab.sources.era1 import EPOCH_SIZE, accumulator_root
+
+__all__ = [
+    "ACCUMULATOR",
+    "BLOCK_INDEX",
+    "COMPRESSED_BODY",
+    "COMPRESSED_HEADER",
+    "COMPRESSED_SLIM_RECEIPTS",
+    "PROOF",
+    "TOTAL_DIFFICULTY",
+    "EreBlock",
+    "EreError",
+    "EreFile",
+    "Header",
+    "SlimReceipt",
+    "ere_bytes",
+    "iter_blocks",
+    "logs_bloom",
+]
+
+COMPRESSED_HEADER = b"\x03\x00"
+COMPRESSED_BODY = b"\x04\x00"
+COMPRESSED_SLIM_RECEIPTS = b"\x0a\x00"
+PROOF = b"\x0b\x00"
+TOTAL_DIFFICULTY = b"\x06\x00"
+ACCUMULATOR = b"\x07\x00"
+BLOCK_INDEX = b"g2"
+RECORD_NAMES = {
+    VERSION: "Version", COMPRESSED_HEADER: "CompressedHeader", COMPRESSED_BODY: "CompressedBody",
+    COMPRESSED_SLIM_RECEIPTS: "CompressedSlimReceipts", PROOF: "Proof",
+    TOTAL_DIFFICULTY: "TotalDifficulty", ACCUMULATOR: "Accumulator",
+    BLOCK_INDEX: "DynamicBlockIndex",
+}  # fmt: skip
+_OPTIONAL = (COMPRESSED_SLIM_RECEIPTS, TOTAL_DIFFICULTY, PROOF)
+_FIELDS = (
+    "parent_hash", "uncles_hash", "miner", "state_root", "transactions_root", "receipts_root",
+    "logs_bloom", "difficulty", "number", "gas_limit", "gas_used", "timestamp", "extra_data",
+    "mix_hash", "nonce", "base_fee_per_gas", "withdrawals_root", "blob_gas_used",
+    "excess_blob_gas", "parent_beacon_block_root", "requests_hash",
+)  # fmt: skip
+_INTEGERS = frozenset({"difficulty", "number", "gas_limit", "gas_used", "timestamp",
+                       "base_fee_per_gas", "blob_gas_used", "excess_blob_gas"})  # fmt: skip
+
+
+class EreError(FeeslabError, ValueError):
+    """An Ere file that is damaged, truncated or not an Ere file.
+
+    Attributes
+    ----------
+    path : str or None
+        The file.
+    block : int or None
+        The block whose record failed.
+    record : str or None
+        The record's type name (``CompressedHeader``, ``DynamicBlockIndex``, ...).
+    """
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
+                 block: int | None = None, record: str | None = None) -> None:  # fmt: skip
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+        self.block = block
+        self.record = record
+
+
+class Header(NamedTuple):
+    """An execution header's fields (None where its fork has none); hashes and addresses as
+    bytes, integers as int ([gas], [wei], [s])."""
+
+    parent_hash: bytes
+    uncles_hash: bytes
+    miner: bytes
+    state_root: bytes
+    transactions_root: bytes
+    receipts_root: bytes
+    logs_bloom: bytes
+    difficulty: int
+    number: int
+    gas_limit: int
+    gas_used: int
+    timestamp: int
+    extra_data: bytes
+    mix_hash: bytes
+    nonce: bytes
+    base_fee_per_gas: int | None
+    withdrawals_root: bytes | None
+    blob_gas_used: int | None
+    excess_blob_gas: int | None
+    parent_beacon_block_root: bytes | None
+    requests_hash: bytes | None
+
+
+class SlimReceipt(NamedTuple):
+    """A receipt as Ere stores it: ``[tx-type, status or post-state, cumulative-gas, logs]``.
+
+    ``status`` is 0/1, or the 32-byte post-state root before Byzantium; ``logs`` each
+    ``(address, topics, data)``; ``cumulative_gas_used`` [gas].
+    """
+
+    tx_type: int
+    status: int | bytes
+    cumulative_gas_used: int
+    logs: tuple[tuple[bytes, tuple[bytes, ...], bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EreBlock:
+    """One block of an Ere file, checked.
+
+    Attributes
+    ----------
+    number : int
+    hash : bytes
+        keccak of ``header_rlp``.
+    header : Header
+    header_rlp : bytes
+    transactions : tuple of bytes
+        Each transaction's encoding (``type || rlp`` for typed ones).
+    uncles : tuple of bytes
+        Each uncle header's RLP.
+    withdrawals : tuple of (int, int, bytes, int) or None
+        ``(index, validator_index, address, amount [gwei])`` from Shanghai on.
+    receipts : tuple of SlimReceipt or None
+        None when the file holds none (or they were not asked for).
+    total_difficulty : int or None
+        [hashes] None when the file holds none.
+    """
+
+    number: int
+    hash: bytes
+    header: Header
+    header_rlp: bytes
+    transactions: tuple[bytes, ...]
+    uncles: tuple[bytes, ...]
+    withdrawals: tuple[tuple[int, int, bytes, int], ...] | None
+    receipts: tuple[SlimReceipt, ...] | None
+    total_difficulty: int | None
+
+
+def decode_header(data: bytes) -> Header:
+    """An execution header's RLP as :class:`Header` (``ValueError`` if it is none)."""
+    fields = rlp.decode(data)
+    if not isinstance(fields, list) or not 15 <= len(fields) <= len(_FIELDS) or any(
+            not isinstance(f, bytes) for f in fields):  # fmt: skip
+        raise ValueError("not an RLP block header (15 to 21 byte strings)")
+    values: list[Any] = []
+    for name, value in zip(_FIELDS, fields, strict=False):
+        values.append(int.from_bytes(value, "big") if name in _INTEGERS else value)
+    values += [None] * (len(_FIELDS) - len(values))
+    return Header(*values)
+
+
+def logs_bloom(logs: Sequence[tuple[bytes, Sequence[bytes], bytes]]) -> bytes:
+    """The 2,048-bit bloom of ``logs`` (each address and topic sets three bits)."""
+    bits = 0
+    for address, topics, _ in logs:
+        for item in (address, *topics):
+            h = keccak(item)
+            for k in (0, 2, 4):
+                bits |= 1 << ((h[k] << 8 | h[k + 1]) & 2047)
+    return bits.to_bytes(256, "big")
+
+
+def _consensus_receipt(receipt: SlimReceipt, raw_logs: bytes, bloom: bytes) -> bytes:
+    """The receipt as the receipts trie holds it: ``type || rlp([status, cumulative gas,
+    bloom, logs])`` (no type byte for legacy ones)."""
+    first = rlp_bytes(receipt.status) if isinstance(receipt.status, bytes) else rlp_int(
+        receipt.status)  # fmt: skip
+    payload = rlp_list((first, rlp_int(receipt.cumulative_gas_used), rlp_bytes(bloom),
+                        raw_logs))  # fmt: skip
+    return payload if receipt.tx_type == 0 else bytes((receipt.tx_type,)) + payload
+
+
+class EreFile:
+    """One Ere file: its index read and checked on opening, its blocks on demand.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Attributes
+    ----------
+    path : Path
+    start : int
+        The first block it holds.
+    count : int
+        How many blocks it holds.
+    components : tuple of str
+        The record types each block has, in index order (``CompressedHeader``,
+        ``CompressedBody``, then any of ``CompressedSlimReceipts``, ``TotalDifficulty``,
+        ``Proof``).
+    accumulator : bytes or None
+        The root its ``Accumulator`` record holds (files with pre-merge blocks).
+    stand_in_roots : bool
+        True for files the devnet exported (``devnet-*``): their transactions and receipts
+        roots are not checked.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.stand_in_roots = self.path.name.startswith("devnet-")
+        try:
+            with open(self.path, "rb") as handle:
+                size = handle.seek(0, 2)
+                if size < 8 + 8 + 24:
+                    raise self._error(f"{size} bytes: too short for an Ere file")
+                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise EreError(f"{self.path}: cannot read: {exc.strerror or exc}",
+                           path=self.path) from None  # fmt: skip
+        self._headers: list[Header] | None = None
+        self._layout()
+
+    def __repr__(self) -> str:
+        return f"<EreFile {self.path.name}: blocks {self.start:,} .. {self.stop - 1:,}>"
+
+    @property
+    def stop(self) -> int:
+        """The block after the last one it holds."""
+        return self.start + self.count
+
+    def close(self) -> None:
+        """Unmap the file."""
+        with contextlib.suppress(BufferError):
+            self._map.close()
+
+    def __enter__(self) -> EreFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _error(self, message: str, block: int | None = None,
+               kind: bytes | None = None) -> EreError:  # fmt: skip
+        name = None if kind is None else RECORD_NAMES.get(kind, f"type 0x{kind.hex()}")
+        where = "" if block is None else f"block {block:,}: "
+        what = "" if name is None else f"its {name} record "
+        return EreError(f"{self.path.name}: {where}{what}{message}", path=self.path,
+                        block=block, record=name)  # fmt: skip
+
+    def _layout(self) -> None:
+        data = self._map
+        size = len(data)
+        if data[:8] != VERSION + bytes(6):
+            raise self._error("no e2store Version record at byte 0: not an Ere file", kind=VERSION)
+        count = int.from_bytes(data[size - 8 :], "little")
+        width = int.from_bytes(data[size - 16 : size - 8], "little")
+        index_start = size - (8 + 8 + 8 * count * width + 16) if 2 <= width <= 5 else -1
+        if not 0 < count <= EPOCH_SIZE or index_start < 8 or data[
+                index_start : index_start + 2] != BLOCK_INDEX or int.from_bytes(
+                data[index_start + 2 : index_start + 6], "little") != 24 + 8 * count * width:  # fmt: skip
+            raise self._error("no DynamicBlockIndex record at the end: truncated or not an Ere "
+                              "file", kind=BLOCK_INDEX)  # fmt: skip
+        self.start = int.from_bytes(data[index_start + 8 : index_start + 16], "little")
+        self.count = count
+        offsets = index_start + np.frombuffer(data, dtype="<i8", count=count * width,
+                                              offset=index_start + 16).reshape(count, width)  # fmt: skip
+        limit = index_start
+        self.accumulator = None
+        acc = index_start - 40
+        if acc >= 8 and data[acc : acc + 8] == ACCUMULATOR + (32).to_bytes(4, "little") + bytes(2):
+            self.accumulator = bytes(data[acc + 8 : acc + 40])
+            limit = acc
+        buf = np.frombuffer(data, dtype=np.uint8)
+        kinds = []
+        self._records: dict[bytes, tuple[list[int], list[int]]] = {}
+        for column in range(width):
+            pos = offsets[:, column]
+            fits = (pos >= 8) & (pos + 8 <= limit)
+            if not fits.all():
+                i = int(np.argmin(fits))
+                raise self._error(f"its index points at byte {int(pos[i]):,}, outside the "
+                                  "records: damaged or truncated", self.start + i,
+                                  BLOCK_INDEX)  # fmt: skip
+            kind = bytes(data[int(pos[0]) : int(pos[0]) + 2])
+            expected = (COMPRESSED_HEADER, COMPRESSED_BODY)[column] if column < 2 else kind
+            if expected != kind or (column >= 2 and (kind not in _OPTIONAL or kind in kinds)):
+                raise self._error(f"at byte {int(pos[0]):,} has type 0x{kind.hex()}: wrong type "
+                                  f"for index column {column}", self.start, expected)  # fmt: skip
+            type_ok = (u16(buf, pos) == int.from_bytes(kind, "little")) & (u16(buf, pos + 6) == 0)
+            if not type_ok.all():
+                i = int(np.argmin(type_ok))
+                found = bytes(data[int(pos[i]) : int(pos[i]) + 2])
+                raise self._error(f"at byte {int(pos[i]):,} has type 0x{found.hex()}: wrong "
+                                  "type", self.start + i, kind)  # fmt: skip
+            length = u32(buf, pos + 2)
+            past = pos + 8 + length > limit
+            if past.any():
+                i = int(np.argmax(past))
+                raise self._error(f"at byte {int(pos[i]):,} claims {int(length[i]):,} bytes, "
+                                  "past the index: wrong length or truncated", self.start + i,
+                                  kind)  # fmt: skip
+            kinds.append(kind)
+            self._records[kind] = ((pos + 8).tolist(), length.tolist())
+        if TOTAL_DIFFICULTY in self._records:
+            lengths = np.asarray(self._records[TOTAL_DIFFICULTY][1])
+            if (lengths != 32).any():
+                raise self._error("is not 32 bytes: wrong length",
+                                  self.start + int(np.argmax(lengths != 32)), TOTAL_DIFFICULTY)  # fmt: skip
+        self.components = tuple(RECORD_NAMES[k] for k in kinds)
+
+    # -- records -------------------------------------------------------------------------------
+
+    def _data(self, kind: bytes, i: int) -> bytes:
+        offsets, lengths = self._records[kind]
+        o = offsets[i]
+        try:
+            return snappy_frames(self._map[o : o + lengths[i]])
+        except (cramjam.DecompressionError, ValueError) as exc:
+            raise self._error(f"at byte {o - 8:,} does not decompress (a bad snappy frame: "
+                              f"{exc})", self.start + i, kind) from None  # fmt: skip
+
+    def _index(self, number: int) -> int:
+        if not self.start <= number < self.stop:
+            raise KeyError(f"{self.path.name} holds blocks {self.start:,} .. "
+                           f"{self.stop - 1:,}: not {number:,}")  # fmt: skip
+        return number - self.start
+
+    def header_rlp(self, number: int) -> bytes:
+        """Block ``number``'s header RLP, decompressed, unchecked (:meth:`headers` checks)."""
+        return self._data(COMPRESSED_HEADER, self._index(number))
+
+    def body_rlp(self, number: int) -> bytes:
+        """Block ``number``'s body RLP, decompressed, unchecked (:meth:`block` checks)."""
+        return self._data(COMPRESSED_BODY, self._index(number))
+
+    def total_difficulty(self, number: int) -> int | None:
+        """Block ``number``'s total difficulty [hashes] (None: the file holds none)."""
+        if TOTAL_DIFFICULTY not in self._records:
+            return None
+        o = self._records[TOTAL_DIFFICULTY][0][self._index(number)]
+        return int.from_bytes(self._map[o : o + 32], "little")
+
+    def proof(self, number: int) -> tuple[int, bytes] | None:
+        """Block ``number``'s proof, ``(proof type, SSZ)``, unverified (None: no proofs)."""
+        if PROOF not in self._records:
+            return None
+        i = self._index(number)
+        data = self._data(PROOF, i)
+        try:
+            decoded = rlp.decode(data)
+            if not isinstance(decoded, list) or len(decoded) != 2 or not all(
+                    isinstance(x, bytes) for x in decoded):  # fmt: skip
+                raise ValueError("not [proof-type, ssz]")
+        except (rlp.exceptions.DecodingError, ValueError) as exc:
+            raise self._error(f"is not an RLP proof ({exc})", number, PROOF) from None
+        return int.from_bytes(decoded[0], "big"), decoded[1]
+
+    # -- checked reading -----------------------------------------------------------------------
+
+    def headers(self) -> list[Header]:
+        """Every header, decoded and checked: numbers, parent links, total difficulties and
+        the accumulator root (computed once per file)."""
+        if self._headers is not None:
+            return self._headers
+        raws = [self._data(COMPRESSED_HEADER, i) for i in range(self.count)]
+        headers = []
+        for i, raw in enumerate(raws):
+            try:
+                headers.append(decode_header(raw))
+            except (rlp.exceptions.DecodingError, ValueError) as exc:
+                raise self._error(f"is not an RLP block header ({exc})", self.start + i,
+                                  COMPRESSED_HEADER) from None  # fmt: skip
+        hashes = [keccak(r) for r in raws]
+        for i, header in enumerate(headers):
+            if header.number != self.start + i:
+                raise self._error(f"says block {header.number:,}, the index {self.start + i:,}",
+                                  self.start + i, COMPRESSED_HEADER)  # fmt: skip
+            if i and header.parent_hash != hashes[i - 1]:
+                raise self._error(f"has parentHash 0x{header.parent_hash.hex()}, not the hash "
+                                  f"of block {self.start + i - 1:,}: a damaged header",
+                                  self.start + i, COMPRESSED_HEADER)  # fmt: skip
+        self._hashes = hashes
+        self._raws = raws
+        if TOTAL_DIFFICULTY in self._records:
+            tds = [self.total_difficulty(self.start + i) or 0 for i in range(self.count)]
+            for i in range(1, self.count):
+                if tds[i] - tds[i - 1] != headers[i].difficulty:
+                    raise self._error(f"holds {tds[i]}, not block {self.start + i - 1:,}'s "
+                                      f"{tds[i - 1]} + its difficulty {headers[i].difficulty}",
+                                      self.start + i, TOTAL_DIFFICULTY)  # fmt: skip
+            pre = [i for i, h in enumerate(headers) if h.difficulty]
+            if self.accumulator is not None:
+                root = accumulator_root([hashes[i] for i in pre], [tds[i] for i in pre])
+                if root != self.accumulator:
+                    raise self._error(
+                        f"holds 0x{self.accumulator.hex()}, not the root of its pre-merge "
+                        f"headers 0x{root.hex()}: a damaged header or total difficulty",
+                        kind=ACCUMULATOR)  # fmt: skip
+        elif self.accumulator is not None:
+            raise self._error("needs total difficulties, which the file does not hold",
+                              kind=ACCUMULATOR)  # fmt: skip
+        self._headers = headers
+        return headers
+
+    def block(self, number: int, *, receipts: bool = True) -> EreBlock:
+        """Block ``number``, checked: its header (with the file's), body and, with
+        ``receipts`` and where the file holds them, its receipts."""
+        headers = self.headers()
+        i = self._index(number)
+        header = headers[i]
+        transactions, uncles, withdrawals = self._body(i, header)
+        slim = None
+        if receipts and COMPRESSED_SLIM_RECEIPTS in self._records:
+            slim = self._receipts(i, header, len(transactions))
+        return EreBlock(number=number, hash=self._hashes[i], header=header,
+                        header_rlp=self._raws[i], transactions=transactions, uncles=uncles,
+                        withdrawals=withdrawals, receipts=slim,
+                        total_difficulty=self.total_difficulty(number))  # fmt: skip
+
+    def blocks(self, *, receipts: bool = True) -> Iterator[EreBlock]:
+        """Every block, checked, in order (see :meth:`block`)."""
+        for number in range(self.start, self.stop):
+            yield self.block(number, receipts=receipts)
+
+    def _body(self, i: int, header: Header) -> tuple[
+            tuple[bytes, ...], tuple[bytes, ...], tuple[tuple[int, int, bytes, int], ...] | None]:  # fmt: skip
+        number = self.start + i
+        data = self._data(COMPRESSED_BODY, i)
+        try:
+            is_list, start, stop = rlp_item(data, 0, len(data))
+            if not is_list or stop != len(data):
+                raise ValueError("not one RLP list")
+            parts = rlp_children(data, start, stop)
+            if len(parts) not in (2, 3) or not all(p[3] for p in parts):
+                raise ValueError("not [transactions, uncles, withdrawals?]")
+            txs = rlp_children(data, parts[0][1], parts[0][2])
+            uncles = rlp_children(data, parts[1][1], parts[1][2])
+            raw_withdrawals = rlp_children(data, parts[2][1], parts[2][2]) if len(parts) == 3 \
+                else None  # fmt: skip
+        except ValueError as exc:
+            raise self._error(f"is not an RLP block body ({exc})", number,
+                              COMPRESSED_BODY) from None  # fmt: skip
+        if keccak(data[parts[1][0] : parts[1][2]]) != header.uncles_hash:
+            raise self._error("holds uncles that do not hash to its header's sha3Uncles",
+                              number, COMPRESSED_BODY)  # fmt: skip
+        encoded = tuple(data[a:e] if is_item_list else data[p:e] for a, p, e, is_item_list in txs)
+        if not self.stand_in_roots and ordered_trie_root(encoded) != header.transactions_root:
+            raise self._error("holds transactions that do not hash to its header's "
+                              "transactionsRoot", number, COMPRESSED_BODY)  # fmt: skip
+        withdrawals = None
+        if (raw_withdrawals is None) != (header.withdrawals_root is None):
+            raise self._error("has withdrawals where its header has no withdrawalsRoot, or "
+                              "none where it has", number, COMPRESSED_BODY)  # fmt: skip
+        if raw_withdrawals is not None:
+            items = [data[a:e] for a, _, e, _ in raw_withdrawals]
+            if ordered_trie_root(items) != header.withdrawals_root:
+                raise self._error("holds withdrawals that do not hash to its header's "
+                                  "withdrawalsRoot", number, COMPRESSED_BODY)  # fmt: skip
+            withdrawals = tuple(
+                (int.from_bytes(w[0], "big"), int.from_bytes(w[1], "big"), w[2],
+                 int.from_bytes(w[3], "big"))
+                for w in map(rlp.decode, items)
+            )  # fmt: skip
+        return encoded, tuple(data[a:e] for a, _, e, _ in uncles), withdrawals
+
+    def _receipts(self, i: int, header: Header, transactions: int) -> tuple[SlimReceipt, ...]:
+        number = self.start + i
+        data = self._data(COMPRESSED_SLIM_RECEIPTS, i)
+        kind = COMPRESSED_SLIM_RECEIPTS
+        try:
+            is_list, start, stop = rlp_item(data, 0, len(data))
+            if not is_list or stop != len(data):
+                raise ValueError("not one RLP list")
+            out, raw_logs = [], []
+            for _, p, e, item_is_list in rlp_children(data, start, stop):
+                fields = rlp_children(data, p, e)
+                if not item_is_list or len(fields) != 4 or not fields[3][3] or any(
+                        f[3] for f in fields[:3]):  # fmt: skip
+                    raise ValueError("a receipt is not [tx-type, status, cumulative-gas, logs]")
+                status_bytes = data[fields[1][1] : fields[1][2]]
+                logs = tuple(
+                    (log[0], tuple(log[1]), log[2])
+                    for log in rlp.decode(data[fields[3][0] : fields[3][2]])
+                )
+                out.append(SlimReceipt(
+                    int.from_bytes(data[fields[0][1] : fields[0][2]], "big"),
+                    status_bytes if len(status_bytes) == 32 else int.from_bytes(status_bytes,
+                                                                                "big"),
+                    int.from_bytes(data[fields[2][1] : fields[2][2]], "big"), logs))  # fmt: skip
+                raw_logs.append(data[fields[3][0] : fields[3][2]])
+        except (ValueError, rlp.exceptions.DecodingError, IndexError, TypeError) as exc:
+            raise self._error(f"is not RLP slim receipts ({exc})", number, kind) from None
+        if len(out) != transactions:
+            raise self._error(f"holds {len(out)} receipts for {transactions} transactions",
+                              number, kind)  # fmt: skip
+        if not self.stand_in_roots:
+            blooms = [logs_bloom(r.logs) for r in out]
+            encoded = [_consensus_receipt(r, logs, bloom)
+                       for r, logs, bloom in zip(out, raw_logs, blooms, strict=True)]  # fmt: skip
+            if ordered_trie_root(encoded) != header.receipts_root:
+                raise self._error("holds receipts that do not hash to its header's "
+                                  "receiptsRoot", number, kind)  # fmt: skip
+            combined = 0
+            for bloom in blooms:
+                combined |= int.from_bytes(bloom, "big")
+            if combined.to_bytes(256, "big") != header.logs_bloom:
+                raise self._error("holds logs whose bloom is not its header's logsBloom",
+                                  number, kind)  # fmt: skip
+        return tuple(out)
+
+
+def iter_blocks(path: str | Path, *, receipts: bool = True) -> Iterator[EreBlock]:
+    """Every block of an Ere file, checked, in order, the file mapped while the iterator runs.
+
+    Raises
+    ------
+    EreError
+        The file is damaged (naming the file, the block and the record).
+    """
+    with EreFile(path) as handle:
+        yield from handle.blocks(receipts=receipts)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def slim_receipts_rlp(receipts: Sequence[SlimReceipt]) -> bytes:
+    """The RLP a ``CompressedSlimReceipts`` record holds."""
+    return rlp_list([
+        rlp_list((rlp_int(r.tx_type), rlp_bytes(r.status) if isinstance(r.status, bytes)
+                  else rlp_int(r.status), rlp_int(r.cumulative_gas_used),
+                  rlp.encode([list(log[:2]) + [log[2]] for log in r.logs])))
+        for r in receipts
+    ])  # fmt: skip
+
+
+def ere_bytes(
+    start: int,
+    blocks: Sequence[tuple[bytes, bytes, bytes | None, int | None]],
+) -> tuple[bytes, bytes, bytes | None]:
+    """An Ere file's content from RLP blocks: (content, last block's hash, accumulator root).
+
+    Parameters
+    ----------
+    start : int
+        The first block's number.
+    blocks : sequence of (header RLP, body RLP, slim receipts RLP or None, total difficulty
+        or None)
+        In block order, at most 8,192; receipts and total difficulties for all or for none.
+        The accumulator is written over the blocks with a difficulty (pre-merge) when total
+        difficulties are given and some block is pre-merge.
+    """
+    if not 0 < len(blocks) <= EPOCH_SIZE:
+        raise ValueError(f"an Ere file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
+    has_receipts = blocks[0][2] is not None
+    has_td = blocks[0][3] is not None
+    if any((b[2] is not None) != has_receipts or (b[3] is not None) != has_td for b in blocks):
+        raise ValueError("receipts and total difficulties: for every block or for none")
+    parts = [record(VERSION, b"")]
+    pos = 8
+    columns: list[list[int]] = []
+    sections: list[tuple[bytes, list[bytes]]] = [
+        (COMPRESSED_HEADER, [framed(b[0]) for b in blocks]),
+        (COMPRESSED_BODY, [framed(b[1]) for b in blocks]),
+    ]
+    if has_receipts:
+        sections.append((COMPRESSED_SLIM_RECEIPTS, [framed(b[2]) for b in blocks]))  # type: ignore[arg-type]
+    if has_td:
+        sections.append((TOTAL_DIFFICULTY, [b[3].to_bytes(32, "little") for b in blocks]))  # type: ignore[union-attr]
+    for kind, items in sections:
+        column = []
+        for item in items:
+            column.append(pos)
+            part = record(kind, item)
+            parts.append(part)
+            pos += len(part)
+        columns.append(column)
+    hashes = [keccak(b[0]) for b in blocks]
+    root = None
+    if has_td:
+        pre = [i for i, b in enumerate(blocks) if decode_header(b[0]).difficulty]
+        if pre:
+            root = accumulator_root([hashes[i] for i in pre],
+                                    [blocks[i][3] for i in pre])  # type: ignore[misc]  # fmt: skip
+            part = record(ACCUMULATOR, root)
+            parts.append(part)
+            pos += len(part)
+    index_start = pos
+    body = start.to_bytes(8, "little") + b"".join(
+        (column[i] - index_start).to_bytes(8, "little", signed=True)
+        for i in range(len(blocks)) for column in columns
+    ) + len(columns).to_bytes(8, "little") + len(blocks).to_bytes(8, "little")  # fmt: skip
+    parts.append(record(BLOCK_INDEX, body))
+    return b"".join(parts), hashes[-1], root
+
