@@ -26,8 +26,8 @@ from pathlib import Path
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
 from feeslab.devnet.transactions import block_body
 from feeslab.sources._e2store import rlp_int
-from feeslab.sources.ere import ere_bytes
 from feeslab.sources.era1 import EPOCH_SIZE
+from feeslab.sources.ere import ere_bytes
 
 __all__ = ["epoch_bytes", "export_ere", "height"]
 

@@ -22,7 +22,8 @@ Why :func:`ordered_trie_root` is written here rather than taken from the ``trie`
 ``trie.HexaryTrie`` keeps a node database and re-walks the trie on every insert; a block of
 200 transactions of 300 bytes costs ~15 ms with it and ~0.5 ms with a builder that knows the
 fixed shape of the keys ``rlp(0..n-1)`` (cached per count). The Era reader checks every
-block's hash, so this is most of its per-block cost. ``HexaryTrie`` stays the reference the tests compare it with.
+block's hash, so this is most of its per-block cost. ``HexaryTrie`` stays the reference the
+tests compare it with.
 
 References
 ----------

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import mmap
 import os
 import struct
@@ -154,8 +155,10 @@ def fork_at(slot: int, forks: tuple[tuple[str, int], ...] = MAINNET_FORKS) -> st
     return name
 
 
-class Withdrawal(NamedTuple):
-    """One withdrawal of a Capella-or-later payload (EIP-4895)."""
+@dataclass(frozen=True, slots=True)
+class Withdrawal:
+    """One withdrawal of a Capella-or-later payload (EIP-4895): its index, the validator's,
+    the address credited and the amount [gwei]."""
 
     index: int
     validator_index: int
@@ -277,7 +280,7 @@ def _variable_list(data: bytes, start: int, stop: int) -> list[bytes]:
     count = first // 4
     offsets = [*struct.unpack_from(f"<{count}I", data, start), stop - start]
     items = []
-    for a, b in zip(offsets, offsets[1:], strict=False):
+    for a, b in itertools.pairwise(offsets):
         if b < a:
             raise ValueError(f"list offsets go backwards ({a} > {b})")
         items.append(data[start + a : start + b])
@@ -291,7 +294,7 @@ def _offsets(data: bytes, base: int, positions: tuple[int, ...], stop: int,
     out = [base + _u32(data, base + p) for p in positions]
     if out[0] != base + fixed:
         raise ValueError(f"its first variable field starts at {out[0] - base}, not {fixed}")
-    if any(b < a for a, b in zip(out, out[1:], strict=False)) or out[-1] > stop:
+    if any(b < a for a, b in itertools.pairwise(out)) or out[-1] > stop:
         raise ValueError("its offsets are out of order or past its end")
     return out
 
@@ -486,7 +489,7 @@ class EraFile:
             offsets: list[int] = []
             first = state_slot
             if state_slot > 0:
-                index_start, first, offsets = self._slot_index(state_start)
+                _index_start, first, offsets = self._slot_index(state_start)
                 if first != state_slot - SLOTS_PER_HISTORICAL_ROOT or len(
                         offsets) != SLOTS_PER_HISTORICAL_ROOT:  # fmt: skip
                     raise self._error(f"its block index covers slots {first:,} + "
@@ -621,8 +624,9 @@ class EraFile:
         return slot
 
 
-def iter_payloads(path: str | Path,
-                  forks: tuple[tuple[str, int], ...] = MAINNET_FORKS) -> Iterator[ExecutionPayload]:  # fmt: skip
+def iter_payloads(
+    path: str | Path, forks: tuple[tuple[str, int], ...] = MAINNET_FORKS
+) -> Iterator[ExecutionPayload]:
     """Every execution payload an Era file holds, checked, in slot order, the file mapped
     while the iterator runs (see :class:`EraFile` for the counts of what was skipped).
 

@@ -137,6 +137,9 @@ class EreError(FeeslabError, ValueError):
         self.record = record
 
 
+_Withdrawals = tuple[tuple[int, int, bytes, int], ...]
+
+
 class Header(NamedTuple):
     """An execution header's fields (None where its fork has none); hashes and addresses as
     bytes, integers as int ([gas], [wei], [s])."""
@@ -320,15 +323,15 @@ class EreFile:
         count = int.from_bytes(data[size - 8 :], "little")
         width = int.from_bytes(data[size - 16 : size - 8], "little")
         index_start = size - (8 + 8 + 8 * count * width + 16) if 2 <= width <= 5 else -1
-        if not 0 < count <= EPOCH_SIZE or index_start < 8 or data[
-                index_start : index_start + 2] != BLOCK_INDEX or int.from_bytes(
-                data[index_start + 2 : index_start + 6], "little") != 24 + 8 * count * width:  # fmt: skip
+        head = data[index_start : index_start + 6] if index_start >= 8 else b""
+        if not 0 < count <= EPOCH_SIZE or head[:2] != BLOCK_INDEX or int.from_bytes(
+                head[2:], "little") != 24 + 8 * count * width:  # fmt: skip
             raise self._error("no DynamicBlockIndex record at the end: truncated or not an Ere "
                               "file", kind=BLOCK_INDEX)  # fmt: skip
         self.start = int.from_bytes(data[index_start + 8 : index_start + 16], "little")
         self.count = count
-        offsets = index_start + np.frombuffer(data, dtype="<i8", count=count * width,
-                                              offset=index_start + 16).reshape(count, width)  # fmt: skip
+        relative = np.frombuffer(data, dtype="<i8", count=count * width, offset=index_start + 16)
+        offsets = index_start + relative.reshape(count, width)
         limit = index_start
         self.accumulator = None
         acc = index_start - 40
@@ -369,8 +372,9 @@ class EreFile:
         if TOTAL_DIFFICULTY in self._records:
             lengths = np.asarray(self._records[TOTAL_DIFFICULTY][1])
             if (lengths != 32).any():
-                raise self._error("is not 32 bytes: wrong length",
-                                  self.start + int(np.argmax(lengths != 32)), TOTAL_DIFFICULTY)  # fmt: skip
+                i = int(np.argmax(lengths != 32))
+                raise self._error("is not 32 bytes: wrong length", self.start + i,
+                                  TOTAL_DIFFICULTY)  # fmt: skip
         self.components = tuple(RECORD_NAMES[k] for k in kinds)
 
     # -- records -------------------------------------------------------------------------------
@@ -487,8 +491,8 @@ class EreFile:
         for number in range(self.start, self.stop):
             yield self.block(number, receipts=receipts)
 
-    def _body(self, i: int, header: Header) -> tuple[
-            tuple[bytes, ...], tuple[bytes, ...], tuple[tuple[int, int, bytes, int], ...] | None]:  # fmt: skip
+    def _body(self, i: int, header: Header) -> tuple[tuple[bytes, ...], tuple[bytes, ...],
+                                                      _Withdrawals | None]:  # fmt: skip
         number = self.start + i
         data = self._data(COMPRESSED_BODY, i)
         try:
@@ -594,7 +598,7 @@ def slim_receipts_rlp(receipts: Sequence[SlimReceipt]) -> bytes:
     return rlp_list([
         rlp_list((rlp_int(r.tx_type), rlp_bytes(r.status) if isinstance(r.status, bytes)
                   else rlp_int(r.status), rlp_int(r.cumulative_gas_used),
-                  rlp.encode([list(log[:2]) + [log[2]] for log in r.logs])))
+                  rlp.encode([[*list(log[:2]), log[2]] for log in r.logs])))
         for r in receipts
     ])  # fmt: skip
 
