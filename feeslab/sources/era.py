@@ -50,6 +50,7 @@ References
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -62,6 +63,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import cramjam
+import numpy as np
 
 from feeslab.errors import FeeslabError
 from feeslab.sources._e2store import (
@@ -76,6 +78,8 @@ from feeslab.sources._e2store import (
     rlp_int,
     rlp_list,
     snappy_frames,
+    u16,
+    u32,
 )
 
 __all__ = [
@@ -262,11 +266,11 @@ def withdrawals_root(withdrawals: tuple[Withdrawal, ...]) -> bytes:
 # reading these fields, and the hash check below covers every field read.
 
 
-def _u64(data: bytes, pos: int) -> int:
+def _u64(data: bytes | mmap.mmap, pos: int) -> int:
     return int.from_bytes(data[pos : pos + 8], "little")
 
 
-def _u32(data: bytes, pos: int) -> int:
+def _u32(data: bytes | mmap.mmap, pos: int) -> int:
     return int.from_bytes(data[pos : pos + 4], "little")
 
 
@@ -394,7 +398,10 @@ class _Group(NamedTuple):
     start_slot: int  # the first block slot (the state's slot - 8,192; the state's for genesis)
     state_slot: int
     state_offset: int
-    block_offsets: list[int]  # absolute record starts, 0 for an empty slot
+    slots: list[int]  # the slots that have a block, rising
+    positions: list[int]  # their records' starts
+    lengths: list[int]  # their records' data lengths [bytes]
+    size: int  # the slots the block index covers (8,192; 0 for the genesis era)
 
 
 class EraFile:
@@ -456,22 +463,21 @@ class EraFile:
         return EraError(f"{self.path.name}: {where}{what}{message}", path=self.path, slot=slot,
                         record=name)  # fmt: skip
 
-    def _slot_index(self, end: int) -> tuple[int, int, list[int]]:
-        """(record start, starting slot, absolute offsets) of the SlotIndex ending at ``end``."""
+    def _slot_index(self, end: int) -> tuple[int, int, np.ndarray]:
+        """(record start, starting slot, relative offsets) of the SlotIndex ending at ``end``."""
         data = self._map
         if end < 8 + 32:
             raise self._error(f"no SlotIndex record ends at byte {end:,}: truncated",
                               kind=SLOT_INDEX)  # fmt: skip
         count = int.from_bytes(data[end - 8 : end], "little")
         start = end - (8 + 16 + 8 * count)
-        if not 0 < count <= SLOTS_PER_HISTORICAL_ROOT or start < 8 or data[
-                start : start + 2] != SLOT_INDEX or _u32(data, start + 2) != 16 + 8 * count:  # type: ignore[arg-type]  # fmt: skip
+        head = data[start : start + 6] if start >= 8 else b""
+        if not 0 < count <= SLOTS_PER_HISTORICAL_ROOT or head[:2] != SLOT_INDEX or _u32(
+                head, 2) != 16 + 8 * count:  # fmt: skip
             raise self._error(f"no SlotIndex record ends at byte {end:,}: truncated or not an "
                               "Era file", kind=SLOT_INDEX)  # fmt: skip
         first = int.from_bytes(data[start + 8 : start + 16], "little")
-        offsets = [0 if o == 0 else start + o
-                   for o in struct.unpack_from(f"<{count}q", data, start + 16)]  # fmt: skip
-        return start, first, offsets
+        return start, first, np.frombuffer(data, dtype="<i8", count=count, offset=start + 16)
 
     def _layout(self) -> list[_Group]:
         """Every group's indexes, from the back; each offset checked to point at a record of
@@ -486,31 +492,28 @@ class EraFile:
                                   state_slot, SLOT_INDEX)  # fmt: skip
             self._check_record(state_offset, COMPRESSED_BEACON_STATE, state_start, state_slot)
             begin = state_offset
-            offsets: list[int] = []
-            first = state_slot
+            first, present = state_slot, np.zeros(0, np.int64)
+            positions: list[int] = []
+            lengths: list[int] = []
+            size = 0
             if state_slot > 0:
-                _index_start, first, offsets = self._slot_index(state_start)
-                if first != state_slot - SLOTS_PER_HISTORICAL_ROOT or len(
-                        offsets) != SLOTS_PER_HISTORICAL_ROOT:  # fmt: skip
-                    raise self._error(f"its block index covers slots {first:,} + "
-                                      f"{len(offsets):,}, not the era before slot "
-                                      f"{state_slot:,}", first, SLOT_INDEX)  # fmt: skip
-                previous = 0
-                for k, offset in enumerate(offsets):
-                    if offset == 0:
-                        continue
-                    if offset <= previous or offset >= state_offset:
-                        raise self._error("its index offset is out of order or past the "
-                                          "state: damaged", first + k,
-                                          COMPRESSED_SIGNED_BEACON_BLOCK)  # fmt: skip
-                    self._check_record(offset, COMPRESSED_SIGNED_BEACON_BLOCK, state_offset,
-                                       first + k)  # fmt: skip
-                    previous = offset
-                begin = min([o for o in offsets if o] or [state_offset])
+                index_start, first, relative = self._slot_index(state_start)
+                size = len(relative)
+                if first != state_slot - SLOTS_PER_HISTORICAL_ROOT or size != (
+                        SLOTS_PER_HISTORICAL_ROOT):  # fmt: skip
+                    raise self._error(f"its block index covers slots {first:,} + {size:,}, not "
+                                      f"the era before slot {state_slot:,}", first,
+                                      SLOT_INDEX)  # fmt: skip
+                present = np.flatnonzero(relative)
+                positions, lengths = self._check_blocks(index_start + relative[present],
+                                                        first + present, state_offset)  # fmt: skip
+                if positions:
+                    begin = positions[0]
             if begin < 8 or data[begin - 8 : begin] != VERSION + bytes(6):
                 raise self._error("no Version record before its era's first record",
                                   first, VERSION)  # fmt: skip
-            groups.append(_Group(first, state_slot, state_offset, offsets))
+            groups.append(_Group(first, state_slot, state_offset, (first + present).tolist(),
+                                 positions, lengths, size))  # fmt: skip
             end = begin - 8
         if end != 0:
             raise self._error(f"{end:,} bytes before its first group are no group")
@@ -520,7 +523,36 @@ class EraFile:
         start, slot, offsets = self._slot_index(end)
         if len(offsets) != 1 or offsets[0] == 0:
             raise self._error("its state index does not point at one state", slot, SLOT_INDEX)
-        return start, slot, offsets
+        return start, slot, [start + int(offsets[0])]
+
+    def _check_blocks(self, pos: np.ndarray, slots: np.ndarray,
+                      limit: int) -> tuple[list[int], list[int]]:  # fmt: skip
+        """(positions, data lengths) of the block records at ``pos``, each checked: inside
+        the records, rising, of the block type, fitting before the next (all at once)."""
+        kind = COMPRESSED_SIGNED_BEACON_BLOCK
+        if not len(pos):
+            return [], []
+        fits = (pos >= 8) & (pos + 8 <= limit)
+        fits[1:] &= np.diff(pos) > 0
+        if not fits.all():
+            i = int(np.argmin(fits))
+            raise self._error(f"at byte {int(pos[i]):,} lies outside the file's records or out "
+                              "of order: truncated or damaged", int(slots[i]), kind)  # fmt: skip
+        buf = np.frombuffer(self._map, dtype=np.uint8)
+        type_ok = (u16(buf, pos) == int.from_bytes(kind, "little")) & (u16(buf, pos + 6) == 0)
+        if not type_ok.all():
+            i = int(np.argmin(type_ok))
+            found = bytes(self._map[int(pos[i]) : int(pos[i]) + 2])
+            raise self._error(f"at byte {int(pos[i]):,} has type 0x{found.hex()}: wrong type",
+                              int(slots[i]), kind)  # fmt: skip
+        length = u32(buf, pos + 2)
+        past = pos + 8 + length > np.append(pos[1:], limit)
+        if past.any():
+            i = int(np.argmax(past))
+            raise self._error(f"at byte {int(pos[i]):,} claims {int(length[i]):,} bytes, past "
+                              "the next record: wrong length or truncated", int(slots[i]),
+                              kind)  # fmt: skip
+        return pos.tolist(), length.tolist()
 
     def _check_record(self, offset: int, kind: bytes, limit: int, slot: int) -> None:
         data = self._map
@@ -531,13 +563,14 @@ class EraFile:
             found = bytes(data[offset : offset + 2])
             raise self._error(f"at byte {offset:,} has type 0x{found.hex()}: wrong type", slot,
                               kind)  # fmt: skip
-        length = _u32(data, offset + 2)  # type: ignore[arg-type]
+        length = _u32(data, offset + 2)
         if offset + 8 + length > limit:
             raise self._error(f"at byte {offset:,} claims {length:,} bytes, past the next "
                               "record: wrong length or truncated", slot, kind)  # fmt: skip
 
-    def _data(self, offset: int, slot: int, kind: bytes) -> bytes:
-        length = _u32(self._map, offset + 2)  # type: ignore[arg-type]
+    def _data(self, offset: int, slot: int, kind: bytes, length: int | None = None) -> bytes:
+        if length is None:
+            length = _u32(self._map, offset + 2)
         try:
             return snappy_frames(self._map[offset + 8 : offset + 8 + length])
         except (cramjam.DecompressionError, ValueError) as exc:
@@ -547,18 +580,18 @@ class EraFile:
     def slots(self) -> Iterator[int]:
         """The slots that have a block, in order."""
         for group in self.groups:
-            for k, offset in enumerate(group.block_offsets):
-                if offset:
-                    yield group.start_slot + k
+            yield from group.slots
 
     def block_ssz(self, slot: int) -> bytes | None:
         """The ``SignedBeaconBlock`` SSZ of ``slot`` (None for an empty slot), decompressed,
         unchecked. Raises ``KeyError`` for a slot outside the file's eras."""
         for group in self.groups:
-            k = slot - group.start_slot
-            if group.block_offsets and 0 <= k < len(group.block_offsets):
-                offset = group.block_offsets[k]
-                return self._data(offset, slot, COMPRESSED_SIGNED_BEACON_BLOCK) if offset else None
+            if group.start_slot <= slot < group.start_slot + group.size:
+                k = bisect.bisect_left(group.slots, slot)
+                if k == len(group.slots) or group.slots[k] != slot:
+                    return None
+                return self._data(group.positions[k], slot, COMPRESSED_SIGNED_BEACON_BLOCK,
+                                  group.lengths[k])  # fmt: skip
         raise KeyError(f"{self.path.name} holds no era with slot {slot:,}")
 
     def payload(self, slot: int) -> ExecutionPayload | None:
@@ -588,15 +621,13 @@ class EraFile:
 
     def payloads(self) -> Iterator[ExecutionPayload]:
         """Every checked execution payload, in slot order (see :attr:`counts`)."""
+        kind = COMPRESSED_SIGNED_BEACON_BLOCK
         for group in self.groups:
-            for k, offset in enumerate(group.block_offsets):
-                slot = group.start_slot + k
-                if not offset:
-                    self.counts["empty_slots"] += 1
-                    continue
+            self.counts["empty_slots"] += group.size - len(group.slots)
+            for slot, offset, length in zip(group.slots, group.positions, group.lengths,
+                                            strict=True):  # fmt: skip
                 self.counts["blocks"] += 1
-                payload = self._payload(
-                    self._data(offset, slot, COMPRESSED_SIGNED_BEACON_BLOCK), slot)
+                payload = self._payload(self._data(offset, slot, kind, length), slot)
                 if payload is None:
                     self.counts["pre_merge"] += 1
                     continue
@@ -608,7 +639,7 @@ class EraFile:
         state left compressed), checked against the state index."""
         group = self.groups[era]
         offset = group.state_offset
-        length = _u32(self._map, offset + 2)  # type: ignore[arg-type]
+        length = _u32(self._map, offset + 2)
         kind = COMPRESSED_BEACON_STATE
         try:
             head = first_chunk(self._map[offset + 8 : offset + 8 + length])

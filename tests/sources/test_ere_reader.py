@@ -95,13 +95,13 @@ def test_the_export_read_back_equals_json_rpc_for_every_block(exported, devnet_b
         assert len(blocks) == 8192
         numbers = [b.number for b in blocks]
         answers = []
-        for lo in range(0, 8192, 1024):
+        for lo in range(0, 8192, 1000):
             answers += devnet_batch([("eth_getBlockByNumber", [hex(n), False])
-                                     for n in numbers[lo : lo + 1024]])  # fmt: skip
+                                     for n in numbers[lo : lo + 1000]])  # fmt: skip
         receipts = []
-        for lo in range(0, 8192, 1024):
+        for lo in range(0, 8192, 1000):
             receipts += devnet_batch([("eth_getBlockReceipts", [hex(n)])
-                                      for n in numbers[lo : lo + 1024]])  # fmt: skip
+                                      for n in numbers[lo : lo + 1000]])  # fmt: skip
         for block, answer, rpc_receipts in zip(blocks, answers, receipts, strict=True):
             h = block.header
             assert answer["hash"] == _hex(block.hash)
