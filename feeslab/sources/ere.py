@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,7 @@ __all__ = [
     "EreError",
     "EreFile",
     "Header",
+    "HeaderScan",
     "SlimReceipt",
     "ere_bytes",
     "iter_blocks",
@@ -178,6 +180,47 @@ class SlimReceipt(NamedTuple):
     status: int | bytes
     cumulative_gas_used: int
     logs: tuple[tuple[bytes, tuple[bytes, ...], bytes], ...]
+
+
+class HeaderScan(NamedTuple):
+    """What :meth:`EreFile.scan` read of every header, in block order."""
+
+    hashes: list[bytes]
+    raws: list[bytes]  # each header's RLP
+    numbers: list[int]
+    difficulties: list[int]
+    uncles_hashes: list[bytes]
+    total_difficulties: list[int] | None
+
+
+_NAME = re.compile(r"^[a-z0-9]+-\d{5}-([0-9a-f]{8})(?:-[a-z]+)*\.ere$")
+# the prefixes of parentHash, sha3Uncles, miner, stateRoot, transactionsRoot, receiptsRoot
+# and logsBloom at their fixed positions in a header's RLP
+_FIXED = (0xA0, 0xA0, 0x94, 0xA0, 0xA0, 0xA0, b"\xb9\x01\x00")
+
+
+def _int_at(raw: bytes, pos: int) -> tuple[int, int]:
+    """(value, next position) of the RLP integer at ``pos``."""
+    b = raw[pos]
+    if b < 0x80:
+        return b, pos + 1
+    n = b - 0x80
+    if n > 32 or pos + 1 + n > len(raw):
+        raise ValueError(f"no integer at byte {pos}")
+    return int.from_bytes(raw[pos + 1 : pos + 1 + n], "big"), pos + 1 + n
+
+
+def _difficulty_and_number(raw: bytes) -> tuple[int, int]:
+    """A header's ``difficulty`` and ``number``, read where a header has them (after seven
+    fixed-width fields); ``ValueError`` where the layout is not a header's."""
+    if len(raw) < 460 or raw[0] != 0xF9 or int.from_bytes(raw[1:3], "big") + 3 != len(raw):
+        raise ValueError("not one long RLP list")
+    if (raw[3], raw[36], raw[69], raw[90], raw[123], raw[156], raw[189:192]) != _FIXED:
+        raise ValueError("its first seven fields are not a header's (32, 32, 20, 32, 32, 32 "
+                         "and 256 bytes)")  # fmt: skip
+    difficulty, pos = _int_at(raw, 448)
+    number, _ = _int_at(raw, pos)
+    return difficulty, number
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +328,7 @@ class EreFile:
         except OSError as exc:
             raise EreError(f"{self.path}: cannot read: {exc.strerror or exc}",
                            path=self.path) from None  # fmt: skip
-        self._headers: list[Header] | None = None
+        self._scan: HeaderScan | None = None
         self._layout()
 
     def __repr__(self) -> str:
@@ -426,38 +469,54 @@ class EreFile:
 
     # -- checked reading -----------------------------------------------------------------------
 
-    def headers(self) -> list[Header]:
-        """Every header, decoded and checked: numbers, parent links, total difficulties and
-        the accumulator root (computed once per file)."""
-        if self._headers is not None:
-            return self._headers
-        raws = [self._data(COMPRESSED_HEADER, i) for i in range(self.count)]
-        headers = []
+    def scan(self) -> HeaderScan:
+        """Every header, hashed and checked without decoding it whole (once per file): its
+        number against the index, its parent link, the total difficulties, the accumulator
+        root over the pre-merge blocks, and the last block's hash against the file name's.
+
+        Each header's fixed-width fields are read at their fixed positions (a header is a
+        long list: prefix ``0xf9`` and two length bytes, then seven fields of fixed width
+        before ``difficulty`` and ``number``): ``rlp.decode`` costs ~20 us a header, the
+        whole check here ~3 us. :meth:`header` decodes one whole.
+        """
+        if self._scan is not None:
+            return self._scan
+        offsets, lengths = self._records[COMPRESSED_HEADER]
+        view = memoryview(self._map)
+        try:  # all at once; record by record below only to name one that fails
+            raws = [snappy_frames(view[o : o + n]) for o, n in zip(offsets, lengths, strict=True)]
+        except (cramjam.DecompressionError, ValueError):
+            raws = [self._data(COMPRESSED_HEADER, i) for i in range(self.count)]
+        finally:
+            view.release()
+        hashes = list(map(keccak, raws))
+        numbers, difficulties = [], []
         for i, raw in enumerate(raws):
             try:
-                headers.append(decode_header(raw))
-            except (rlp.exceptions.DecodingError, ValueError) as exc:
+                difficulty, number = _difficulty_and_number(raw)
+            except (ValueError, IndexError) as exc:
                 raise self._error(f"is not an RLP block header ({exc})", self.start + i,
                                   COMPRESSED_HEADER) from None  # fmt: skip
-        hashes = [keccak(r) for r in raws]
-        for i, header in enumerate(headers):
-            if header.number != self.start + i:
-                raise self._error(f"says block {header.number:,}, the index {self.start + i:,}",
+            numbers.append(number)
+            difficulties.append(difficulty)
+            if number != self.start + i:
+                raise self._error(f"says block {number:,}, the index {self.start + i:,}",
                                   self.start + i, COMPRESSED_HEADER)  # fmt: skip
-            if i and header.parent_hash != hashes[i - 1]:
-                raise self._error(f"has parentHash 0x{header.parent_hash.hex()}, not the hash "
-                                  f"of block {self.start + i - 1:,}: a damaged header",
-                                  self.start + i, COMPRESSED_HEADER)  # fmt: skip
-        self._hashes = hashes
-        self._raws = raws
+            if i and raw[4:36] != hashes[i - 1]:
+                raise self._error(f"has parentHash 0x{raw[4:36].hex()}, not the hash of block "
+                                  f"{self.start + i - 1:,}: a damaged header", self.start + i,
+                                  COMPRESSED_HEADER)  # fmt: skip
+        tds = None
         if TOTAL_DIFFICULTY in self._records:
-            tds = [self.total_difficulty(self.start + i) or 0 for i in range(self.count)]
+            mm = self._map
+            tds = [int.from_bytes(mm[o : o + 32], "little")
+                   for o in self._records[TOTAL_DIFFICULTY][0]]  # fmt: skip
             for i in range(1, self.count):
-                if tds[i] - tds[i - 1] != headers[i].difficulty:
+                if tds[i] - tds[i - 1] != difficulties[i]:
                     raise self._error(f"holds {tds[i]}, not block {self.start + i - 1:,}'s "
-                                      f"{tds[i - 1]} + its difficulty {headers[i].difficulty}",
+                                      f"{tds[i - 1]} + its difficulty {difficulties[i]}",
                                       self.start + i, TOTAL_DIFFICULTY)  # fmt: skip
-            pre = [i for i, h in enumerate(headers) if h.difficulty]
+            pre = [i for i, d in enumerate(difficulties) if d]
             if self.accumulator is not None:
                 root = accumulator_root([hashes[i] for i in pre], [tds[i] for i in pre])
                 if root != self.accumulator:
@@ -468,23 +527,66 @@ class EreFile:
         elif self.accumulator is not None:
             raise self._error("needs total difficulties, which the file does not hold",
                               kind=ACCUMULATOR)  # fmt: skip
-        self._headers = headers
-        return headers
+        named = _NAME.match(self.path.name)
+        if named and named[1] != hashes[-1][:4].hex():
+            raise self._error(f"is the last block's, hashing to 0x{hashes[-1].hex()}, not to "
+                              f"the name's {named[1]}: a damaged header or a renamed file",
+                              self.stop - 1, COMPRESSED_HEADER)  # fmt: skip
+        self._scan = HeaderScan(hashes, raws, numbers, difficulties,
+                                [r[37:69] for r in raws], tds)  # fmt: skip
+        return self._scan
+
+    def header(self, number: int) -> Header:
+        """Block ``number``'s header, decoded whole (after :meth:`scan` checked the file's)."""
+        raw = self.scan().raws[self._index(number)]
+        try:
+            return decode_header(raw)
+        except (rlp.exceptions.DecodingError, ValueError) as exc:
+            raise self._error(f"is not an RLP block header ({exc})", number,
+                              COMPRESSED_HEADER) from None  # fmt: skip
+
+    def uncles(self, number: int) -> tuple[bytes, ...]:
+        """Block ``number``'s uncle headers (RLP each), checked against its ``sha3Uncles``;
+        its transactions left unread (what an uncle scan needs of a body)."""
+        scan = self.scan()
+        i = self._index(number)
+        data = self._data(COMPRESSED_BODY, i)
+        try:
+            is_list, start, stop = rlp_item(data, 0, len(data))
+            if not is_list or stop != len(data):
+                raise ValueError("not one RLP list")
+            _, txs_end = rlp_item(data, start, stop)[1:]
+            is_list, payload, end = rlp_item(data, txs_end, stop)
+            if not is_list:
+                raise ValueError("its uncles are no list")
+            uncles = rlp_children(data, payload, end)
+        except ValueError as exc:
+            raise self._error(f"is not an RLP block body ({exc})", number,
+                              COMPRESSED_BODY) from None  # fmt: skip
+        if keccak(data[txs_end:end]) != scan.uncles_hashes[i]:
+            raise self._error("holds uncles that do not hash to its header's sha3Uncles",
+                              number, COMPRESSED_BODY)  # fmt: skip
+        return tuple(data[a:e] for a, _, e, _ in uncles)
+
+    def headers(self) -> list[Header]:
+        """Every header, checked (:meth:`scan`) and decoded whole."""
+        return [self.header(n) for n in range(self.start, self.stop)]
 
     def block(self, number: int, *, receipts: bool = True) -> EreBlock:
         """Block ``number``, checked: its header (with the file's), body and, with
         ``receipts`` and where the file holds them, its receipts."""
-        headers = self.headers()
+        scan = self.scan()
         i = self._index(number)
-        header = headers[i]
+        header = self.header(number)
         transactions, uncles, withdrawals = self._body(i, header)
         slim = None
         if receipts and COMPRESSED_SLIM_RECEIPTS in self._records:
             slim = self._receipts(i, header, len(transactions))
-        return EreBlock(number=number, hash=self._hashes[i], header=header,
-                        header_rlp=self._raws[i], transactions=transactions, uncles=uncles,
+        return EreBlock(number=number, hash=scan.hashes[i], header=header,
+                        header_rlp=scan.raws[i], transactions=transactions, uncles=uncles,
                         withdrawals=withdrawals, receipts=slim,
-                        total_difficulty=self.total_difficulty(number))  # fmt: skip
+                        total_difficulty=None if scan.total_difficulties is None
+                        else scan.total_difficulties[i])  # fmt: skip
 
     def blocks(self, *, receipts: bool = True) -> Iterator[EreBlock]:
         """Every block, checked, in order (see :meth:`block`)."""
