@@ -47,11 +47,16 @@ from Crypto.Hash import keccak as _keccak_mod  # pycryptodome: wheels everywhere
 try:  # safe-pysha3 where it has wheels (Linux x86-64): 1.7 us a header against 4.5 us
     from sha3 import keccak_256 as _keccak_256  # type: ignore[import-untyped]
 
+    _hasher = _keccak_256
+
     def keccak(data: bytes) -> bytes:
         """keccak256 (safe-pysha3), called directly: eth-hash's wrapper adds ~2 us a header."""
-        return bytes(_keccak_256(data).digest())
+        return _keccak_256(data).digest()  # type: ignore[no-any-return]
 
 except ImportError:  # pragma: no cover - elsewhere pycryptodome, which has wheels everywhere
+
+    def _hasher(data: bytes) -> Any:
+        return _keccak_mod.new(data=data, digest_bits=256)
 
     def keccak(data: bytes) -> bytes:
         """keccak256 (pycryptodome), called directly: eth-hash's wrapper adds ~2 us a header."""
@@ -289,6 +294,29 @@ def _ordered_plan(count: int) -> Any:
     return _plan([k for k, _ in keyed], [i for _, i in keyed], 0, count, 0)
 
 
+def _leaf_ref(path: bytes, value: bytes) -> bytes:
+    """How a branch holds the leaf ``rlp([path, value])``: the leaf itself below 32 bytes,
+    else its hash, the value fed to keccak as it is (a transaction's bytes are not copied
+    into the leaf first: hashing them is most of a root's cost)."""
+    n = len(value)
+    if n >= 56:
+        size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+        head = bytes((0xB7 + len(size),)) + size
+    elif n == 1 and value[0] < 0x80:
+        head = b""
+    else:
+        head = bytes((0x80 + n,))
+    total = len(path) + len(head) + n
+    if total < 56:
+        node = bytes((0xC0 + total,)) + path + head + value
+        return node if len(node) < 32 else b"\xa0" + keccak(node)
+    size = total.to_bytes((total.bit_length() + 7) // 8, "big")
+    hasher = _hasher(bytes((0xF7 + len(size),)) + size + path + head)
+    hasher.update(value)
+    digest: bytes = hasher.digest()
+    return b"\xa0" + digest
+
+
 def _node(plan: Any, values: Sequence[bytes]) -> bytes:
     kind = plan[0]
     if kind == "leaf":
@@ -297,7 +325,10 @@ def _node(plan: Any, values: Sequence[bytes]) -> bytes:
         return rlp_list((plan[1], _ref(_node(plan[2], values))))
     slots = [b"\x80"] * 17
     for nibble, child in plan[1]:
-        slots[nibble] = _ref(_node(child, values))
+        if child[0] == "leaf":
+            slots[nibble] = _leaf_ref(child[1], values[child[2]])
+        else:
+            slots[nibble] = _ref(_node(child, values))
     return rlp_list(slots)
 
 
