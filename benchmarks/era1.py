@@ -52,8 +52,10 @@ def _cpu_seconds(run, repeat: int) -> float:
     return statistics.median(samples)
 
 
-def _rate(name: str, paths: list[Path], run, repeat: int = 3,
-          goal: float | None = None, goal_name: str = "") -> tuple[tuple[str, float, str], float]:  # fmt: skip
+def _rate(
+    name: str, paths: list[Path], run, repeat: int = 3, goal: float | None = None,
+    goal_name: str = "",
+) -> tuple[tuple[str, float, str], float]:
     """(table row, MiB/s per core) of ``run`` reading ``paths``."""
     size = sum(p.stat().st_size for p in paths) / 2**20
     seconds = median_seconds(run, repeat)

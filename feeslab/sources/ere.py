@@ -89,9 +89,11 @@ __all__ = [
     "Header",
     "HeaderScan",
     "SlimReceipt",
+    "decode_header",
     "ere_bytes",
     "iter_blocks",
     "logs_bloom",
+    "slim_receipts_rlp",
 ]
 
 COMPRESSED_HEADER = b"\x03\x00"

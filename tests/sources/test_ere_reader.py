@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import rlp
 
-from feeslab.devnet.ere import export_ere
 from feeslab.devnet.era1 import epoch_bytes as era1_epoch
+from feeslab.devnet.ere import export_ere
 from feeslab.errors import FeeslabError
 from feeslab.sources._e2store import keccak, rlp_children, rlp_item
 from feeslab.sources.era import EraFile, era_bytes
-from feeslab.sources.ere import EreError, EreFile, ere_bytes, iter_blocks
+from feeslab.sources.ere import EreError, EreFile, ere_bytes, iter_blocks, slim_receipts_rlp
 
 DATA = Path(__file__).parent.parent / "data" / "beacon_blocks"
 SEED = 7  # the session devnet's (tests/conftest.py)
@@ -51,6 +51,7 @@ def test_a_real_block_reads_with_every_root_checked(real):
     assert len(block.transactions) == len(decoded[0]) == 37
     assert block.withdrawals is not None and len(block.withdrawals) == 16
     assert block.receipts is not None and len(block.receipts) == 37
+    assert slim_receipts_rlp(block.receipts) == receipts  # decoded and encoded, byte for byte
     cumulative = [r.cumulative_gas_used for r in block.receipts]
     assert cumulative == sorted(cumulative) and cumulative[-1] == block.header.gas_used
     assert block.header.blob_gas_used == 0 and block.header.parent_beacon_block_root is not None
@@ -174,9 +175,8 @@ def test_cli_export_era_ere_writes_the_same_file(tmp_path):
 
 
 def expect(path: Path, *words: str) -> EreError:
-    with pytest.raises(EreError) as caught:
-        with EreFile(path) as handle:
-            list(handle.blocks())
+    with pytest.raises(EreError) as caught, EreFile(path) as handle:
+        list(handle.blocks())
     error = caught.value
     assert isinstance(error, FeeslabError) and error.path == str(path)
     assert path.name in str(error)
@@ -237,8 +237,9 @@ def test_a_body_or_receipts_whose_hash_does_not_match(tmp_path):
 def test_a_damaged_header_breaks_the_next_blocks_parent_link(exported, tmp_path):
     with EreFile(exported[0]) as handle:
         start = handle.start
-        blocks = [(handle.header_rlp(n), handle.body_rlp(n), handle._data(
-            b"\x0a\x00", n - start), handle.total_difficulty(n)) for n in range(start, start + 3)]  # fmt: skip
+        receipts = [slim_receipts_rlp(handle.block(n).receipts) for n in range(start, start + 3)]
+        blocks = [(handle.header_rlp(n), handle.body_rlp(n), receipts[n - start],
+                   handle.total_difficulty(n)) for n in range(start, start + 3)]  # fmt: skip
     fields = rlp.decode(blocks[1][0])
     fields[12] = b"damaged"  # extraData
     blocks[1] = (rlp.encode(fields), *blocks[1][1:])
