@@ -171,6 +171,9 @@ class Header(NamedTuple):
     requests_hash: bytes | None
 
 
+_Log = tuple[bytes, tuple[bytes, ...], bytes]
+
+
 class SlimReceipt(NamedTuple):
     """A receipt as Ere stores it: ``[tx-type, status or post-state, cumulative-gas, logs]``.
 
@@ -181,7 +184,7 @@ class SlimReceipt(NamedTuple):
     tx_type: int
     status: int | bytes
     cumulative_gas_used: int
-    logs: tuple[tuple[bytes, tuple[bytes, ...], bytes], ...]
+    logs: tuple[_Log, ...]
 
 
 class HeaderScan(NamedTuple):
@@ -291,6 +294,24 @@ def _consensus_receipt(receipt: SlimReceipt, raw_logs: bytes, bloom: bytes) -> b
     payload = rlp_list((first, rlp_int(receipt.cumulative_gas_used), rlp_bytes(bloom),
                         raw_logs))  # fmt: skip
     return payload if receipt.tx_type == 0 else bytes((receipt.tx_type,)) + payload
+
+
+def _logs(data: bytes, start: int, stop: int) -> tuple[_Log, ...]:
+    """The logs of the RLP list payload ``data[start:stop]``, each ``[address, [topics],
+    data]`` (walked in place: most receipts have none, and ``rlp.decode`` costs ~4 us even
+    for an empty list)."""
+    out = []
+    for _, p, e, is_list in rlp_children(data, start, stop):
+        fields = rlp_children(data, p, e) if is_list else []
+        if len(fields) != 3 or fields[0][3] or not fields[1][3] or fields[2][3]:
+            raise ValueError("a log is not [address, [topics], data]")
+        topics = rlp_children(data, fields[1][1], fields[1][2])
+        if any(t[3] for t in topics):
+            raise ValueError("a log's topic is a list")
+        out.append((data[fields[0][1] : fields[0][2]],
+                    tuple(data[t[1] : t[2]] for t in topics),
+                    data[fields[2][1] : fields[2][2]]))  # fmt: skip
+    return tuple(out)
 
 
 class EreFile:
@@ -651,10 +672,7 @@ class EreFile:
                         f[3] for f in fields[:3]):  # fmt: skip
                     raise ValueError("a receipt is not [tx-type, status, cumulative-gas, logs]")
                 status_bytes = data[fields[1][1] : fields[1][2]]
-                logs = tuple(
-                    (log[0], tuple(log[1]), log[2])
-                    for log in rlp.decode(data[fields[3][0] : fields[3][2]])
-                )
+                logs = _logs(data, fields[3][1], fields[3][2])
                 out.append(SlimReceipt(
                     int.from_bytes(data[fields[0][1] : fields[0][2]], "big"),
                     status_bytes if len(status_bytes) == 32 else int.from_bytes(status_bytes,
@@ -710,6 +728,7 @@ def slim_receipts_rlp(receipts: Sequence[SlimReceipt]) -> bytes:
 def ere_bytes(
     start: int,
     blocks: Sequence[tuple[bytes, bytes, bytes | None, int | None]],
+    proofs: Sequence[tuple[int, bytes]] | None = None,
 ) -> tuple[bytes, bytes, bytes | None]:
     """An Ere file's content from RLP blocks: (content, last block's hash, accumulator root).
 
@@ -722,6 +741,9 @@ def ere_bytes(
         In block order, at most 8,192; receipts and total difficulties for all or for none.
         The accumulator is written over the blocks with a difficulty (pre-merge) when total
         difficulties are given and some block is pre-merge.
+    proofs : sequence of (proof type, SSZ proof), optional
+        One per block: ``Proof`` records, between the receipts and the total difficulties as
+        the format orders them (the index lists them last).
     """
     if not 0 < len(blocks) <= EPOCH_SIZE:
         raise ValueError(f"an Ere file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
@@ -738,6 +760,11 @@ def ere_bytes(
     ]
     if has_receipts:
         sections.append((COMPRESSED_SLIM_RECEIPTS, [framed(b[2]) for b in blocks]))  # type: ignore[arg-type]
+    if proofs is not None:
+        if len(proofs) != len(blocks):
+            raise ValueError(f"{len(proofs)} proofs for {len(blocks)} blocks")
+        sections.append((PROOF, [framed(rlp_list((rlp_int(kind), rlp_bytes(ssz))))
+                                 for kind, ssz in proofs]))  # fmt: skip
     if has_td:
         sections.append((TOTAL_DIFFICULTY, [b[3].to_bytes(32, "little") for b in blocks]))  # type: ignore[union-attr]
     for kind, items in sections:
@@ -759,6 +786,8 @@ def ere_bytes(
             parts.append(part)
             pos += len(part)
     index_start = pos
+    if proofs is not None:  # the index's order: header, body, receipts?, difficulty?, proof
+        columns.append(columns.pop(len(columns) - 1 - has_td))
     body = start.to_bytes(8, "little") + b"".join(
         (column[i] - index_start).to_bytes(8, "little", signed=True)
         for i in range(len(blocks)) for column in columns

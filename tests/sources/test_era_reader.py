@@ -32,9 +32,9 @@ BLOCKS = sorted(DATA.glob("*-block.ssz"))
 GENESIS_TIME = 1606824023
 GENESIS_VALIDATORS_ROOT = bytes.fromhex(
     "4b363db94e286120d76eb905340fdd4e54bfe9f06bf33ff6cf5ad27f511bfe95")  # fmt: skip
-FORK_OF = {15539558: "bellatrix", 15547621: "bellatrix", 17042287: "capella",
-           17062257: "capella", 19426586: "capella", 19426587: "deneb",
-           22162263: "deneb"}  # fmt: skip
+FORK_OF = {15537394: "bellatrix", 15539558: "bellatrix", 15547621: "bellatrix",
+           17034870: "capella", 17042287: "capella", 17062257: "capella", 19426586: "capella",
+           19426587: "deneb", 22162263: "deneb"}  # fmt: skip
 
 
 def signed(message: bytes) -> bytes:
@@ -64,9 +64,13 @@ def era_file(directory: Path, messages: list[bytes], name: str | None = None) ->
     return path
 
 
-def real_header() -> tuple[int, bytes]:
-    text = (DATA / "block-data-19426587.yaml").read_text()
-    return 19426587, bytes.fromhex(re.search(r"^header: 0x([0-9a-f]+)$", text, re.M)[1])
+def real_header(number: int) -> bytes:
+    """The real RLP header of block ``number``: the ``header`` of the SSZ
+    ``BlockHeaderWithProof`` (portal-spec-tests ``headers_with_proof/<N>.yaml``)."""
+    text = (DATA / f"{number}-header-with-proof.yaml").read_text()
+    value = bytes.fromhex(re.search(r'^content_value: "0x([0-9a-f]+)"$', text, re.M)[1])
+    start, stop = (int.from_bytes(value[i : i + 4], "little") for i in (0, 4))
+    return value[start:stop]
 
 
 def test_the_real_blocks_are_those_the_sources_name():
@@ -98,8 +102,16 @@ def test_every_real_block_yields_its_payload_whose_rebuilt_header_hashes_to_bloc
     assert (payload.blob_count is None) == (number < 19_426_587)  # Cancun's first block
 
 
-def test_the_payload_equals_the_real_rlp_header_of_the_same_block(tmp_path):
-    number, header = real_header()
+def test_the_merge_block_is_the_first_payload():
+    """Block 15,537,394, the first proof-of-stake block: its parent is the last era1 block."""
+    header = rlp.decode(real_header(15537394))
+    assert int.from_bytes(header[8], "big") == 15537394
+    assert int.from_bytes(header[7], "big") == 0  # difficulty: proof of stake
+
+
+@pytest.mark.parametrize("number", sorted(FORK_OF))
+def test_the_payload_equals_the_real_rlp_header_of_the_same_block(number, tmp_path):
+    header = real_header(number)
     (payload,) = iter_payloads(era_file(tmp_path, [(DATA / f"{number}-block.ssz").read_bytes()]))
     fields = rlp.decode(header)
     assert keccak(header) == payload.block_hash
@@ -116,9 +128,11 @@ def test_the_payload_equals_the_real_rlp_header_of_the_same_block(tmp_path):
     assert fields[12] == payload.extra_data
     assert fields[13] == payload.prev_randao
     assert int.from_bytes(fields[15], "big") == payload.base_fee_per_gas
-    assert int.from_bytes(fields[17], "big") == payload.blob_gas_used == 0
-    assert int.from_bytes(fields[18], "big") == payload.excess_blob_gas == 0
-    assert fields[19] == payload.parent_root  # EIP-4788: the beacon block's parent root
+    assert len(fields) == {"bellatrix": 16, "capella": 17, "deneb": 20}[payload.fork]
+    if payload.fork == "deneb":
+        assert int.from_bytes(fields[17], "big") == payload.blob_gas_used
+        assert int.from_bytes(fields[18], "big") == payload.excess_blob_gas
+        assert fields[19] == payload.parent_root  # EIP-4788: the beacon block's parent root
 
 
 def test_a_file_of_two_eras_reads_in_slot_order_with_index_lookups(tmp_path):

@@ -247,3 +247,28 @@ def test_a_damaged_header_breaks_the_next_blocks_parent_link(exported, tmp_path)
     path.write_bytes(ere_bytes(start, blocks)[0])
     error = expect(path, "parentHash", f"block {start + 2:,}")
     assert error.record == "CompressedHeader"
+
+
+def test_a_file_with_the_real_proof_reads_it_back(tmp_path):
+    """Block 19,426,587's real proof (portal-spec-tests' ``BlockHeaderWithProof``: a
+    ``BlockProofHistoricalSummariesDeneb``, Ere's proof type 3) in a Proof record: the index's
+    fourth column is told apart by its records' type; the proof is read, not verified."""
+    text = (DATA / "19426587-header-with-proof.yaml").read_text()
+    value = bytes.fromhex(re.search(r'^content_value: "0x([0-9a-f]+)"$', text, re.M)[1])
+    start, stop = (int.from_bytes(value[i : i + 4], "little") for i in (0, 4))
+    header, body, receipts = real_block()
+    assert value[start:stop] == header  # the same real header in both sources
+    proof = value[stop:]
+    path = tmp_path / "mainnet-02371-00000000.ere"
+    content, last, _ = ere_bytes(19426587, [(header, body, receipts, None)], proofs=[(3, proof)])
+    path.write_bytes(content)
+    path = path.rename(tmp_path / f"mainnet-02371-{last[:4].hex()}.ere")
+    with EreFile(path) as handle:
+        assert handle.components == ("CompressedHeader", "CompressedBody",
+                                     "CompressedSlimReceipts", "Proof")  # fmt: skip
+        kind, ssz = handle.proof(19426587)
+        assert (kind, ssz) == (3, proof)
+        # the proof's last field is the beacon slot of the block: Deneb's first, 8,626,176
+        assert int.from_bytes(ssz[-8:], "little") == 8_626_176
+        (block,) = handle.blocks()
+        assert block.hash == keccak(header)
