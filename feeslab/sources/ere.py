@@ -24,8 +24,9 @@ total difficulties reads as well as a full one.
 
 Reading checks what the file can prove: the layout (every index offset points at a record of
 its column's type that fits before the index), each header's hash and parent link, its number
-against the index, the total difficulties (each the previous plus the block's difficulty) and
-the accumulator root over the pre-merge blocks; for each body read, ``sha3Uncles``,
+against the index, the total difficulties (each the previous plus the block's difficulty), the
+accumulator root over the pre-merge blocks and the last block's hash against the file name's
+(:meth:`EreFile.scan`, without decoding a header whole); for each body read, ``sha3Uncles``,
 ``transactionsRoot`` and ``withdrawalsRoot``; for the receipts read, their count, and
 ``receiptsRoot`` and ``logsBloom`` of the receipts rebuilt in the consensus encoding (blooms
 recomputed from the logs). Any mismatch raises :class:`EreError` naming the file, the record
