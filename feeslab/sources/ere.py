@@ -436,6 +436,19 @@ class EreFile:
                                   kind)  # fmt: skip
             kinds.append(kind)
             self._records[kind] = ((pos + 8).tolist(), length.tolist())
+        # in file order, each record ends where the next begins or before: a length that runs
+        # into the next record is wrong, whatever its column
+        starts = offsets.T.ravel()
+        ends = np.concatenate([np.asarray(self._records[k][0]) + np.asarray(self._records[k][1])
+                               for k in kinds])  # fmt: skip
+        order = np.argsort(starts, kind="stable")
+        overlap = ends[order] > np.append(starts[order][1:], limit)
+        if overlap.any():
+            j = int(order[int(np.argmax(overlap))])
+            kind, i = kinds[j // count], j % count
+            raise self._error(f"at byte {int(starts[j]):,} claims {int(ends[j] - starts[j] - 8):,} "
+                              "bytes, into the next record: wrong length", self.start + i,
+                              kind)  # fmt: skip
         if TOTAL_DIFFICULTY in self._records:
             lengths = np.asarray(self._records[TOTAL_DIFFICULTY][1])
             if (lengths != 32).any():

@@ -259,3 +259,10 @@ def test_a_missing_file_and_a_file_of_another_kind(tmp_path):
                        "mainnet-00000-5ec1ffb8.era1").read_bytes()[:200_000])  # fmt: skip
     with pytest.raises(EraError, match="SlotIndex"):
         EraFile(other)
+
+
+def test_a_length_one_byte_too_long_runs_into_the_state(good):
+    length = int.from_bytes(good.read_bytes()[10:14], "little")
+    error = expect(damaged(good, lambda d: d.__setitem__(slice(10, 14), (length + 1).to_bytes(
+        4, "little"))), "past the next record: wrong length")  # fmt: skip
+    assert error.record == "CompressedSignedBeaconBlock" and error.slot == 6217730

@@ -272,3 +272,11 @@ def test_a_file_with_the_real_proof_reads_it_back(tmp_path):
         assert int.from_bytes(ssz[-8:], "little") == 8_626_176
         (block,) = handle.blocks()
         assert block.hash == keccak(header)
+
+
+def test_a_length_one_byte_too_long_runs_into_the_next_record(real):
+    data = real.read_bytes()
+    length = int.from_bytes(data[10:14], "little")
+    error = expect(rewrite(real, lambda d: d.__setitem__(slice(10, 14), (length + 1).to_bytes(
+        4, "little"))), "into the next record: wrong length")  # fmt: skip
+    assert error.record == "CompressedHeader" and error.block == 19426587
