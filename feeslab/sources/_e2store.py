@@ -69,6 +69,7 @@ __all__ = [
     "HEADER_SIZE",
     "STREAM_ID",
     "VERSION",
+    "decompress_all",
     "first_chunk",
     "framed",
     "keccak",
@@ -83,6 +84,7 @@ __all__ = [
     "snappy_frames",
     "u16",
     "u32",
+    "uint_column",
 ]
 
 VERSION = b"e2"  # the first record of every e2store file (and of each concatenated group)
@@ -140,6 +142,59 @@ def first_chunk(data: bytes | memoryview) -> bytes:
     if data[10] == 1:
         return bytes(data[18:end])
     return bytes(cramjam.snappy.decompress_raw(bytes(data[18:end])))
+
+
+def decompress_all(mm: Any, offsets: Sequence[int], lengths: Sequence[int]) -> list[bytes] | None:
+    """The snappy-framed records ``mm[o : o + n]``, decompressed, or None where one is not a
+    single chunk or fails to decompress (the caller then goes record by record to name it).
+
+    The single-chunk layout is found for all records at once with numpy, then each chunk goes
+    to cramjam's raw decoder in one comprehension: ~1 us a record less than
+    :func:`snappy_frames` called on each (the era1 and Ere header scans' hot loop).
+    """
+    if not len(offsets):
+        return []
+    view = memoryview(mm)
+    try:
+        where = np.asarray(offsets, dtype=np.int64)
+        size = np.asarray(lengths, dtype=np.int64)
+        buf = np.frombuffer(mm, dtype=np.uint8)
+        fast = size > 18
+        near = np.where(fast, where, 0)
+        for k, byte in enumerate(STREAM_ID):
+            fast &= buf[near + k] == byte
+        kind = buf[near + 10]
+        fast &= (kind <= 1) & ((u32(buf, near + 10) >> 8) == size - 14)
+        if not fast.all():
+            return None
+        raw_decode = cramjam.snappy.decompress_raw
+        chunks = zip(offsets, lengths, kind.tolist(), strict=True)
+        return [bytes(raw_decode(view[o + 18 : o + n])) if k == 0 else
+                bytes(view[o + 18 : o + n]) for o, n, k in chunks]  # fmt: skip
+    except cramjam.DecompressionError:
+        return None
+    finally:
+        view.release()
+
+
+def uint_column(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised: the canonical RLP integer (at most 8 bytes) at each ``pos`` of ``buf``, and
+    the position after it; ``ok`` is cleared where there is none."""
+    b = buf[pos].astype(np.int64)
+    single = b < 0x80
+    length = np.where(single, 0, b - 0x80)
+    ok &= single | (length <= 8)
+    length = np.where(ok, length, 0)
+    value = np.where(single, b, 0).astype(np.uint64)
+    first = buf[pos + 1]
+    ok &= (length == 0) | (first != 0)  # no leading zero
+    ok &= (length != 1) | (first >= 0x80)  # a byte below 0x80 stands alone
+    for k in range(8):
+        more = length > k
+        if not more.any():
+            break
+        value[more] = (value[more] << np.uint64(8)) | buf[pos[more] + 1 + k].astype(np.uint64)
+    return value, pos + np.where(single, 1, 1 + length)
 
 
 def framed(data: bytes) -> bytes:

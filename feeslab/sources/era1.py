@@ -56,7 +56,7 @@ from feeslab.frames import (
 from feeslab.sources._e2store import (
     EMPTY_TRIE_ROOT,
     EMPTY_UNCLES_HASH,
-    STREAM_ID,
+    decompress_all,
     framed,
     keccak,
     ordered_trie_root,
@@ -67,6 +67,7 @@ from feeslab.sources._e2store import (
     snappy_frames,
     u16,
     u32,
+    uint_column,
 )
 from feeslab.sources.base import require
 
@@ -190,26 +191,6 @@ def _decode_header_slow(header: bytes) -> dict[str, Any]:
     return out
 
 
-def _int_field(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised: the canonical RLP integer (at most 8 bytes) at each ``pos``; ``ok`` is
-    cleared where it is not one."""
-    b = buf[pos].astype(np.int64)
-    single = b < 0x80
-    length = np.where(single, 0, b - 0x80)
-    ok &= single | (length <= 8)
-    length = np.where(ok, length, 0)
-    value = np.where(single, b, 0).astype(np.uint64)
-    first = buf[pos + 1]
-    ok &= (length == 0) | (first != 0)  # no leading zero
-    ok &= (length != 1) | (first >= 0x80)  # a byte below 0x80 stands alone
-    for k in range(8):
-        more = length > k
-        if not more.any():
-            break
-        value[more] = (value[more] << np.uint64(8)) | buf[pos[more] + 1 + k].astype(np.uint64)
-    return value, pos + np.where(single, 1, 1 + length)
-
-
 def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray]:
     """Columns of pre-merge headers, walked all at once with numpy.
 
@@ -233,7 +214,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
     pos = np.where(ok, p + 445, starts)
     ints = {}
     for name in _HEADER_FIELDS:
-        ints[name], pos = _int_field(buf, pos, ok)
+        ints[name], pos = uint_column(buf, pos, ok)
     b = buf[pos].astype(np.int64)  # extraData: at most 32 bytes
     ok &= b <= 0xB7
     pos = pos + np.where(b < 0x80, 1, 1 + b - 0x80)
@@ -242,7 +223,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
     pos = np.where(ok, pos + 42, ends)
     has_fee = pos < ends
     fee_ok = ok.copy()
-    base_fee, after = _int_field(buf, np.where(has_fee, pos, starts), fee_ok)
+    base_fee, after = uint_column(buf, np.where(has_fee, pos, starts), fee_ok)
     ok &= ~has_fee | (fee_ok & (after == ends))
     pos = np.where(ok, np.where(has_fee, after, pos), ends)
     ok &= pos == ends
@@ -469,26 +450,7 @@ class Era1File:
         """Every header, hashed and checked: hash chain, total difficulty, accumulator."""
         offsets, lengths = self._records[COMPRESSED_HEADER]
         mm = self._map
-        raw_decode = cramjam.snappy.decompress_raw
-        view = memoryview(mm)
-        where = np.array(offsets, dtype=np.int64)
-        size = np.array(lengths, dtype=np.int64)
-        buf = np.frombuffer(mm, dtype=np.uint8)
-        # one compressed chunk (the usual case): found for all headers at once
-        fast = size > 18
-        near = np.where(fast, where, 0)
-        for k, byte in enumerate(STREAM_ID):
-            fast &= buf[near + k] == byte
-        kind = buf[near + 10]
-        fast &= (kind <= 1) & ((u32(buf, near + 10) >> 8) == size - 14)
-        raw = None
-        if fast.all():
-            try:
-                chunks = zip(offsets, lengths, kind.tolist(), strict=True)
-                raw = [bytes(raw_decode(view[o + 18 : o + n])) if k == 0 else
-                       bytes(view[o + 18 : o + n]) for o, n, k in chunks]  # fmt: skip
-            except cramjam.DecompressionError:
-                raw = None
+        raw = decompress_all(mm, offsets, lengths)  # one compressed chunk each: the usual case
         if raw is None:  # record by record, to name the one that fails
             raw = [self._record(COMPRESSED_HEADER, i) for i in range(len(offsets))]
         hashes = list(map(keccak, raw))
