@@ -15,7 +15,7 @@ LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 NPM_STAMP := node_modules/.installed-stamp
 
-.PHONY: lab test lint bench serve install clean contracts render chromium
+.PHONY: lab test lint bench serve install clean contracts render chromium ipfs-cid
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
@@ -50,7 +50,18 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends chromium >/dev/null; }
 
-test: $(STAMP) $(NPM_STAMP) chromium lint
+# Debian's ipfs_cid, the independent CID implementation the UnixFS tests compare against
+# (tests/test_unixfs.py, tests/devnet/test_ipfs.py): they fail without it
+ipfs-cid:
+	@command -v ipfs_cid >/dev/null || { \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || { \
+			echo "the UnixFS tests need Debian's ipfs_cid: apt-get install -y ipfs-cid" >&2; exit 2; }; \
+		echo "installing Debian's ipfs-cid (apt-get) for the UnixFS tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			ipfs-cid >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends ipfs-cid >/dev/null; }; }
+
+test: $(STAMP) $(NPM_STAMP) chromium ipfs-cid lint
 	# worker processes overlap the tests that wait (paced scans, servers); a file's tests share a worker
 	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile tests
 	# a notebook a worker (each its own kernel): 96 s -> 51 s on two cores, outputs unchanged

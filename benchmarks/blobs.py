@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from _timing import median_seconds  # benchmarks/_timing.py
 
-from feeslab._eip4844 import GAS_PER_BLOB
 from feeslab.analysis.fees import blob_base_fee, next_base_fee, next_excess_blob_gas
+from feeslab.protocol.blobs import GAS_PER_BLOB
 
 REPEAT = 5
 N = 1_000_000

@@ -30,7 +30,7 @@ from _timing import median_seconds  # benchmarks/_timing.py
 
 from feeslab.devnet.era1 import export_era1
 from feeslab.devnet.ere import export_ere
-from feeslab.sources._e2store import EMPTY_UNCLES_HASH
+from feeslab.protocol.e2store import EMPTY_UNCLES_HASH
 from feeslab.sources.era import EraFile, era_bytes
 from feeslab.sources.era1 import Era1Source
 from feeslab.sources.ere import EreFile

@@ -21,7 +21,9 @@ Measures, on this machine:
   Ere uncle scan of the same blocks and the Era reader's checked payloads of real beacon
   blocks (goal: each at least as fast per core as the era1 scan);
 * the devnet's server CPU (``benchmarks/devnet_perf.py``): headers rescanned over 20,000 and
-  200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes.
+  200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes;
+* import weight (``benchmarks/import_weight.py``): ``import feeslab`` in a fresh process, its
+  peak memory and wall time (goal 100 MiB and 0.5 s), beside the client stack's and pandas'.
 
 Timings are figures to record with the machine they ran on, never assertions: a missed goal
 is printed as FAIL, and the run still succeeds. Each module's rows are printed (flushed) as soon
@@ -46,6 +48,7 @@ import devnet_perf  # benchmarks/devnet_perf.py: the devnet's headers and eth_ca
 import era1  # benchmarks/era1.py
 import frames  # benchmarks/frames.py: the script's directory is on sys.path
 import httpx
+import import_weight  # benchmarks/import_weight.py: import feeslab's peak memory and time
 import ipfs  # benchmarks/ipfs.py
 import peers  # benchmarks/peers.py: uncle scan and fee history against AsyncWeb3 and httpx
 import scan_memory  # benchmarks/scan_memory.py: peak RSS and warm reruns of long scans
@@ -207,6 +210,7 @@ def main(argv: list[str]) -> int:
     print(f"machine: {machine()}")
     print(uncle_scan.NOTE, flush=True)
     sections: list[tuple[str, str, Callable[[], list]]] = [
+        ("import", "import weight (benchmarks/import_weight.py)", import_weight.bench),
         ("generation", "chain generation", lambda: bench_generation(
             seed=int(time.time()) % 100_000 + 1_000_000)),
         ("http", "devnet over HTTP", _bench_devnet),

@@ -26,6 +26,9 @@ Subcommands:
   ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
   worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
   OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
+- ``feeslab watch``: the head live (``feeslab.watch``, :func:`run_watch`): a line per new block
+  until Ctrl-C or ``--stop-after``; ``-o`` writes the frame (the window filled as it started,
+  and the blocks after it).
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
 - ``feeslab export-era --format ere --out DIR``: the devnet chain 1's blocks on both sides of
   its merge as Ere files (``--format era1``: as ``export-era1``).
@@ -40,21 +43,21 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
-import os
 import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol, TypedDict
+from typing import TYPE_CHECKING, NoReturn, Protocol, TextIO, TypedDict
 
-from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
-from feeslab._costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
+from feeslab.protocol.costs import TEAM_PLAN_CREDITS_PER_SECOND as DEFAULT_CREDITS_PER_SECOND
+from feeslab.protocol.costs import TEAM_PLAN_DAILY_CREDITS as DEFAULT_DAILY_CREDITS
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from feeslab.connection import Environment
     from feeslab.datasets.registry import Dataset
     from feeslab.devnet.server import DevnetHandle
     from feeslab.devnet.service import Devnet
@@ -224,23 +227,89 @@ def _watch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
 
 
 def _run_watch(args: argparse.Namespace) -> int:
-    from feeslab.connection import connect
+    from feeslab.connection import Environment, Settings, connect_with
     from feeslab.errors import FeeslabError
-    from feeslab.watch import run_cli
 
-    key = args.api_key or os.environ.get("INFURA_API_KEY")
+    environment = Environment.read()  # the key's default, read once
     if args.output is not None and Path(args.output).suffix.lower() not in FORMATS:
         print(f"feeslab watch: error: write FILE.parquet or FILE.csv, not {args.output!r}",
               file=sys.stderr)  # fmt: skip
         return USER_ERROR
-    options = {"api_key": key, "url": args.url} if key else {"block_time": args.block_time}
+    keyed = args.api_key or environment.api_key  # else the embedded devnet, growing
+    settings = (Settings(api_key=args.api_key, url=args.url, progress=False,
+                         network=args.network) if keyed
+                else Settings(block_time=args.block_time, progress=False, network=args.network))
     try:
-        with connect(progress=False, network=args.network, **options) as lab:
-            return run_cli(lab, blocks=args.blocks, stop_after=args.stop_after,
-                           out=args.output, percentiles=args.percentiles)  # fmt: skip
+        with connect_with(settings, environment) as lab:
+            return run_watch(lab, blocks=args.blocks, stop_after=args.stop_after,
+                             out=args.output, percentiles=args.percentiles)  # fmt: skip
     except FeeslabError as exc:
         print(f"feeslab watch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return USER_ERROR
+
+
+def run_watch(
+    lab: Lab,
+    *,
+    blocks: int = 128,
+    percentiles: Sequence[float] = (10.0, 50.0, 90.0),
+    stop_after: int | None = None,
+    out: str | None = None,
+    websocket: bool | str | None = None,
+    stream: TextIO | None = None,
+) -> int:
+    """``feeslab watch`` on ``lab``: a header line, then one line per new block on ``stream``
+    (default stdout) until Ctrl-C or ``stop_after`` blocks; then, with ``out``, the frame
+    (the prefilled window and the blocks after it) written atomically
+    (``feeslab.frames.io.write_frame``: Parquet, or CSV by the suffix). Returns the exit
+    status (1 when the watch stopped on an error, which is printed on stderr)."""
+    from feeslab.frames.base_fees import reward_column
+    from feeslab.frames.io import write_frame
+    from feeslab.watch import watch
+
+    stream = stream or sys.stdout
+    rewards = [reward_column(float(p)) for p in percentiles]
+    print(f"{'block':>10} {'base[gwei]':>10} {'blob[gwei]':>10} {'/target':>6} {'blobs':>5} "
+          + " ".join(f"{'p' + format(float(p), 'g'):>10}" for p in percentiles),
+          file=stream, flush=True)  # fmt: skip
+
+    def line(row: Mapping[str, object]) -> None:
+        print(_watch_line(row, rewards), file=stream, flush=True)
+
+    w = watch(lab, blocks=blocks, percentiles=percentiles, stop_after=stop_after,
+              websocket=websocket, on_block=line)  # fmt: skip
+    try:
+        while not w.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.stop()
+    print(w.status(), file=stream, flush=True)
+    if out is not None:
+        frame = w.frame
+        path = write_frame(frame, out)
+        print(f"wrote {len(frame):,} blocks to {path}", file=stream, flush=True)
+    if w.error is not None:
+        print(f"error: {w.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _watch_line(row: Mapping[str, object], rewards: Sequence[str]) -> str:
+    """One block of ``feeslab watch``: number, base fee and blob base fee [gwei], gas used
+    over the target, blobs, tips [gwei]; ``reorg`` when it replaced a block."""
+
+    def gwei(value: object) -> str:
+        # a base fee or tip [wei] (exact below 2**53, so as the int's own quotient)
+        return "-" if not isinstance(value, int) else f"{value / 10**9:10.4f}"
+
+    blobs = row["blob_count"]
+    tips = " ".join(gwei(row[name]) for name in rewards)
+    mark = " reorg" if row["reorged"] else ""
+    return (f"{row['block_number']:>10} {gwei(row['base_fee_wei'])} "
+            f"{gwei(row['base_fee_per_blob_gas_wei'])} {row['gas_target_ratio']:6.3f} "
+            f"{'-' if blobs is None else blobs:>5} {tips}{mark}")  # fmt: skip
 
 
 # -- feeslab export-era1 --------------------------------------------------------------------------
@@ -461,7 +530,8 @@ def _non_negative(text: str) -> int:
 
 
 KEYS_VARIABLE = "INFURA_API_KEYS"
-"""Several keys for a cluster job, ``KEY[:SECRET],KEY[:SECRET],...``."""
+"""Several keys for a cluster job, ``KEY[:SECRET],KEY[:SECRET],...`` (read with the others by
+``feeslab.connection.Environment``)."""
 
 
 def _api_keys(text: str) -> tuple[tuple[str, str | None], ...]:
@@ -587,7 +657,7 @@ class _Checked(TypedDict, total=False):
     labs: list[Lab]  # one per API key after the first
 
 
-def _check_args(args: argparse.Namespace) -> _Checked:
+def _check_args(args: argparse.Namespace, environment: Environment) -> _Checked:
     """Every check that needs no network: the output, the keys and the dataset's arguments,
     or ``UsageError``."""
     from feeslab.datasets import REGISTRY
@@ -602,7 +672,7 @@ def _check_args(args: argparse.Namespace) -> _Checked:
         raise UsageError(f"no directory {str(output.parent)!r} to write {output.name!r} into")
     if output.is_dir():
         raise UsageError(f"{str(output)!r} is a directory")
-    keys = _keys_given(args)
+    keys = _keys_given(args, environment)
     if args.url is not None and not keys:
         raise UsageError("--url needs --api-key (or INFURA_API_KEY in the environment)")
     if len(keys) > 1 and args.scheduler is None and not args.workers:
@@ -626,22 +696,28 @@ def _check_args(args: argparse.Namespace) -> _Checked:
             "written": written}
 
 
-def _keys_given(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+def _keys_given(
+    args: argparse.Namespace, environment: Environment | None = None
+) -> list[tuple[str, str | None]]:
     """The API keys and their secrets: ``--api-key`` (repeated, or comma lists), else
     ``INFURA_API_KEYS``, else ``INFURA_API_KEY``; ``--api-key-secret`` (or
-    ``INFURA_API_KEY_SECRET``) is the first key's secret when it has none of its own."""
+    ``INFURA_API_KEY_SECRET``) is the first key's secret when it has none of its own. The
+    variables are ``environment``'s (read now when not given)."""
+    from feeslab.connection import Environment
+
+    environment = Environment.read() if environment is None else environment
     if args.api_key:
         keys = [pair for given in args.api_key for pair in given]
-    elif os.environ.get(KEYS_VARIABLE):
+    elif environment.api_keys:
         try:
-            keys = list(_api_keys(os.environ[KEYS_VARIABLE]))
+            keys = list(_api_keys(environment.api_keys))
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"${KEYS_VARIABLE}: {exc}") from None
-    elif os.environ.get("INFURA_API_KEY"):
-        keys = [(os.environ["INFURA_API_KEY"], None)]
+    elif environment.api_key:
+        keys = [(environment.api_key, None)]
     else:
         return []
-    secret = args.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None
+    secret = args.api_key_secret or environment.api_key_secret
     if keys[0][1] is None and secret:
         keys[0] = (keys[0][0], secret)
     return keys
@@ -747,15 +823,16 @@ def _ledgers_text(labs: Sequence[Lab]) -> str:
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
-    from feeslab.connection import connect
+    from feeslab.connection import Environment, Settings, connect_with
     from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError, redact
     from feeslab.frames.io import write_frame
 
     prog = f"feeslab fetch {args.kind}"
-    secrets = [s for s in (args.api_key_secret, os.environ.get("INFURA_API_KEY_SECRET"),
-                           os.environ.get("INFURA_API_KEY")) if s]  # fmt: skip
+    environment = Environment.read()  # the keys' defaults, read once for every Lab
+    secrets = [s for s in (args.api_key_secret, environment.api_key_secret,
+                           environment.api_key) if s]  # fmt: skip
     secrets += [s for given in args.api_key or () for pair in given for s in pair if s]
-    secrets += [s for pair in _keys_quietly() for s in pair if s]
+    secrets += [s for pair in _keys_quietly(environment) for s in pair if s]
 
     def fail(status: int, message: str) -> int:
         text = " ".join(redact(str(message), secrets).split())  # one line, no secrets
@@ -767,7 +844,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
             print(redact(text, secrets), flush=True)
 
     try:
-        params = _check_args(args)
+        params = _check_args(args, environment)
     except UsageError as exc:
         return fail(USER_ERROR, str(exc))
     given: list[tuple[str | None, str | None]] = list(params.pop("keys", []))
@@ -777,7 +854,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
     try:
         params["client"] = _client(args)
         for i, (key, secret) in enumerate(keys):
-            labs.append(connect(
+            labs.append(connect_with(Settings(
                 api_key=key,
                 api_key_secret=secret,
                 network=args.network,
@@ -787,7 +864,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
                 progress=not args.quiet,
                 credits_per_second=args.credits_per_second,
                 era1=args.era1,
-            ))  # fmt: skip
+            ), environment))  # fmt: skip
         lab = labs[0]
         params["labs"] = labs[1:]
         frame = _fetch(lab, args, params, say)
@@ -815,15 +892,15 @@ def _run_fetch(args: argparse.Namespace) -> int:
             one.close()
 
 
-def _keys_quietly() -> list[tuple[str, str | None]]:
+def _keys_quietly(environment: Environment) -> list[tuple[str, str | None]]:
     """``INFURA_API_KEYS``' keys and secrets, to mask in messages (its pieces, should it not
     parse)."""
-    if not os.environ.get(KEYS_VARIABLE):
+    if not environment.api_keys:
         return []
     try:
-        return list(_api_keys(os.environ[KEYS_VARIABLE]))
+        return list(_api_keys(environment.api_keys))
     except argparse.ArgumentTypeError:
-        return [(item.strip(), None) for item in re.split(r"[,:]", os.environ[KEYS_VARIABLE])]
+        return [(item.strip(), None) for item in re.split(r"[,:]", environment.api_keys)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,13 @@ check) and its docstring are made from them. Each option says on which connectio
 effect; one given where it has none raises ``ConfigError`` naming it and the option that chose
 the connection, rather than being dropped.
 
+Settings are resolved once, where they are built: :meth:`Connection.of` takes the options
+and the environment's defaults (:class:`Environment`, the one place ``INFURA_API_KEY`` and
+``INFURA_API_KEY_SECRET`` are read) and says which connection they make, with which key.
+``connect()`` and the ``feeslab`` command both build one (:func:`connect_with`); the node's
+client stack is built from it (its :class:`~feeslab.sources.rpc.NodeSpec`, which the source
+keeps: a cluster's workers open the very spec the Lab was opened from).
+
 The endpoint layout is the service's: the node at ``https://{network}.infura.io/v3/KEY``
 (WebSocket ``wss://{network}.infura.io/ws/v3/KEY``), the Gas API and the storage (IPFS) API on
 their own hosts. A devnet serves every surface under one root, mainnet at the root and other
@@ -29,7 +36,7 @@ import difflib
 import inspect
 import os
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -38,18 +45,22 @@ from feeslab.errors import ConfigError
 from feeslab.fetch.credits import CreditLedger, pacing_rate
 from feeslab.fetch.ipfs import IpfsClient
 from feeslab.lab import Lab
-from feeslab.sources.rpc import NodeSpec, open_node
+from feeslab.sources.rpc import NodeSpec, open_node, websocket_root, websocket_url
 
 if TYPE_CHECKING:
     from feeslab.devnet.server import DevnetHandle
     from feeslab.sources.combined import CombinedSource
     from feeslab.sources.rpc import RpcSource
 
-__all__ = ["Endpoints", "Settings", "connect", "endpoints"]
+__all__ = ["Connection", "Endpoints", "Environment", "Settings", "connect", "connect_with",
+           "endpoints"]
 
 INFURA_NODE = "https://{network}.infura.io/v3/{key}"
 INFURA_GAS = "https://gas.api.infura.io"
 INFURA_IPFS = "https://ipfs.infura.io:5001"
+KEY_VARIABLE = "INFURA_API_KEY"
+SECRET_VARIABLE = "INFURA_API_KEY_SECRET"
+KEYS_VARIABLE = "INFURA_API_KEYS"  # feeslab fetch's several keys (feeslab.cli)
 DEVNET_ROOT_NETWORK = "mainnet"  # served at a devnet's root; other networks under /{network}
 HISTORY_MODES = ("all", "postmerge")  # the devnet's --history.chain (feeslab.devnet.rpc)
 
@@ -221,83 +232,163 @@ def connect(**options: Any) -> Lab:
             close = difflib.get_close_matches(name, _NAMES, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TypeError(f"connect() got an unexpected keyword argument {name!r}{hint}")
-    settings = Settings(**options)
-    _check(settings)
-    return open_lab(settings)
+    return connect_with(Settings(**options))
+
+
+def connect_with(settings: Settings, environment: Environment | None = None) -> Lab:
+    """A :class:`Lab` for ``settings`` (what :func:`connect` does with its options; the
+    ``feeslab`` command builds its own), with ``environment``'s defaults (read now when not
+    given).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`connect`.
+    """
+    connection = Connection.of(settings, environment)
+    _check(connection)
+    return open_lab(connection)
 
 
 _NAMES = [option.name for option in fields(Settings)]
 
 
-def _route(settings: Settings) -> tuple[str, str]:
-    """Which connection ``settings`` make, and what chose it (an option, or the variable):
-    ``era1`` alone reads the files; beside a node option, the node's connection (the files
-    join it)."""
-    if settings.era1 is not None and not (settings.rpc_url or settings.url
-                                          or settings.api_key):  # fmt: skip
-        return ERA1, "era1="
-    if settings.rpc_url is not None:
-        return NODE, "rpc_url="
-    if settings.url is not None:
-        return ROOT, "url="
-    if settings.api_key:
-        return SERVICE, "api_key="
-    if os.environ.get("INFURA_API_KEY"):
-        return SERVICE, "INFURA_API_KEY"
-    return EMBEDDED, "no api_key=, url=, rpc_url= or era1="
+@dataclass(frozen=True, repr=False)
+class Environment:
+    """The environment's defaults, read once (:meth:`read`): the service's key and its secret,
+    and ``feeslab fetch``'s several keys (their text; ``feeslab.cli`` parses it). Its repr
+    shows none of them."""
+
+    api_key: str | None = None
+    api_key_secret: str | None = None
+    api_keys: str | None = None
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
+        """``INFURA_API_KEY``, ``INFURA_API_KEY_SECRET`` and ``INFURA_API_KEYS`` of
+        ``environ`` (default ``os.environ``); empty values count as unset."""
+        environ = os.environ if environ is None else environ
+        return cls(api_key=environ.get(KEY_VARIABLE) or None,
+                   api_key_secret=environ.get(SECRET_VARIABLE) or None,
+                   api_keys=environ.get(KEYS_VARIABLE) or None)  # fmt: skip
+
+    def __repr__(self) -> str:
+        named = zip((KEY_VARIABLE, SECRET_VARIABLE, KEYS_VARIABLE),
+                    (self.api_key, self.api_key_secret, self.api_keys), strict=True)  # fmt: skip
+        given = [name for name, value in named if value]
+        return f"<Environment {', '.join(given) or 'no key'} (values not shown)>"
 
 
-def _check(settings: Settings) -> None:
+@dataclass(frozen=True, repr=False)
+class Connection:
+    """``connect()``'s options resolved once (:meth:`of`): the connection they make, what
+    chose it, and the key and secret it uses (given, or the environment's). The node's stack
+    is built from it; its repr shows no key, secret or URL.
+
+    Attributes
+    ----------
+    settings : Settings
+        The options as given.
+    route : str
+        ``"era1"``, ``"node"`` (``rpc_url``), ``"root"`` (a running devnet's ``url``),
+        ``"service"`` or ``"embedded"`` (the devnet ``connect()`` starts).
+    chooser : str
+        What chose it, for messages: an option (``"url="``) or ``INFURA_API_KEY``.
+    api_key, api_key_secret : str, optional
+        The service's (or the devnet's) key and secret.
+    """
+
+    settings: Settings
+    route: str
+    chooser: str
+    api_key: str | None = None
+    api_key_secret: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings, environment: Environment | None = None) -> Connection:
+        """Resolve ``settings`` with ``environment``'s defaults (read now when not given):
+        ``era1`` alone reads the files; beside a node option, the node's connection (the
+        files join it); a key in the environment reaches the service, or goes with ``url``.
+        """
+        environment = Environment.read() if environment is None else environment
+        if settings.era1 is not None and not (settings.rpc_url or settings.url
+                                              or settings.api_key):  # fmt: skip
+            route, chooser = ERA1, "era1="
+        elif settings.rpc_url is not None:
+            route, chooser = NODE, "rpc_url="
+        elif settings.url is not None:
+            route, chooser = ROOT, "url="
+        elif settings.api_key:
+            route, chooser = SERVICE, "api_key="
+        elif environment.api_key:
+            route, chooser = SERVICE, KEY_VARIABLE
+        else:
+            route, chooser = EMBEDDED, "no api_key=, url=, rpc_url= or era1="
+        keyed = route in (ROOT, SERVICE)  # any node and era1 files take no key
+        return cls(settings, route, chooser,
+                   api_key=settings.api_key or (environment.api_key if keyed else None),
+                   api_key_secret=settings.api_key_secret or (
+                       environment.api_key_secret if keyed else None))  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.route} chosen by {self.chooser} (no key or URL shown)>"
+
+    def on_devnet(self, devnet: DevnetHandle) -> Connection:
+        """The same options on ``devnet`` (running): its own key, every surface under its
+        root."""
+        settings = replace(self.settings, url=devnet.url, block_time=None,
+                           wallet_url=self.settings.wallet_url or f"{devnet.ws_url}/wallet")
+        return Connection(settings, ROOT, "url=", api_key=devnet.api_key,
+                          api_key_secret=devnet.api_key_secret)  # fmt: skip
+
+    def on_network(self, network: str) -> Connection:
+        """The same connection on another network of the same service or devnet."""
+        return replace(self, settings=replace(self.settings, network=network))
+
+
+def _check(connection: Connection) -> None:
     """The options' mistakes that need no network: one given (not its default) where the
     connection chosen has no use for it; ``url`` without a key; a pace that is no rate."""
-    route, chooser = _route(settings)
+    settings, route, chooser = connection.settings, connection.route, connection.chooser
     for option in fields(settings):
         value = getattr(settings, option.name)
         if value == option.default or route in option.metadata["on"]:
             continue
         given = f"{option.name}={value!r}" if option.repr else f"{option.name}="
         if route == EMBEDDED:  # a secret without a key
-            raise ConfigError(f"{given} has no effect without api_key= (or INFURA_API_KEY): "
+            raise ConfigError(f"{given} has no effect without api_key= (or {KEY_VARIABLE}): "
                               "with no key, url=, rpc_url= or era1=, connect() starts the "
                               "embedded devnet, which has its own key")  # fmt: skip
         what = _WHAT[route].format(chooser=chooser)
         raise ConfigError(f"{given} and {chooser} conflict: {what}, where {option.name}= has "
                           "no effect; pass one, not both")  # fmt: skip
-    if route == ROOT and not (settings.api_key or os.environ.get("INFURA_API_KEY")):
-        raise ConfigError("url= needs api_key= (the devnet prints it; or INFURA_API_KEY)")
+    if route == ROOT and not connection.api_key:
+        raise ConfigError(f"url= needs api_key= (the devnet prints it; or {KEY_VARIABLE})")
     pacing_rate(settings.credits_per_second)  # a value that is no rate, before a devnet starts
     if settings.history not in HISTORY_MODES:
         raise ConfigError(f"history={settings.history!r}: want one of "
                           f"{', '.join(map(repr, HISTORY_MODES))} (geth's --history.chain)")
 
 
-def open_lab(settings: Settings, devnet: DevnetHandle | None = None, *,
+def open_lab(connection: Connection, devnet: DevnetHandle | None = None, *,
              owns: bool = False) -> Lab:  # fmt: skip
-    """A Lab for ``settings`` (checked by :func:`connect`): on ``devnet`` when given (a
-    running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
-    :func:`connect` says."""
-    if _route(settings)[0] == ERA1 and settings.era1 is not None:  # era1= alone
+    """A Lab for ``connection`` (checked by :func:`connect_with`): on ``devnet`` when given
+    (a running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
+    the connection says."""
+    settings = connection.settings
+    if connection.route == ERA1 and settings.era1 is not None:  # era1= alone
         from feeslab.sources.era1 import Era1Source
 
         return Lab(Era1Source(settings.era1), credits=CreditLedger())
-    settings = replace(
-        settings,
-        api_key=settings.api_key or os.environ.get("INFURA_API_KEY") or None,
-        api_key_secret=settings.api_key_secret or os.environ.get("INFURA_API_KEY_SECRET") or None,
-    )
-    if devnet is None and not (settings.url or settings.rpc_url or settings.api_key):
+    if devnet is None and connection.route == EMBEDDED:
         devnet = _start_devnet(settings)
         try:
-            return open_lab(settings, devnet, owns=True)
+            return open_lab(connection.on_devnet(devnet), devnet, owns=True)
         except BaseException:
             devnet.stop()  # a Lab that failed to open leaves no devnet running
             raise
-    if devnet is not None:  # the devnet's own key; every surface under its root
-        settings = replace(settings, url=devnet.url, api_key=devnet.api_key,
-                           api_key_secret=devnet.api_key_secret, block_time=None,
-                           wallet_url=settings.wallet_url or f"{devnet.ws_url}/wallet")
-    where = endpoints(settings)
-    node = open_node(_node_spec(settings, where, devnet))
+    where = endpoints(connection)
+    node = open_node(_node_spec(connection, where, devnet))
     source: RpcSource | CombinedSource = node
     if settings.era1 is not None:  # the files beside the node: old blocks from them
         from feeslab.sources.combined import CombinedSource
@@ -308,7 +399,7 @@ def open_lab(settings: Settings, devnet: DevnetHandle | None = None, *,
         except BaseException:
             node.close()
             raise
-    key, secret = settings.api_key, settings.api_key_secret
+    key, secret = connection.api_key, connection.api_key_secret
     ipfs = None
     if where.ipfs is not None and key and secret:  # the storage API needs both
         try:
@@ -319,17 +410,19 @@ def open_lab(settings: Settings, devnet: DevnetHandle | None = None, *,
     reconnect = None  # another node serves one chain
     if settings.rpc_url is None:
         def reconnect(name: str) -> Lab:
-            return open_lab(replace(settings, network=name), devnet=devnet)
+            return open_lab(connection.on_network(name), devnet=devnet)
 
     return Lab(source, credits=source.credits, ipfs=ipfs, wallet_url=where.wallet,
                devnet=devnet, owns_devnet=owns, network=settings.network,
                rpc_url=settings.rpc_url, reconnect=reconnect)  # fmt: skip
 
 
-def _node_spec(settings: Settings, where: Endpoints, devnet: DevnetHandle | None) -> NodeSpec:
+def _node_spec(connection: Connection, where: Endpoints,
+               devnet: DevnetHandle | None) -> NodeSpec:  # fmt: skip
     """The node's spec for ``open_node``: paced at the plan's rate (a devnet's own limit
     asked while the first requests go, when there is a secret to ask with)."""
-    key, secret = settings.api_key, settings.api_key_secret
+    settings = connection.settings
+    key, secret = connection.api_key, connection.api_key_secret
     host = where.node.partition("//")[2].partition("/")[0]
     service = (settings.rpc_url is None and bool(key)) or host.endswith(".infura.io")
     rate = pacing_rate(settings.credits_per_second, devnet_root=where.devnet, service=service)
@@ -370,14 +463,14 @@ def _devnet_cutoff(devnet: DevnetHandle, network: str) -> int | None:
 def _start_devnet(settings: Settings) -> DevnetHandle:
     import feeslab.devnet  # only here: a client with a key never loads the devnet
 
-    feeslab.devnet.require("no INFURA_API_KEY and the devnet is not installed")
+    feeslab.devnet.require(f"no {KEY_VARIABLE} and the devnet is not installed")
     return feeslab.devnet.start(seed=settings.seed, block_time=settings.block_time,
                                 history=settings.history)
 
 
-def endpoints(settings: Settings) -> Endpoints:
-    """Where each surface lives for ``settings`` (a devnet's root given as ``url``)."""
-    key, network = settings.api_key, settings.network
+def endpoints(connection: Connection) -> Endpoints:
+    """Where each surface lives for ``connection`` (a devnet's root given as ``url``)."""
+    settings, key, network = connection.settings, connection.api_key, connection.settings.network
     if settings.rpc_url is not None:
         where = Endpoints(node=settings.rpc_url, wallet=settings.wallet_url)
     elif settings.url is not None:
@@ -385,29 +478,10 @@ def endpoints(settings: Settings) -> Endpoints:
         prefix = "" if network == DEVNET_ROOT_NETWORK else f"/{network}"
         where = Endpoints(node=f"{root}{prefix}/v3/{key}", gas=settings.url,
                           ipfs=settings.url, devnet=settings.url,
-                          wallet=settings.wallet_url or _ws_root(settings.url) + "/wallet")
+                          wallet=settings.wallet_url or websocket_root(settings.url) + "/wallet")
     else:
         where = Endpoints(node=INFURA_NODE.format(network=network, key=key), gas=INFURA_GAS,
                           ipfs=INFURA_IPFS, wallet=settings.wallet_url)
     if settings.websocket and not where.node.startswith(("ws://", "wss://")):
-        where = replace(where, node=_ws_node_url(where.node))
+        where = replace(where, node=websocket_url(where.node))
     return where
-
-
-def _ws_node_url(url: str) -> str:
-    """The WebSocket twin of a node URL: ``https://h/v3/K`` -> ``wss://h/ws/v3/K`` (the
-    service's and the devnet's layout); another node's URL just changes scheme."""
-    if not url.startswith(("http://", "https://")):
-        scheme = url.partition(":")[0]
-        raise ConfigError(f"websocket=True needs an http(s) or ws(s) node URL, not {scheme!r}")
-    root, sep, rest = url.partition("/v3/")
-    return _ws_root(root) + "/ws/v3/" + rest if sep else _ws_root(url)
-
-
-def _ws_root(url: str) -> str:
-    """The WebSocket root of an HTTP(S) root: ``http://h:p/`` -> ``ws://h:p``."""
-    root = url.rstrip("/")
-    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
-        if root.startswith(http):
-            return ws + root[len(http) :]
-    return root

@@ -196,7 +196,7 @@ def _short_repr(value: object, limit: int = 80) -> str:
 
 
 class ChainSpecError(FeeslabError, ValueError):
-    """Which chain's rules (a ``feeslab.chainspec.ChainSpec``) a frame follows is unclear."""
+    """Which chain's rules (a ``feeslab.ChainSpec``) a frame follows is unclear."""
 
 
 class MissingChainSpec(ChainSpecError):

@@ -2,30 +2,33 @@
 
 ``feeslab.connect()`` (:mod:`feeslab.connection`) makes it. It has a method per dataset of
 ``feeslab.datasets.REGISTRY`` (``lab.blocks(start, stop)``, ...) and ``plan_<name>`` for
-those that cost credits, made from the dataset's declaration: its fetch's signature and
-docstring, run on this Lab's source (the service, a devnet or any node over JSON-RPC,
+those that cost credits, made from the dataset's declaration (its Lab-facing signature and
+docstring), run on this Lab's source (the service, a devnet or any node over JSON-RPC,
 ``feeslab.sources.rpc``, or era1 archive files, ``feeslab.sources.era1``), in one process or,
-with ``client=``, in partitions on a dask cluster (``feeslab.cluster``). A Lab also gives
+with ``client=``, in partitions on a dask cluster (``feeslab.cluster``). The methods are
+written out by ``python -m feeslab._gen_lab`` into ``feeslab._lab_datasets``, which ``Lab``
+inherits, so that type checkers and editors know them; a dataset registered at run time is
+reached as ``lab.fetch(name, ...)`` or, untyped, ``lab.<name>(...)``. A Lab also gives
 ``lab.node``, ``lab.gas`` (the Gas API), ``lab.credits``, ``lab.ipfs`` (``publish_frame``,
 ``load_frame``: frames shared by CID), ``lab.wallet`` and ``lab.watch`` (the head live).
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Unpack
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec
+from feeslab._lab_datasets import LabDatasets
 from feeslab.datasets import REGISTRY, registry
-from feeslab.datasets.registry import Dataset
 from feeslab.datasets.uncles import UncleScan
 from feeslab.errors import ConfigError, redact
 from feeslab.fetch.credits import CreditLedger, Plan
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
+from feeslab.protocol.chainspec import ChainSpec
 from feeslab.sources.base import JSON_RPC, Source
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Lab", "UncleScan"]
 
 
-class Lab:
+class Lab(LabDatasets):
     """One chain of the service (real or devnet), any node, or era1 files, with frames on
     top: :func:`feeslab.connect` makes one.
 
@@ -86,7 +89,7 @@ class Lab:
     @property
     def gas(self) -> GasClient | None:
         """The Gas API client, or None (era1 files, ``connect(rpc_url=)``)."""
-        return getattr(self.data_source, "gas", None)
+        return self.data_source.gas
 
     def __repr__(self) -> str:
         if not self.has_node:
@@ -186,7 +189,7 @@ class Lab:
         """The frame published under ``cid``; ``CidMismatchError`` unless its bytes give ``cid``."""
         return frame_from_bytes(self._storage().load(cid))
 
-    # -- datasets: a method each, made from REGISTRY below the class -------------------------
+    # -- datasets: a method each, generated from REGISTRY (LabDatasets) ---------------------
 
     def fetch(self, name: str, *args: object, client: object = None,
               out: str | os.PathLike[str] | None = None, keys: Sequence[Lab] = (),
@@ -211,39 +214,20 @@ class Lab:
         """What dataset ``name`` with these arguments costs, before anything is sent: what
         ``lab.plan_<name>(...)`` does."""
         dataset = REGISTRY[name]
-        if dataset.plan is None:
+        signature = dataset.plan_signature()
+        if signature is None:
             raise ConfigError(f"{name} has no plan")
-        bound = inspect.signature(dataset.plan).bind(None, *args, **kwargs)
-        params = dict(list(bound.arguments.items())[1:])
+        params = dict(signature.bind(*args, **kwargs).arguments)
         return registry.plan(dataset, self.data_source, params)
 
+    if not TYPE_CHECKING:  # hidden from type checkers, which would then take any attribute
 
-_SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-_ON_CLUSTER = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
-               for n, d in (("client", None), ("out", None), ("keys", ()))]  # fmt: skip
-
-
-def _method(dataset: Dataset, function: Callable[..., object], run: Callable[..., object],
-            name: str, extra: Sequence[inspect.Parameter] = ()) -> Callable[..., object]:
-    """``Lab.<name>``: ``run(dataset.name, ...)`` with ``function``'s signature (less its
-    source and the parameters a cluster fills) and docstring."""
-
-    def method(self: Lab, *args: object, **kwargs: object) -> object:
-        return run(self, dataset.name, *args, **kwargs)
-
-    signature = inspect.signature(function)
-    params = [p for p in list(signature.parameters.values())[1:] if p.name != dataset.context]
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[_SELF, *params, *extra])
-    method.__name__ = method.__qualname__ = name
-    where = f"{function.__module__}.{function.__name__}"
-    method.__doc__ = f"{dataset.summary} (:func:`{where}`).\n\n{inspect.getdoc(function)}"
-    return method
-
-
-for _dataset in REGISTRY.values():
-    setattr(Lab, _dataset.name, _method(_dataset, _dataset.fetch, Lab.fetch, _dataset.name,
-                                        _ON_CLUSTER if _dataset.partitions else ()))
-    if _dataset.plan is not None:
-        setattr(Lab, f"plan_{_dataset.name}",
-                _method(_dataset, _dataset.plan, Lab.plan, f"plan_{_dataset.name}"))
+        def __getattr__(self, name: str) -> Callable[..., object]:
+            """``lab.<name>`` and ``lab.plan_<name>`` of a dataset registered after this
+            module was generated (``feeslab._gen_lab``): untyped, as ``lab.fetch(name, ...)``."""
+            if name in REGISTRY:
+                return functools.partial(self.fetch, name)
+            planned = name.removeprefix("plan_")
+            if planned != name and planned in REGISTRY and REGISTRY[planned].plan is not None:
+                return functools.partial(self.plan, planned)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -35,12 +35,11 @@ import pandas as pd
 import rlp
 from eth_hash.auto import keccak
 
-from feeslab._eip4844 import GAS_PER_BLOB, BlobRule
-from feeslab.analysis.blobs import blob_base_fee
-from feeslab.chainspec import ChainSpec
 from feeslab.frames import blocks_frame, parse_blocks, uncles_frame
 from feeslab.frames.transactions import parse_transactions
-from feeslab.headers import HEADER_FIELDS
+from feeslab.protocol.blobs import GAS_PER_BLOB, BlobRule, blob_base_fee_array
+from feeslab.protocol.chainspec import ChainSpec
+from feeslab.protocol.headers import HEADER_FIELDS
 
 __all__ = [
     "BLOB_MARKET_ATTRIBUTION",
@@ -208,7 +207,7 @@ def blob_market() -> pd.DataFrame:
         ``blob_base_fee_wei`` (int64) [wei per blob gas]
             The block's blob base fee, ``fake_exponential(1, excess_blob_gas,
             update_fraction)`` with its own fork's fraction, computed by feeslab
-            (:func:`feeslab.analysis.blobs.blob_base_fee`): the source has no fee.
+            (:func:`feeslab.protocol.blobs.blob_base_fee`): the source has no fee.
         ``fork`` (category, in activation order)
             The blob fork in force at the block's timestamp: ``cancun``, ``prague``,
             ``osaka``, ``bpo1``, ``bpo2`` (forks switch by time, EIP-7892).
@@ -252,7 +251,8 @@ def blob_market() -> pd.DataFrame:
     edges = np.searchsorted(fork, np.arange(len(rules) + 1))
     for rule, start, stop in zip(rules, edges[:-1], edges[1:], strict=True):
         if stop > start:
-            fee[start:stop] = blob_base_fee(excess[start:stop], rule.update_fraction)
+            fraction = np.full(stop - start, rule.update_fraction, dtype=np.int64)
+            fee[start:stop] = blob_base_fee_array(excess[start:stop], fraction)
     present = np.zeros(len(count), dtype=bool)  # no row lacks a value: the mask of IntegerArray
     frame = pd.DataFrame({
         "block_number": stored["block_number"].to_numpy(dtype=np.int64),

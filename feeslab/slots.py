@@ -36,8 +36,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, SupportsIndex, TypeAlias
 
-from eth_abi.exceptions import ABITypeError, ParseError
-from eth_abi.grammar import BasicType, normalize, parse
 from eth_hash.auto import keccak
 
 __all__ = [
@@ -150,6 +148,11 @@ def _parse_type(type_: object, name: str = "type") -> tuple[str, int]:
             t = t.removesuffix(suffix)
     if t == "address payable":
         t = "address"
+    # eth-abi's grammar (and its parser's dependencies) loads here, when a type is first read,
+    # not with every frame module that imports slots
+    from eth_abi.exceptions import ABITypeError, ParseError
+    from eth_abi.grammar import BasicType, normalize, parse
+
     try:
         parsed = parse(normalize(t))
         parsed.validate()

@@ -3,40 +3,32 @@
 ::
 
     lab = feeslab.connect(block_time=1)           # a devnet that grows a block a second
-    w = lab.watch(blocks=120)                      # returns at once; runs in the background
+    w = lab.watch(blocks=120)                      # the last 120 blocks already; then runs on
     w                                              # in JupyterLab: a figure redrawn per block
     w.frame                                        # the last 120 blocks, any time
     w.stop()                                       # or: with lab.watch(...) as w: ...
 
-A :class:`Watch` follows the chain's head: over a WebSocket (``eth_subscribe("newHeads")``)
-when the Lab reaches the service or a devnet, else by polling ``eth_blockNumber`` over HTTP.
-For each new block it keeps one row: the header's fields (base fee, gas, blob gas), and what
-``eth_feeHistory`` says of that block (its blob base fee and its tip percentiles), in the
-columns and dtypes of ``lab.blocks`` and ``lab.fee_history`` (:data:`WATCH_DTYPES`).
+A :class:`Watch` puts together the layers below it:
 
-It never loses or double-counts a block:
+- the head is followed by ``feeslab.fetch.heads.HeadsFollower`` on the blocking clients'
+  shared loop thread: the prefill of the window, ``newHeads`` over a WebSocket (else polling
+  over HTTP), gaps filled, reorgs found, a dropped connection opened again under the fetch
+  layer's retry policy. The WebSocket is the Lab's own when it has one, else one its node
+  client opens (``NodeClient.open_websocket``: built by ``feeslab.sources.rpc``'s transport
+  builder, at the one WebSocket twin of the node's URL, booked in the Lab's ledger);
+- the rows are held by ``feeslab.frames.watch.WatchRing``: one preallocated numpy array per
+  column (:data:`WATCH_DTYPES`), so reading :attr:`Watch.frame` is cheap and a reorg replaces
+  rows in place;
+- the figure is ``feeslab.plots.watch.plot_watch``, one panel per column, shown in JupyterLab
+  as an ``ipywidgets.Image`` whose PNG is replaced in place (docs/watch.md says why);
+- ``feeslab watch`` (``feeslab.cli``) prints a line per block.
 
-- The rows are kept by block number: a header announced again with the same hash is ignored.
-- A header whose number is past the next one expected: the blocks between are fetched over
-  the Lab's node connection (``eth_getBlockByNumber``) first.
-- A header whose number is already held with another hash is a reorg: the rows from that
-  number on are replaced, and the new row says ``reorged``. A header whose parent is not the
-  row before it: its parent is fetched by hash, as far back as the branches differ.
-- A dropped WebSocket (the subscription ends with ``TransportError``) is opened again under
-  the fetch layer's one retry policy (``feeslab.fetch.retry.drive``: backoff with jitter);
-  then the head is asked over the node connection and every block missed meanwhile fetched.
-- A 429 is waited out and a 402 stops the watch with ``CreditsExhausted``
-  (:attr:`Watch.error`), as every fetch does: the calls go through the Lab's transport.
-- Memory is bounded: the oldest rows beyond ``blocks`` are dropped.
-
-Why a thread: a watch must keep running while the user runs other cells. A task on the
-kernel's event loop runs only while the kernel waits between cells (a cell that computes
-for a minute would stall it for a minute), and nothing runs it in a terminal. The watch runs
-on a daemon thread of its own; the network waits release the GIL, and the blocking clients
-already run their async twins on one shared loop thread (``feeslab.fetch.loop``). The figure
-is drawn on a second thread, at most every ``redraw`` seconds, so a slow draw never delays a
-block. In JupyterLab the figure is an ``ipywidgets.Image`` whose PNG is replaced in place
-(docs/watch.md says why this stack, with measurements).
+Why a thread of its own: the follower runs on the shared loop, and the watch's thread takes
+its batches (blocking), writes them into the frame and calls ``on_block``. So a user's
+callback never runs on the shared loop (where a blocking call would deadlock), and the watch
+keeps running while the user runs other cells (a task on the kernel's event loop runs only
+while the kernel waits between cells). The figure is drawn on a second thread, at most every
+``redraw`` seconds, so a slow draw never delays a block.
 
 References
 ----------
@@ -48,90 +40,62 @@ References
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
-import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    SupportsFloat,
-    SupportsInt,
-    TextIO,
-    TypeAlias,
-    TypedDict,
-    TypeVar,
-    Unpack,
-)
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 
-from feeslab._eip4844 import GAS_PER_BLOB
-from feeslab.errors import ConfigError, FeeslabError, TransportError
+from feeslab.errors import ConfigError, FeeslabError
+from feeslab.fetch.heads import HeadsBatch, HeadsFollower, Reorg
 from feeslab.fetch.jsonrpc import RpcCall
-from feeslab.fetch.retry import Retry, Retryable, drive
-from feeslab.frames.base_fees import GWEI, parse_fee_history, reward_column
-from feeslab.frames.blocks import _typed_frame
+from feeslab.fetch.retry import Retry
+from feeslab.fetch.ws import WebSocketTransport
+from feeslab.frames.base_fees import reward_column
+from feeslab.frames.watch import (
+    ELASTICITY_MULTIPLIER,
+    WATCH_DTYPES,
+    WatchRing,
+    parse_heads,
+    watch_dtypes,
+)
 
 if TYPE_CHECKING:
-    from feeslab.fetch.ws import Subscription, WebSocketTransport
-    from feeslab.lab import Lab
+    from feeslab.fetch.credits import CreditLedger
+    from feeslab.fetch.node import NodeClient
+    from feeslab.protocol.chainspec import ChainSpec
+    from feeslab.sources.base import Source
 
-__all__ = ["ELASTICITY_MULTIPLIER", "WATCH_DTYPES", "Reorg", "Watch", "WatchOptions", "run_cli",
-           "watch"]
+__all__ = ["DEFAULT_COLUMNS", "DEFAULT_PERCENTILES", "ELASTICITY_MULTIPLIER", "MAX_FEE_HISTORY",
+           "WATCH_DTYPES", "Reorg", "Watch", "WatchOptions", "Watched", "watch"]  # fmt: skip
 
-ELASTICITY_MULTIPLIER = 2
-"""EIP-1559's ``ELASTICITY_MULTIPLIER``: the gas target is the gas limit over it [2], for a
-chain whose spec feeslab does not know (a known chain's own rule is used: Polygon's percent)."""
-
-#: Columns and dtypes of :attr:`Watch.frame`, in order, before the ``reward_p<pct>_wei``
-#: columns (``Int64`` [wei], ``eth_feeHistory``'s tips at each percentile) and the two last
-#: ones, ``reorged`` (bool) and ``received_at`` (``datetime64[ns, UTC]``, when the client had
-#: the header). Names and dtypes are those of ``lab.blocks`` (``BLOCK_DTYPES``) and
-#: ``lab.fee_history`` (``FEE_HISTORY_DTYPES``) where they share a column.
-WATCH_DTYPES: dict[str, str] = {
-    "block_number": "int64",
-    "hash": "str",
-    "parent_hash": "str",
-    "timestamp": "datetime64[ns, UTC]",
-    "gas_limit": "int64",
-    "gas_used": "int64",
-    "gas_used_ratio": "float64",
-    "gas_target": "int64",
-    "gas_target_ratio": "float64",
-    "base_fee_wei": "Int64",
-    "base_fee_gwei": "float64",
-    "base_fee_per_blob_gas_wei": "Int64",
-    "blob_gas_used": "Int64",
-    "excess_blob_gas": "Int64",
-    "blob_count": "Int64",
-}
-_TAIL_DTYPES = {"reorged": "bool", "received_at": "datetime64[ns, UTC]"}
 DEFAULT_COLUMNS = ("base_fee_gwei", "gas_target_ratio", "blob_count")
 DEFAULT_PERCENTILES = (10.0, 50.0, 90.0)
 MAX_FEE_HISTORY = 1024  # blocks one eth_feeHistory may cover (geth's and Infura's cap)
-_R = TypeVar("_R")
-_Row: TypeAlias = dict[str, object]  # a block's row of the frame, by column (and "pending")
 
 
-@dataclass(frozen=True)
-class Reorg:
-    """One block replaced by another of the same number.
+class Watched(Protocol):
+    """What a watch reads of the Lab it follows (``feeslab.lab.Lab`` is one). Named here,
+    not imported: the Lab imports the watch, never the other way round."""
 
-    Attributes
-    ----------
-    block_number : int
-    old_hash, new_hash : str
-    """
-
-    block_number: int
-    old_hash: str
-    new_hash: str
+    @property
+    def has_node(self) -> bool: ...
+    @property
+    def node(self) -> NodeClient: ...
+    @property
+    def credits(self) -> CreditLedger: ...
+    @property
+    def chain_spec(self) -> ChainSpec | None: ...
+    @property
+    def data_source(self) -> Source: ...
+    @property
+    def network(self) -> str: ...
+    @property
+    def rpc_url(self) -> str | None: ...
 
 
 class WatchOptions(TypedDict, total=False):
@@ -149,38 +113,15 @@ class WatchOptions(TypedDict, total=False):
     start: bool
 
 
-class _Stopped(Exception):
-    """Raised inside the watch thread when ``stop()`` was called."""
-
-
-def _int(value: object) -> int | None:
-    """A JSON-RPC quantity as an int; None when absent (a field before its fork)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return int(value, 16)
-    if isinstance(value, SupportsInt):
-        return int(value)
-    raise TypeError(f"a quantity must be 0x hex or a number, not {type(value).__name__}")
-
-
-def _ws_url_of(http_url: str) -> str | None:
-    """The WebSocket twin of a service's or a devnet's node URL (``https://h/v3/K`` ->
-    ``wss://h/ws/v3/K``, as ``connect(websocket=True)`` makes it); None for other URLs."""
-    root, sep, key = http_url.partition("/v3/")
-    if not sep:
-        return None
-    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
-        if root.startswith(http):
-            return ws + root[len(http):] + "/ws/v3/" + key
-    return None
+class _Enough(Exception):
+    """Raised inside the watch's thread once ``stop_after`` rows were added."""
 
 
 class Watch:
     """A live, rolling frame of the chain's last blocks; see the module's notes.
 
-    Made by :func:`watch` (``lab.watch(...)``); it starts at once. Use it as a context
-    manager, or call :meth:`stop`.
+    Made by :func:`watch` (``lab.watch(...)``); it starts at once, with the last ``blocks``
+    blocks already in its frame. Use it as a context manager, or call :meth:`stop`.
 
     Attributes
     ----------
@@ -194,16 +135,17 @@ class Watch:
         ``"websocket"`` (newHeads) or ``"polling"`` (HTTP).
     reorgs : list of Reorg
         Every block replaced so far, in order.
-    drops : int
-        Times the WebSocket was lost and opened again.
     error : FeeslabError or None
         What stopped the watch, if it stopped on its own (``CreditsExhausted``, or a
         connection that could not be opened again within the retry policy).
+    latencies : list of float
+        For the last 4,096 new rows, from the header's arrival at the client to the row in
+        the frame [s] (a batch's rows count from its oldest header: a bound).
     """
 
     def __init__(
         self,
-        lab: Lab,
+        lab: Watched,
         *,
         blocks: int = 128,
         columns: Sequence[str] = DEFAULT_COLUMNS,
@@ -227,63 +169,59 @@ class Watch:
             set(percentiles)
         ):
             raise ConfigError(f"percentiles must rise within [0, 100], not {percentiles!r}")
-        self.lab = lab
-        self.blocks = blocks
-        self.percentiles = percentiles
-        self._rewards = [reward_column(p) for p in percentiles]
-        self._dtypes = WATCH_DTYPES | dict.fromkeys(self._rewards, "Int64") | _TAIL_DTYPES
+        self._dtypes = watch_dtypes(percentiles)
         unknown = [c for c in columns if c not in self._dtypes]
         if isinstance(columns, str) or unknown:
             raise ConfigError(f"columns must name columns of the frame ({list(self._dtypes)}), "
                               f"not {columns!r}")  # fmt: skip
+        self.lab = lab
+        self.blocks = blocks
+        self.percentiles = percentiles
         self.columns = tuple(columns)
         self.poll = poll
         self.redraw = redraw
         self.stop_after = stop_after
         self.on_block = on_block
-        self._retry = retry or Retry()
+        self._rewards = [reward_column(p) for p in percentiles]
         self._spec = lab.chain_spec  # each block's gas target by its chain's EIP-1559 rule
-        self._node = lab.node.transport  # live blocks: past the answer cache, which is for
-        self._credits_at_start = lab.credits.spent  # settled ones
-        self._ws, self._owns_ws = self._heads_transport(websocket)
+        self._credits_at_start = lab.credits.spent
+        node = lab.node
+        self._ws, self._owns_ws = _heads_transport(lab, node, websocket)
         self.mode = "polling" if self._ws is None else "websocket"
+        try:
+            # live blocks go past the answer cache (it is for settled ones), on the node's
+            # transport; the WebSocket only carries the subscription
+            self._follower = HeadsFollower(node.transport, self._ws, window=blocks,
+                                           extra=self._fee_calls, poll=poll,
+                                           retry=retry)  # fmt: skip
+        except BaseException:
+            if self._owns_ws and self._ws is not None:
+                self._ws.close()
+            raise
         self.reorgs: list[Reorg] = []
-        self.drops = 0
         self.error: FeeslabError | None = None
-        self._rows: dict[int, _Row] = {}  # by block number, ascending
+        self.latencies: list[float] = []
+        self._ring = WatchRing(blocks, self._dtypes)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._version = 0  # bumped at each change of the rows
-        self._added = 0  # rows added since the start (replacements included)
+        self._added = 0  # rows added since the prefill (replacements included)
         self._frame: tuple[int, pd.DataFrame] | None = None
         self._stop = threading.Event()
+        self._prefilled = threading.Event()
         self._done = threading.Event()
-        self._sub: Subscription | None = None
+        self._closed = False
         self._view: _View | None = None
-        self.latencies: list[float] = []  # [s] header received -> row in the frame, last 4,096
         self._thread = threading.Thread(target=self._run, name="feeslab-watch", daemon=True)
         if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start following the head (done by the constructor unless ``start=False``): returns
+        once the window holds the last ``blocks`` blocks (or the watch stopped on an error)."""
+        if not self._thread.is_alive() and not self._done.is_set():
             self._thread.start()
-
-    # -- where the heads come from -----------------------------------------------------------
-
-    def _heads_transport(self, websocket: bool | str | None
-                         ) -> tuple[WebSocketTransport | None, bool]:  # fmt: skip
-        """The WebSocket transport to subscribe on, and whether this watch opened it."""
-        from feeslab.fetch.ws import WebSocketTransport
-
-        if websocket is False:
-            return None, False
-        if isinstance(self._node, WebSocketTransport):
-            return self._node, False  # the Lab's own connection
-        url = websocket if isinstance(websocket, str) else None
-        if url is None and self.lab.rpc_url is None:  # the service or a devnet: their layout
-            url = _ws_url_of(str(getattr(self._node, "url", "")))
-        if url is None:
-            if websocket is True:
-                raise ConfigError("no WebSocket for this Lab: pass its URL (websocket='ws...')")
-            return None, False
-        return WebSocketTransport(url=url, ledger=self.lab.credits), True
+        self._prefilled.wait()
 
     # -- what the user reads -----------------------------------------------------------------
 
@@ -294,40 +232,37 @@ class Watch:
         return not self._done.is_set() and self._thread.is_alive()
 
     @property
+    def added(self) -> int:
+        """Rows added since the prefill: new blocks, and the blocks that replaced others."""
+        return self._added
+
+    @property
+    def drops(self) -> int:
+        """Times the WebSocket was lost and opened again."""
+        return self._follower.drops
+
+    @property
     def credits_spent(self) -> int:
         """Credits the Lab's ledger booked since this watch started (every caller of the Lab
-        counts: the watch's calls, and any fetch run meanwhile) [credits]."""
+        counts: the watch's calls, its prefill, and any fetch run meanwhile) [credits]."""
         return int(self.lab.credits.spent - self._credits_at_start)
 
     @property
     def frame(self) -> pd.DataFrame:
         """The rows held now, oldest first: :data:`WATCH_DTYPES`, the tip columns, ``reorged``
         and ``received_at``; ``attrs`` say the chain, its spec and the source. A snapshot:
-        later blocks do not change it."""
+        later blocks do not change it. Built from the ring's column arrays when the rows have
+        changed since the last read (about 2 ms for 10,000 rows), else the same again."""
         with self._lock:
             if self._frame is not None and self._frame[0] == self._version:
                 return self._frame[1].copy(deep=False)
             version = self._version
-            rows = [row for row in self._rows.values() if not row["pending"]]
-        frame = self._build(rows)
+            frame = self._ring.frame()
+        self.lab.data_source.tag(frame)
+        frame.attrs["watch"] = {"mode": self.mode, "blocks": self.blocks}
         with self._lock:
             self._frame = (version, frame)
         return frame.copy(deep=False)
-
-    def _build(self, rows: list[_Row]) -> pd.DataFrame:
-        columns: _Row = {name: [row.get(name) for row in rows] for name in self._dtypes}
-        for name in ("timestamp", "received_at"):
-            columns[name] = pd.to_datetime(np.asarray(columns[name], dtype="int64"), unit="ns",
-                                           utc=True)  # fmt: skip
-        for name in ("block_number", "gas_limit", "gas_used", "gas_target"):
-            columns[name] = np.asarray(columns[name], dtype=np.int64)
-        columns["reorged"] = np.asarray(columns["reorged"], dtype=bool)
-        frame = _typed_frame(self._dtypes, columns)
-        tag = getattr(self.lab.data_source, "tag", None)
-        if tag is not None:
-            tag(frame)
-        frame.attrs["watch"] = {"mode": self.mode, "blocks": self.blocks}
-        return frame
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the watch stops (``stop_after`` blocks seen, ``stop()``, or an error);
@@ -335,8 +270,8 @@ class Watch:
         return self._done.wait(timeout)
 
     def wait_for(self, count: int, timeout: float | None = None) -> bool:
-        """Block until ``count`` rows were added since the start (or the watch stopped);
-        whether they were, within ``timeout`` [s]."""
+        """Block until ``count`` rows were added since the prefill (:attr:`added`, or the
+        watch stopped); whether they were, within ``timeout`` [s]."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             while self._added < count and not self._done.is_set():
@@ -350,36 +285,24 @@ class Watch:
         """Stop following the head (idempotent); the frame stays readable. Waits at most
         ``timeout`` [s] for the watch's thread and its connections to close."""
         self._stop.set()
-        sub = self._sub
-        if sub is not None:
-            with contextlib.suppress(Exception):
-                sub.detach()  # wakes the thread waiting on it, sending nothing
+        self._follower.stop()  # the follower's wait in progress ends
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        self._close_connections(timeout)
+        self._close_connections()
         if self._view is not None:
             self._view.close()
 
-    def _close_connections(self, timeout: float = 10.0) -> None:
-        """Unsubscribe (on the Lab's own WebSocket) or close the WebSocket this watch opened,
-        on a helper thread waited for at most ``timeout`` [s]: a socket flooded with heads
-        must not hold the caller."""
-        sub, self._sub = self._sub, None
-        ws = self._ws if self._owns_ws else None
-
-        def close() -> None:
-            with contextlib.suppress(Exception):
-                if ws is not None:
-                    ws.close()  # the node ends its subscriptions with the connection
-                elif sub is not None:
-                    sub.close()
-
-        if sub is None and ws is None:
-            return
-        closer = threading.Thread(target=close, name="feeslab-watch-close", daemon=True)
-        closer.start()
-        if closer is not threading.current_thread():
-            closer.join(timeout)
+    def _close_connections(self) -> None:
+        """Close the WebSocket this watch opened and give back the follower's share of the
+        loop thread (once)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        with contextlib.suppress(Exception):
+            if self._owns_ws and self._ws is not None:
+                self._ws.close()  # the node ends its subscriptions with the connection
+        self._follower.close()
 
     def __enter__(self) -> Watch:
         return self
@@ -390,11 +313,11 @@ class Watch:
     def status(self) -> str:
         """One line: state, blocks held, reorgs, reconnections, credits spent."""
         with self._lock:
-            numbers = list(self._rows)
+            numbers = self._ring.block_numbers
         state = "running" if self.running else "stopped"
         if self.error is not None:
             state = f"stopped: {type(self.error).__name__}"
-        span = f"blocks {numbers[0]:,}-{numbers[-1]:,}" if numbers else "no block yet"
+        span = f"blocks {numbers[0]:,}-{numbers[-1]:,}" if len(numbers) else "no block yet"
         return (f"{state}, {self.mode}: {len(numbers):,} of {self.blocks:,} rows ({span}), "
                 f"{len(self.reorgs)} reorged, {self.drops} reconnections, "
                 f"{self.credits_spent:,} credits spent")  # fmt: skip
@@ -413,21 +336,34 @@ class Watch:
         self._view = view
         display(view.widget)
 
-    # -- the watch thread --------------------------------------------------------------------
+    # -- the watch's thread --------------------------------------------------------------------
+
+    def _fee_calls(self, first: int, last: int) -> list[RpcCall]:
+        """``eth_feeHistory`` for blocks ``first`` .. ``last`` (their blob base fee and tips),
+        at most :data:`MAX_FEE_HISTORY` blocks a call."""
+        calls = []
+        while first <= last:
+            stop = min(last, first + MAX_FEE_HISTORY - 1)
+            calls.append(RpcCall("eth_feeHistory", [hex(stop - first + 1), hex(stop),
+                                                    list(self.percentiles)]))  # fmt: skip
+            first = stop + 1
+        return calls
 
     def _run(self) -> None:
+        batches = self._follower.batches()
         try:
-            self._driven(self._catch_up)
-            if self._ws is None:
-                while not self._stop.wait(self.poll):
-                    self._driven(self._catch_up)
-            else:
-                self._follow()
-        except _Stopped:
+            for batch in batches:
+                self._take(batch)
+                if self._stop.is_set():
+                    break
+        except _Enough:
             pass
         except FeeslabError as exc:
             self.error = exc
         finally:
+            with contextlib.suppress(Exception):
+                batches.close()  # the follower unsubscribes
+            self._prefilled.set()
             self._close_connections()
             with self._changed:
                 self._done.set()
@@ -435,209 +371,64 @@ class Watch:
             if self._view is not None:
                 self._view.wake()
 
-    def _driven(self, step: Callable[[], _R]) -> _R:
-        """``step()`` retried under the retry policy (``feeslab.fetch.retry.drive``): a
-        ``TransportError`` is retried with backoff; ``stop()`` ends the waits."""
-
-        async def attempt() -> _R:
-            if self._stop.is_set():
-                raise _Stopped
-            try:
-                return step()
-            except TransportError as exc:
-                raise Retryable(exc) from None
-
-        async def sleep(seconds: float) -> None:
-            if self._stop.wait(seconds):
-                raise _Stopped
-
-        return asyncio.run(drive(attempt, self._retry, sleep))
-
-    def _follow(self) -> None:
-        """Subscribe, catch up, take the heads; after a drop, the same again."""
-        assert self._ws is not None
-        ws = self._ws
-        while not self._stop.is_set():
-            self._sub = sub = self._driven(lambda: ws.subscribe("newHeads"))
-            if self._stop.is_set():
-                break
-            self._driven(self._catch_up)  # what came while no subscription was open
-            try:
-                for header in sub:
-                    received = sub.received_ns or time.monotonic_ns()  # off the socket
-                    # heads that came meanwhile: one eth_feeHistory for them all, so a
-                    # fast chain queues no backlog behind one round trip per block
-                    self._ingest([header, *sub.ready()], received)
-                    if self._stop.is_set():
-                        break
-            except TransportError:
-                pass  # the connection dropped: subscribe again
-            if not self._stop.is_set():
-                self.drops += 1
-
-    def _call(self, calls: list[RpcCall]) -> list[Any]:
-        return [r.unwrap() for r in self._node.handle_request(calls)]
-
-    def _catch_up(self) -> None:
-        """Every block from the last one held (asked again: it may have been replaced) up to
-        the head, over the node connection."""
-        (head_hex,) = self._call([RpcCall("eth_blockNumber", [])])
-        head = int(head_hex, 16)
-        with self._lock:
-            last = next(reversed(self._rows), None)
-        low = head if last is None else max(last, head - self.blocks + 1)
-        if low > head:
-            return
-        headers = self._call([RpcCall("eth_getBlockByNumber", [hex(n), False])
-                              for n in range(low, head + 1)])  # fmt: skip
-        self._ingest([h for h in headers if h is not None], time.monotonic_ns())
-
-    # -- rows --------------------------------------------------------------------------------
-
-    def _ingest(self, headers: list[Mapping[str, object]], received_ns: int) -> None:
-        fresh: dict[int, _Row] = {}
-        for header in sorted(headers, key=lambda h: _int(h["number"]) or 0):
-            self._accept(header, fresh, received_ns)
-        if self.stop_after is not None:  # exactly stop_after blocks, however many came at once
-            extra = sorted(fresh)[max(0, self.stop_after - self._added):]
-            with self._lock:
-                for number in extra:  # the newest, backfilled ones included
-                    del fresh[number]
-                    self._rows.pop(number, None)
-        if not fresh:
-            return
-        self._add_fees(fresh)
-        now = time.monotonic_ns()
+    def _take(self, batch: HeadsBatch) -> None:
+        """One batch of the follower into the frame: the replaced rows cut, the new appended."""
+        received_at = time.time_ns() - (time.monotonic_ns() - batch.received_ns)
+        columns = parse_heads(batch.headers, batch.extra, percentiles=self.percentiles,
+                              spec=self._spec, reorged=batch.reorged,
+                              received_at_ns=received_at)  # fmt: skip
+        count = len(batch.headers)
+        if not batch.prefill and self.stop_after is not None:  # exactly stop_after rows
+            count = min(count, self.stop_after - self._added)
+            columns = {name: values[:count] for name, values in columns.items()}
         with self._changed:
-            for number, row in fresh.items():
-                if self._rows.get(number) is row:
-                    row["pending"] = False
-            # the window cut after stop_after's: rows taken beyond the stop, dropped, must not
-            # have pushed out the older rows the window keeps
-            while len(self._rows) > self.blocks:
-                del self._rows[next(iter(self._rows))]
+            if batch.cut_from is not None:
+                self._ring.cut_from(batch.cut_from)
+            self._ring.append(columns)
+            self.reorgs.extend(batch.reorgs)
             self._version += 1
-            self._added += len(fresh)
+            if not batch.prefill:
+                self._added += count
             self._changed.notify_all()
-        # each new row's lag, from the arrival of the oldest header taken with it (a bound)
-        self.latencies.extend([(now - received_ns) / 1e9] * len(fresh))
-        del self.latencies[:-4096]
+        if batch.prefill:
+            self._prefilled.set()
+        else:  # each new row's lag, from the arrival of the oldest header taken with it
+            lag = (time.monotonic_ns() - batch.received_ns) / 1e9
+            self.latencies.extend([lag] * count)
+            del self.latencies[:-4096]
         if self._view is not None:
             self._view.wake()
-        if self.on_block is not None:
-            for row in fresh.values():
+        if self.on_block is not None and not batch.prefill:
+            for row in _rows(columns):
                 self.on_block(row)
         if self.stop_after is not None and self._added >= self.stop_after:
             self._stop.set()
-            raise _Stopped
+            raise _Enough
 
-    def _accept(self, header: Mapping[str, object], fresh: dict[int, _Row],
-                received_ns: int) -> None:  # fmt: skip
-        number = _int(header["number"])
-        assert number is not None
-        block_hash, parent = str(header["hash"]), str(header["parentHash"])
-        rows = self._rows
-        replaced = None
-        if rows:
-            first, last = next(iter(rows)), next(reversed(rows))
-            if number < first:
-                return  # older than the window
-            held = rows.get(number)
-            if held is not None:
-                if held["hash"] == block_hash:
-                    return  # announced again: held already
-                replaced = str(held["hash"])
-                self._drop_from(number)
-            elif number > last + 1:
-                self._backfill(last + 1, number - 1, fresh, received_ns)
-            before = rows.get(number - 1)
-            if before is not None and before["hash"] != parent:
-                # the row before is on another branch: take this block's parent first
-                ancestor = self._call([RpcCall("eth_getBlockByHash", [parent, False])])[0]
-                if ancestor is None:  # replaced again meanwhile: the canonical one by number
-                    ancestor = self._call([RpcCall("eth_getBlockByNumber",
-                                                   [hex(number - 1), False])])[0]  # fmt: skip
-                self._accept(ancestor, fresh, received_ns)
-        row = self._row(header, received_ns, reorged=replaced is not None)
-        with self._lock:
-            rows[number] = row  # the window is cut to its size once the batch is in (_ingest)
-            if replaced is not None:
-                self.reorgs.append(Reorg(number, replaced, block_hash))
-        fresh[number] = row
 
-    def _drop_from(self, number: int) -> None:
-        with self._lock:
-            for n in [n for n in self._rows if n >= number]:
-                del self._rows[n]
-            self._version += 1
+def _rows(columns: Mapping[str, np.ndarray]) -> Iterator[dict[str, object]]:
+    """The rows of :func:`parse_heads`' columns, as dicts of Python values (None: absent)."""
+    names = list(columns)
+    for values in zip(*(columns[name].tolist() for name in names), strict=True):
+        yield dict(zip(names, values, strict=True))
 
-    def _backfill(self, low: int, high: int, fresh: dict[int, _Row],
-                  received_ns: int) -> None:  # fmt: skip
-        low = max(low, high - self.blocks + 1)  # more than the window holds: its last part
-        if low > next(reversed(self._rows)) + 1:
-            with self._lock:
-                self._rows.clear()
-        headers = self._call([RpcCall("eth_getBlockByNumber", [hex(n), False])
-                              for n in range(low, high + 1)])  # fmt: skip
-        for header in headers:
-            if header is not None:
-                self._accept(header, fresh, received_ns)
 
-    def _row(self, header: Mapping[str, object], received_ns: int, *, reorged: bool
-             ) -> _Row:  # fmt: skip
-        gas_limit, gas_used = _int(header["gasLimit"]) or 0, _int(header["gasUsed"]) or 0
-        base_fee = _int(header.get("baseFeePerGas"))
-        blob_gas = _int(header.get("blobGasUsed"))
-        number = _int(header["number"]) or 0
-        rule = None if self._spec is None else self._spec.eip1559_rule_at(number)
-        target = gas_limit // ELASTICITY_MULTIPLIER if rule is None else rule.gas_target(gas_limit)
-        row: _Row = {
-            "block_number": _int(header["number"]),
-            "hash": str(header["hash"]),
-            "parent_hash": str(header["parentHash"]),
-            "timestamp": (_int(header["timestamp"]) or 0) * 10**9,
-            "gas_limit": gas_limit,
-            "gas_used": gas_used,
-            "gas_used_ratio": gas_used / gas_limit if gas_limit else np.nan,
-            "gas_target": target,
-            "gas_target_ratio": gas_used / target if target else np.nan,
-            "base_fee_wei": base_fee,
-            "base_fee_gwei": np.nan if base_fee is None else base_fee / GWEI,
-            "base_fee_per_blob_gas_wei": None,
-            "blob_gas_used": blob_gas,
-            "excess_blob_gas": _int(header.get("excessBlobGas")),
-            "blob_count": None if blob_gas is None else blob_gas // GAS_PER_BLOB,
-            "reorged": reorged,
-            "received_at": time.time_ns() - (time.monotonic_ns() - received_ns),
-            "pending": True,
-        }
-        row.update(dict.fromkeys(self._rewards))
-        return row
-
-    def _add_fees(self, fresh: dict[int, _Row]) -> None:
-        """The blob base fee and the tips of the new rows, from ``eth_feeHistory``."""
-        numbers = sorted(fresh)
-        calls, spans = [], []
-        start = numbers[0]
-        while start <= numbers[-1]:
-            stop = min(numbers[-1], start + MAX_FEE_HISTORY - 1)
-            calls.append(RpcCall("eth_feeHistory", [hex(stop - start + 1), hex(stop),
-                                                    list(self.percentiles)]))  # fmt: skip
-            spans.append((start, stop))
-            start = stop + 1
-        for result in self._call(calls):
-            history = parse_fee_history(result, percentiles=self.percentiles)
-            blob = history["base_fee_per_blob_gas_wei"].to_numpy(dtype=object, na_value=None)
-            rewards = {name: history[name].to_numpy(dtype=object, na_value=None)
-                       for name in self._rewards if name in history}  # fmt: skip
-            for i, number in enumerate(history["block_number"].to_numpy()[:-1]):
-                row = fresh.get(int(number))
-                if row is None:
-                    continue
-                row["base_fee_per_blob_gas_wei"] = blob[i]
-                for name, values in rewards.items():
-                    row[name] = values[i]
-
+def _heads_transport(lab: Watched, node: NodeClient, websocket: bool | str | None
+                     ) -> tuple[WebSocketTransport | None, bool]:  # fmt: skip
+    """The WebSocket transport to subscribe on, and whether the watch opened it (and closes
+    it): the Lab's own, or one the node client opens at ``websocket`` (a URL) or at its URL's
+    WebSocket twin (the service and devnets); None: polling."""
+    if websocket is False:
+        return None, False
+    if isinstance(websocket, str):
+        return node.open_websocket(websocket), True
+    if isinstance(node.transport, WebSocketTransport):
+        return node.transport, False  # the Lab's own connection
+    if lab.rpc_url is None:  # the service or a devnet: their layout
+        return node.open_websocket(), True
+    if websocket is True:
+        raise ConfigError("no WebSocket for this Lab: pass its URL (websocket='ws...')")
+    return None, False
 
 
 class _View:
@@ -696,10 +487,10 @@ class _View:
         self.draws += 1
 
 
-def _source_title(lab: Lab, frame: pd.DataFrame) -> str:
+def _source_title(lab: Watched, frame: pd.DataFrame) -> str:
     """What the figure's data are: ``"devnet (simulated), mainnet, blocks a-b"`` or
     ``"mainnet, blocks a-b"``."""
-    where = str(getattr(lab, "network", "chain"))
+    where = lab.network
     if frame.attrs.get("source") == "devnet":
         where = f"devnet (simulated), {where}"
     if len(frame):
@@ -710,7 +501,8 @@ def _source_title(lab: Lab, frame: pd.DataFrame) -> str:
 
 class _Chart:
     """One matplotlib figure (Agg, off pyplot: nothing is shown by itself), a panel per
-    column; each draw sets the lines' data and renders a PNG."""
+    column drawn by ``feeslab.plots.watch.plot_watch``; each draw gives the panels the new
+    frame (the same lines, new data) and renders a PNG."""
 
     def __init__(self, columns: Sequence[str]) -> None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -723,53 +515,44 @@ class _Chart:
         FigureCanvasAgg(self.figure)
         axes = self.figure.subplots(len(self.columns), 1, sharex=True, squeeze=False)[:, 0]
         self.axes = list(axes)
-        self.lines = []
-        self.marks = []
-        for ax, column in zip(self.axes, self.columns, strict=True):
-            (line,) = ax.plot([], [], lw=1.2, color="tab:blue")
-            (mark,) = ax.plot([], [], "x", color="tab:red", label="replaced (reorg)")
-            ax.set_ylabel(_label(column), fontsize=8)
-            ax.tick_params(labelsize=8)
-            ax.grid(alpha=0.3)
-            self.lines.append(line)
-            self.marks.append(mark)
-        self.axes[-1].set_xlabel("block number", fontsize=8)
-        self.axes[-1].ticklabel_format(axis="x", style="plain", useOffset=False)
+        self._styled = False
 
     def png(self, frame: pd.DataFrame, title: str) -> bytes:
-        x = frame["block_number"].to_numpy()
-        reorged = frame["reorged"].to_numpy(dtype=bool)
-        for ax, line, mark, column in zip(self.axes, self.lines, self.marks, self.columns,
-                                          strict=True):  # fmt: skip
-            y = frame[column].to_numpy(dtype=float, na_value=np.nan)
-            line.set_data(x, y)
-            mark.set_data(x[reorged], y[reorged])
-            ax.relim()
-            ax.autoscale_view()
+        from feeslab.plots.watch import plot_watch
+
+        for ax, column in zip(self.axes, self.columns, strict=True):
+            plot_watch(frame, column=column, ax=ax)
+        if not self._styled:  # small print, and the block numbers under the last panel only
+            for ax in self.axes:
+                ax.yaxis.label.set_fontsize(8)
+                ax.tick_params(labelsize=8)
+                if ax is not self.axes[-1]:
+                    ax.set_xlabel("")
+            self.axes[-1].xaxis.label.set_fontsize(8)
+            self._styled = True
         self.figure.suptitle(title, fontsize=9)
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png")
         return buffer.getvalue()
 
 
-def _label(column: str) -> str:
-    units = {"_gwei": "[gwei]", "_wei": "[wei]", "_ratio": "", "blob_count": "[blobs]",
-             "gas_": "[gas]"}  # fmt: skip
-    for suffix, unit in units.items():
-        if column.endswith(suffix) or column.startswith(suffix):
-            return f"{column} {unit}".strip()
-    return column
-
-
-def watch(lab: Lab, **options: Unpack[WatchOptions]) -> Watch:
+def watch(lab: Watched, **options: Unpack[WatchOptions]) -> Watch:
     """Start watching ``lab``'s chain: a :class:`Watch` (what ``lab.watch(...)`` returns).
+
+    The watch first fills its window: it asks the head, then the headers and the fee history
+    of the last ``blocks`` blocks in one batched request, paid in credits like any fetch and
+    booked in ``lab.credits`` (an ``eth_getBlockByNumber`` per block and an
+    ``eth_feeHistory`` per 1,024 blocks, after ``eth_blockNumber``: for 128 blocks 130 calls
+    of 80 credits, 10,400 credits on the service's price list). It returns once they are in
+    :attr:`Watch.frame`, before any new head arrives; from then on it follows the head in the
+    background.
 
     Parameters
     ----------
     lab : Lab
         On the service, a devnet or any node (era1 files have no head to watch).
     blocks : int
-        Rows kept: the last ``blocks`` blocks (default 128) [blocks].
+        Rows kept: the last ``blocks`` blocks (default 128) [blocks], filled at the start.
     columns : sequence of str
         The columns the figure charts, one panel each (default base fee [gwei], gas used over
         the target, blob count); any column of the frame.
@@ -785,16 +568,18 @@ def watch(lab: Lab, **options: Unpack[WatchOptions]) -> Watch:
     redraw : float
         Least seconds between two draws of the figure (default 0.25) [s].
     stop_after : int, optional
-        Stop once this many rows were added (replacements count) [blocks].
+        Stop once this many rows were added after the prefill (replacements count) [blocks].
     retry : feeslab.fetch.retry.Retry, optional
         How a lost connection is opened again (default the fetch layer's policy).
     on_block : callable, optional
-        ``on_block(row)`` for each new row, on the watch's thread.
+        ``on_block(row)`` for each row added after the prefill, on the watch's thread.
+    start : bool
+        Start at once (default); else call :meth:`Watch.start`.
 
     Returns
     -------
     Watch
-        Already running; stop it with ``stop()`` or use it as a context manager.
+        Running, its window filled; stop it with ``stop()`` or use it as a context manager.
 
     Raises
     ------
@@ -804,60 +589,3 @@ def watch(lab: Lab, **options: Unpack[WatchOptions]) -> Watch:
     if not lab.has_node:
         raise ConfigError("a watch follows a node's head: this Lab reads files")
     return Watch(lab, **options)
-
-
-def _cli_line(row: Mapping[str, object], rewards: Sequence[str]) -> str:
-    def gwei(value: object) -> str:
-        # a base fee or tip [wei] (exact below 2**53, so as the int's own quotient)
-        return "-" if not isinstance(value, SupportsFloat) else f"{float(value) / GWEI:10.4f}"
-
-    blobs = row["blob_count"]
-    tips = " ".join(gwei(row[name]) for name in rewards)
-    mark = " reorg" if row["reorged"] else ""
-    return (f"{row['block_number']:>10} {gwei(row['base_fee_wei'])} "
-            f"{gwei(row['base_fee_per_blob_gas_wei'])} {row['gas_target_ratio']:6.3f} "
-            f"{'-' if blobs is None else blobs:>5} {tips}{mark}")  # fmt: skip
-
-
-def run_cli(
-    lab: Lab,
-    *,
-    blocks: int = 128,
-    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
-    stop_after: int | None = None,
-    out: str | None = None,
-    websocket: bool | str | None = None,
-    stream: TextIO | None = None,
-) -> int:
-    """``feeslab watch``: one line per block on ``stream`` (default stdout) until Ctrl-C or
-    ``stop_after`` blocks; then, with ``out``, the frame written atomically
-    (``feeslab.frames.io.write_frame``: Parquet, or CSV by the suffix). Returns the exit
-    status (1 when the watch stopped on an error, which is printed on stderr)."""
-    from feeslab.frames.io import write_frame
-
-    stream = stream or sys.stdout
-    rewards = [reward_column(float(p)) for p in percentiles]
-    print(f"{'block':>10} {'base[gwei]':>10} {'blob[gwei]':>10} {'/target':>6} {'blobs':>5} "
-          + " ".join(f"{'p' + format(float(p), 'g'):>10}" for p in percentiles),
-          file=stream, flush=True)  # fmt: skip
-
-    def line(row: Mapping[str, object]) -> None:
-        print(_cli_line(row, rewards), file=stream, flush=True)
-
-    w = watch(lab, blocks=blocks, percentiles=percentiles, stop_after=stop_after,
-              websocket=websocket, on_block=line)  # fmt: skip
-    try:
-        while not w.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        w.stop()
-    print(w.status(), file=stream, flush=True)
-    if out is not None:
-        path = write_frame(w.frame, out)
-        print(f"wrote {len(w.frame):,} blocks to {path}", file=stream, flush=True)
-    if w.error is not None:
-        print(f"error: {w.error}", file=sys.stderr)
-        return 1
-    return 0

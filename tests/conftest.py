@@ -107,6 +107,16 @@ def truth():
     return build_chains(7).by_id[1]
 
 
+@pytest.fixture(scope="session")
+def ipfs_cid() -> str:
+    """Debian's ``ipfs_cid``, the independent CID implementation the UnixFS tests compare
+    against: ``make test`` installs it (its ``ipfs-cid`` target), so a test without it fails."""
+    found = shutil.which("ipfs_cid")
+    if found is None:
+        pytest.fail("no ipfs_cid on PATH: apt-get install -y ipfs-cid (make test does it)")
+    return found
+
+
 # -- a real dask LocalCluster (the tests of feeslab.cluster) --------------------------------
 
 

@@ -10,11 +10,13 @@ import pandas as pd
 import pytest
 
 import feeslab
-from feeslab.chainspec import ChainSpec, frame_spec, resolve_spec, with_chain
+from feeslab.protocol.chainspec import ChainSpec, frame_spec, resolve_spec, with_chain
 
 CHAINS = json.loads((Path(__file__).resolve().parents[1] / "data" / "chains.json").read_text())
 ENTRIES = {entry["chain_id"]: entry for entry in CHAINS["chains"]}
-CASES = [(chain_id, heights) for chain_id in ENTRIES for heights in ("protocol", "devnet")]
+# a chain with a protocol half only (Hoodi) has no devnet heights: the devnet does not run it
+CASES = [(chain_id, heights) for chain_id, entry in ENTRIES.items()
+         for heights in ("protocol", "devnet") if heights in entry]  # fmt: skip
 
 
 @pytest.mark.parametrize(("chain_id", "heights"), CASES)
@@ -236,20 +238,80 @@ def test_amsterdam_is_scheduled_on_sepolia_and_a_what_if_on_mainnet():
     assert mainnet.fork_at(20_000_000) == "cancun"  # first blocks recorded up to Prague
 
 
+# go-ethereum params/config.go HoodiChainConfig at 02b73d4ea7181464175e0a6cbecc0a3a2655a562,
+# read there (PragueTime .. BPO2Time), and eth-clients/hoodi's README (the beacon epochs)
+HOODI_TIMES = {"shanghai": 0, "cancun": 0, "prague": 1_742_999_832, "osaka": 1_761_677_592,
+               "bpo1": 1_762_365_720, "bpo2": 1_762_955_544}  # fmt: skip
+HOODI_EPOCHS = {"prague": 2_048, "osaka": 50_688, "bpo1": 52_480, "bpo2": 54_016}
+HOODI_BEACON_GENESIS = 1_742_213_400  # 2025-03-17 12:10 UTC: genesis time + 600 s delay
+
+
+def test_hoodi_knows_its_forks_through_bpo2_with_timestamps_and_sources():
+    spec = ChainSpec.of(560048)
+    assert (spec.network, spec.name, spec.heights) == ("hoodi", "Hoodi testnet", "protocol")
+    assert ChainSpec.of("hoodi") == spec and 560048 in ChainSpec.known()
+    assert {f.name: f.timestamp for f in spec.forks if f.timestamp is not None} == HOODI_TIMES
+    assert [f.name for f in spec.forks] == ["london", "merge", *HOODI_TIMES]
+    assert spec.fork("london").block == spec.fork("merge").block == 0  # both at genesis
+    for fork, epoch in HOODI_EPOCHS.items():  # each a beacon epoch's first slot
+        assert HOODI_BEACON_GENESIS + epoch * 32 * 12 == HOODI_TIMES[fork], fork
+    assert spec.fork_at(0, timestamp=1_742_212_800) == "cancun"  # genesis: Dencun at once
+    assert spec.fork_at(1, timestamp=1_762_955_543) == "bpo1"
+    assert spec.fork_at(1, timestamp=1_762_955_544) == "bpo2"
+    # Amsterdam is announced, not scheduled: a what-if, as on mainnet
+    assert spec.unscheduled == ("amsterdam",) and spec.fork("amsterdam") is None
+    what_if = spec.with_activation("amsterdam", timestamp=1_800_000_000)
+    assert what_if.fork_at(2_000_000, timestamp=1_800_000_000) == "amsterdam"
+    # proof of stake from genesis: no block reward, no uncles; London's fee rule from block 0
+    assert spec.consensus == ((0, "proof-of-stake"),) and spec.block_rewards_wei == ((0, 0),)
+    assert spec.uncles is None and spec.initial_base_fee_wei == 10**9
+    assert spec.eip1559_rule_at(0).max_change_denominator == 8
+    blobs = {r.fork: (r.start, r.target_blobs, r.max_blobs, r.update_fraction, r.reserve_price)
+             for r in spec.blob_schedule}  # fmt: skip
+    assert blobs == {
+        "cancun": (0, 3, 6, 3_338_477, False),
+        "prague": (1_742_999_832, 6, 9, 5_007_716, False),
+        "osaka": (1_761_677_592, 6, 9, 5_007_716, True),
+        "bpo1": (1_762_365_720, 10, 15, 8_346_193, True),
+        "bpo2": (1_762_955_544, 14, 21, 11_684_671, True),
+    }
+    # every value names its source: go-ethereum's HoodiChainConfig for each fork time
+    protocol = ENTRIES[560048]["protocol"]
+    for name, fork in protocol["timestamp_forks"].items():
+        assert fork["source"], name
+        if name != "amsterdam":
+            assert "HoodiChainConfig" in fork["source"], name
+    assert "HoodiChainConfig" in protocol["timestamp_forks"]["amsterdam"]["source"]
+    for item in protocol["blob_schedule"]:
+        assert "go-ethereum params/config.go" in item["source"], item["fork"]
+    assert "devnet" not in ENTRIES[560048]  # described, not simulated
+
+
 def test_amsterdams_eips_carry_parameters_and_sources():
-    eips = {e["eip"]: e for e in feeslab.chainspec.upgrade_eips("amsterdam")}
+    eips = {e["eip"]: e for e in feeslab.protocol.chainspec.upgrade_eips("amsterdam")}
     assert {"EIP-2780", "EIP-7778", "EIP-7976", "EIP-7981", "EIP-8037", "EIP-8038"} <= set(eips)
     assert all(e["source"] for e in eips.values())
     assert eips["EIP-7976"]["parameters"]["FLOOR_COST_PER_TOKEN"] == 16
     hoodi = CHAINS["upgrades"]["amsterdam"]["activations"]["hoodi"]
     assert hoodi["timestamp"] is None and "not found" in hoodi["note"]  # said, not invented
     with pytest.raises(feeslab.errors.ConfigError, match="no upgrade"):
-        feeslab.chainspec.upgrade_eips("hegota")
+        feeslab.protocol.chainspec.upgrade_eips("hegota")
 
 
 def test_a_rules_gas_target_follows_its_elasticity_or_its_percent():
-    from feeslab._eip1559 import Eip1559Rule
+    from feeslab.protocol.eip1559 import Eip1559Rule
 
     assert Eip1559Rule(0, 2, 8).gas_target(30_000_001) == 15_000_000
     assert Eip1559Rule(0, 6, 250).gas_target(60_000_000) == 10_000_000  # Base-like
     assert Eip1559Rule(0, None, 16, gas_target_percent=65).gas_target(45_000_000) == 29_250_000
+
+
+def test_a_chain_the_devnet_does_not_simulate_has_no_devnet_spec_and_says_so():
+    """Hoodi has protocol heights only: asking for its devnet heights is a ConfigError
+    naming the chain, not a bare KeyError."""
+    from feeslab.errors import ConfigError
+    from feeslab.protocol.chainspec import ChainSpec
+
+    with pytest.raises(ConfigError, match="hoodi has no devnet heights"):
+        ChainSpec.devnet(560048)
+    assert ChainSpec.of(560048).chain_id == 560048

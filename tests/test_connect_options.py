@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import feeslab
-from feeslab.connection import Settings
+from feeslab.connection import Connection, Environment, Settings, connect_with
 from feeslab.fetch.core import CreditGovernor
 from feeslab.fetch.transport import RpcCall
 from feeslab.sources.rpc import NodeSpec, RpcSource, open_node
@@ -159,6 +159,64 @@ def test_the_variables_key_does_not_conflict_with_a_node_url(devnet, monkeypatch
         assert lab.node.head() > 0 and lab.gas is None
         assert lab.node.transport.limits.max_batch == 50
         assert lab.node.transport.governor.ceiling == pytest.approx(10**6 * 0.95)
+
+
+# -- resolved once -------------------------------------------------------------------------------
+
+
+def test_the_environment_is_read_once_into_the_connection(monkeypatch):
+    read = Environment.read({"INFURA_API_KEY": KEY, "INFURA_API_KEY_SECRET": SECRET,
+                             "INFURA_API_KEYS": f"{KEY}:{SECRET}", "OTHER": "x"})  # fmt: skip
+    assert (read.api_key, read.api_key_secret, read.api_keys) == (KEY, SECRET, f"{KEY}:{SECRET}")
+    assert Environment.read({"INFURA_API_KEY": ""}).api_key is None  # empty: unset
+    monkeypatch.setenv("INFURA_API_KEY", "not-read")  # the environment given is the one used
+    service = Connection.of(Settings(), read)
+    assert (service.route, service.chooser) == ("service", "INFURA_API_KEY")
+    assert (service.api_key, service.api_key_secret) == (KEY, SECRET)
+    given = Connection.of(Settings(api_key="mine"), read)  # an option before the variable
+    assert (given.chooser, given.api_key, given.api_key_secret) == ("api_key=", "mine", SECRET)
+    node = Connection.of(Settings(rpc_url="http://127.0.0.1:2"), read)  # any node: no key
+    assert (node.route, node.api_key, node.api_key_secret) == ("node", None, None)
+    files = Connection.of(Settings(era1=REAL), read)  # era1 alone: the variable chooses nothing
+    assert (files.route, files.api_key) == ("era1", None)
+    embedded = Connection.of(Settings(), Environment())
+    assert (embedded.route, embedded.api_key) == ("embedded", None)
+    for shown in (repr(read), repr(service), repr(given), repr(node)):
+        assert KEY not in shown and SECRET not in shown and "mine" not in shown, shown
+    assert repr(read) == ("<Environment INFURA_API_KEY, INFURA_API_KEY_SECRET, INFURA_API_KEYS "
+                          "(values not shown)>")  # fmt: skip
+
+
+def test_connect_with_takes_the_environment_given(devnet):
+    environment = Environment(api_key=devnet.api_key, api_key_secret=devnet.api_key_secret)
+    settings = Settings(url=devnet.url, cache=False, progress=False)  # the key: the variable's
+    with connect_with(settings, environment) as lab:
+        assert lab.node.head() > 0 and lab.ipfs is not None  # key and secret both reached it
+    with pytest.raises(feeslab.ConfigError, match="url= needs api_key="):
+        connect_with(settings, Environment())
+
+
+def test_a_workers_node_spec_is_the_one_the_lab_was_opened_from(devnet):
+    from feeslab.cluster.jobs import _node_spec
+
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key,
+                         api_key_secret=devnet.api_key_secret, cache=False, progress=False,
+                         max_batch=77, max_concurrency=3) as lab:  # fmt: skip
+        opened = lab.data_source.node_spec
+        assert (opened.max_batch, opened.max_concurrency, opened.devnet_root) == (77, 3, devnet.url)
+        worker = _node_spec(lab.data_source)
+        # the Lab's URL and limits; the devnet's own rate (10**12 credits/s), told the driver
+        assert worker == dataclasses.replace(
+            opened, credits_per_second=10**12, devnet_root=None, api_key=None,
+            api_key_secret=None, gas_url=None, cache=False, progress=False, devnet=True,
+            chain_id=1, head=lab.node.head())
+        assert devnet.api_key_secret not in repr(worker)
+    hand_made = RpcSource(open_node(_spec(devnet)).node)  # no spec: not what a worker opens
+    try:
+        with pytest.raises(feeslab.ConfigError, match="opened by connect"):
+            _node_spec(hand_made)
+    finally:
+        hand_made.close()
 
 
 def test_on_network_keeps_the_options_of_a_running_devnet(devnet):

@@ -1,5 +1,6 @@
-"""`feeslab.headers`: a header's hash recomputed from real JSON-RPC answers (geth's recorded
-answers across every fork's header layout, and real mainnet uncles from three providers)."""
+"""`feeslab.protocol.headers`: a header's hash recomputed from real JSON-RPC answers (geth's
+recorded answers across every fork's header layout, and real mainnet uncles from three
+providers)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from feeslab.headers import HEADER_FIELDS, header_hash, header_rlp
+from feeslab.protocol.headers import HEADER_FIELDS, header_hash, header_rlp
 
 DATA = Path(__file__).parent / "data"
 GETH = DATA / "execution-apis" / "tests" / "eth_getBlockByNumber"
@@ -90,9 +91,9 @@ def amsterdam_block() -> dict:
 
 @pytest.fixture(autouse=True)
 def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    import feeslab.headers
+    import feeslab.protocol.headers
 
-    monkeypatch.setattr(feeslab.headers, "_warned", set())
+    monkeypatch.setattr(feeslab.protocol.headers, "_warned", set())
 
 
 def test_an_amsterdam_header_hashes_as_an_independent_encoding_does() -> None:
@@ -108,7 +109,7 @@ def test_an_amsterdam_header_hashes_as_an_independent_encoding_does() -> None:
 def test_an_invented_header_field_is_kept_in_the_hash_with_a_warning_once(value: str) -> None:
     import warnings
 
-    from feeslab.headers import UnknownHeaderFieldWarning, unknown_header_fields
+    from feeslab.protocol.headers import UnknownHeaderFieldWarning, unknown_header_fields
 
     block = amsterdam_block()
     block["futureRoot"] = value  # a field of a fork after Amsterdam, as a node would serve it

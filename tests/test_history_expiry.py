@@ -97,6 +97,40 @@ def test_by_hash_too_and_headers_state_and_the_cutoff_block_stay_served(pruned, 
                        "base-mainnet": 0}  # fmt: skip
 
 
+# geth's RPCMarshalHeader (internal/ethapi/api.go at 02b73d4): a block's fields without these
+BLOCK_ONLY = {"size", "totalDifficulty", "transactions", "uncles", "withdrawals"}
+
+
+@pytest.mark.parametrize("number", [0, 1, CUTOFF - 1, CUTOFF, MERGE, 175_000, 210_000])
+def test_headers_are_geths_on_a_pruned_node_as_on_a_whole_one(pruned, devnet, number):
+    block = _call(devnet, "eth_getBlockByNumber", hex(number), False)["result"]
+    header = {key: value for key, value in block.items() if key not in BLOCK_ONLY}
+    for node in (pruned, devnet):  # pruned: the body is gone below the cutoff, not the header
+        assert _call(node, "eth_getHeaderByNumber", hex(number))["result"] == header
+        assert _call(node, "eth_getHeaderByHash", block["hash"])["result"] == header
+    assert ("baseFeePerGas" in header) == (number >= 120_000)  # the devnet's London
+
+
+def test_header_tags_unknown_blocks_and_bad_params_answer_as_geth(pruned, devnet):
+    # "earliest": the cutoff's header on the pruned node (geth's HeaderByNumber), genesis else
+    assert _call(pruned, "eth_getHeaderByNumber", "earliest")["result"]["number"] == hex(CUTOFF)
+    assert _call(devnet, "eth_getHeaderByNumber", "earliest")["result"]["number"] == "0x0"
+    latest = _call(pruned, "eth_getHeaderByNumber", "latest")["result"]
+    assert latest == _call(devnet, "eth_getHeaderByNumber", hex(int(latest["number"], 16)))[
+        "result"]  # fmt: skip
+    # the pending header: its number and fields, with hash, nonce and miner nulled
+    pending = _call(pruned, "eth_getHeaderByNumber", "pending")["result"]
+    assert int(pending["number"], 16) == int(latest["number"], 16) + 1
+    assert pending["hash"] is pending["nonce"] is pending["miner"] is None
+    assert pending["parentHash"] == latest["hash"]
+    # none beyond the head, none for an unknown hash; geth's parameter errors
+    assert _call(pruned, "eth_getHeaderByNumber", hex(10**9))["result"] is None
+    assert _call(pruned, "eth_getHeaderByHash", "0x" + "ab" * 32)["result"] is None
+    assert _call(pruned, "eth_getHeaderByNumber")["error"]["message"] == (
+        "missing value for required argument 0")
+    assert _call(pruned, "eth_getHeaderByHash", "0x12")["error"]["code"] == -32602
+
+
 @pytest.mark.parametrize("websocket", [False, True])
 def test_a_4444_is_history_pruned_over_http_batches_and_websocket(pruned, websocket):
     with _lab(pruned, websocket=websocket) as lab:

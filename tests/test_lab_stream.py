@@ -4,6 +4,8 @@ of calls sent at once; checked against the devnet's chain."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -250,7 +252,7 @@ def test_counts_of_unfinished_pieces_are_noted_when_the_scan_stops_and_not_bough
     truth, tmp_path
 ):
     """Out of credits with counts arrived but their pieces' uncles not fetched: the counts
-    held back (a piece younger than NOTE_AFTER is not noted yet) are noted as the scan
+    held back (a piece younger than ``run_seconds`` is not noted yet) are noted as the scan
     stops, and the rerun asks for exactly the counts that were refused."""
     from feeslab.devnet import start
 
@@ -276,8 +278,8 @@ def test_a_scan_that_ends_writes_no_notes_and_a_slow_one_keeps_its_runs_as_it_go
 ):
     """Notes are for scans that stop early: a finished piece is kept whole, and its notes
     would be dropped unread (writing them all made a first scan 1.25x slower). A fast scan
-    keeps its pieces a run to a file; a run held NOTE_AFTER is written as it stands, and
-    a piece in flight that long has its notes written."""
+    keeps its pieces a run to a file; a run held ``run_seconds`` is written as it stands,
+    and a piece in flight that long has its notes written."""
     from feeslab.datasets import uncles
     from feeslab.fetch.cache import Cache
 
@@ -290,12 +292,15 @@ def test_a_scan_that_ends_writes_no_notes_and_a_slow_one_keeps_its_runs_as_it_go
         return put(self, dataset, items, **options)
 
     monkeypatch.setattr(Cache, "put_chunks", spy)
-    monkeypatch.setattr(uncles, "NOTE_AFTER", 600.0)  # fast, even on a loaded machine
+    def chunks(**changes):  # the scan's declaration, changed for this test
+        monkeypatch.setattr(uncles, "CHUNKS", dataclasses.replace(uncles.CHUNKS, **changes))
+
+    chunks(run_seconds=600.0)  # fast, even on a loaded machine
     with _lab(devnet, tmp_path / "fast") as lab:
         lab.uncles(2 * PIECE, 4 * PIECE)
     assert written == [uncles.DATASET]  # both pieces in one file, no notes
     written.clear()
-    monkeypatch.setattr(uncles, "NOTE_AFTER", 0.0)  # every run is old enough at once
+    chunks(run_seconds=0.0)  # every run is old enough at once
     with _lab(devnet, tmp_path / "slow") as lab:
         scan = lab.uncles(2 * PIECE, 4 * PIECE)
     assert written.count(uncles.DATASET) == 2 and written.count(uncles.NOTES) >= 1
@@ -304,7 +309,7 @@ def test_a_scan_that_ends_writes_no_notes_and_a_slow_one_keeps_its_runs_as_it_go
 
 def test_runs_of_pieces_are_read_back_by_any_scan_they_cover(devnet, truth, tmp_path,
                                                              monkeypatch):
-    """Finished pieces are cached a run to a file (at most RUN pieces): a later scan of any
+    """Finished pieces are cached a run to a file (at most ``run`` pieces): a later scan of any
     range takes each piece it needs from whichever file holds it, reading that file once;
     a file of one piece (as earlier versions wrote, as a slow scan writes) serves too."""
     from feeslab.datasets import uncles
@@ -319,16 +324,18 @@ def test_runs_of_pieces_are_read_back_by_any_scan_they_cover(devnet, truth, tmp_
         return get_chunks(self, dataset, keys)
 
     monkeypatch.setattr(Cache, "get_chunks", spy)
-    monkeypatch.setattr(uncles, "RUN", 2)
-    monkeypatch.setattr(uncles, "NOTE_AFTER", 600.0)  # runs end by RUN, even on a loaded machine
+    def chunks(**changes):  # the scan's declaration, changed for this test
+        monkeypatch.setattr(uncles, "CHUNKS", dataclasses.replace(uncles.CHUNKS, **changes))
+
+    chunks(run=2, run_seconds=600.0)  # runs end by their length, even on a loaded machine
     with _lab(devnet, tmp_path) as lab:
         lab.uncles(PIECE + 7, 6 * PIECE)  # an edge piece, then 5 whole ones: runs of 2, 2, 2
         cache = lab.node.cache
         assert cache.chunk_keys(uncles.DATASET, 0, 10**9) == [
             f"{PIECE + 7}-{3 * PIECE}", f"{3 * PIECE}-{5 * PIECE}", f"{5 * PIECE}-{6 * PIECE}"]
-        monkeypatch.setattr(uncles, "RUN", 1)
+        chunks(run=1)
         lab.uncles(6 * PIECE, 8 * PIECE)  # one file a piece, as earlier versions wrote
-    monkeypatch.setattr(uncles, "RUN", 25)
+    chunks(run=25)
     with _lab(devnet, tmp_path) as again:
         read.clear()
         start, stop = 2 * PIECE + 11, 8 * PIECE - 5  # inside runs, across their edges
@@ -347,21 +354,22 @@ def test_runs_of_pieces_are_read_back_by_any_scan_they_cover(devnet, truth, tmp_
 
 
 def test_covering_takes_for_each_piece_the_run_reaching_furthest():
-    from feeslab.datasets.uncles import _covering, _run_of
+    from feeslab.engine.keep import covering, run_of
 
-    assert [_run_of(k) for k in ("0-4000", "8000-4000", "a-b", "12", "-5", "4000-4000")] == [
+    assert [run_of(k) for k in ("0-4000", "8000-4000", "a-b", "12", "-5", "4000-4000")] == [
         (0, 4000), None, None, None, None, None]
     runs = [(0, 8), (4, 12), (4, 6), (14, 20)]
     wanted = [(0, 4), (4, 8), (8, 12), (12, 14), (14, 16), (16, 20), (20, 24)]
-    assert _covering(runs, wanted) == {(0, 4): (0, 8), (4, 8): (4, 12), (8, 12): (4, 12),
+    assert covering(runs, wanted) == {(0, 4): (0, 8), (4, 8): (4, 12), (8, 12): (4, 12),
                                        (14, 16): (14, 20), (16, 20): (14, 20)}
-    assert _covering([], wanted) == {}
+    assert covering([], wanted) == {}
 
 
 def test_notes_keep_each_counts_block_number_around_counts_already_known(devnet, tmp_path):
     """A batch's numbers skip the counts known before the scan (the plan's sample): a note
     is made of its own numbers, not of the range from its first to its last."""
     from feeslab.datasets import uncles
+    from feeslab.engine import keep
     from feeslab.fetch.transport import RpcResult
 
     def batch(numbers, counts):
@@ -371,14 +379,14 @@ def test_notes_keep_each_counts_block_number_around_counts_already_known(devnet,
     with _lab(devnet, tmp_path) as lab:
         source = lab.data_source
         source.prepare()
-        keeper = uncles._Keeper(source, [(0, PIECE), (PIECE, 2 * PIECE)], None)
+        keeper = keep.Keeper(uncles.CHUNKS, source, [(0, PIECE), (PIECE, 2 * PIECE)], None)
         keeper.asking((0, PIECE))
         keeper.on_batch(*batch([10, 12, 13], [1, 0, 2]))  # 11 was known: not asked
         keeper.on_batch(*batch([20, 21, 22], [0, 2, 1]))
         sent, results = batch([30, 31], [1, 0])
         keeper.on_batch(sent, [results[0], RpcResult(sent[1], result="0xzz")])  # the scan raises
-        assert uncles._noted_counts(source, 0, PIECE) == {}  # held while the piece runs
+        assert keep.noted(uncles.CHUNKS, source, 0, PIECE) == {}  # held while the piece runs
         keeper.stop_early()  # the scan stopped early: what is held is written
         keeper.close()
-        noted = uncles._noted_counts(source, 0, PIECE)
+        noted = keep.noted(uncles.CHUNKS, source, 0, PIECE)
     assert noted == {10: 1, 12: 0, 13: 2, 20: 0, 21: 2, 22: 1}

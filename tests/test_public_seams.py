@@ -12,11 +12,12 @@ import rlp
 from eth_hash.auto import keccak
 
 import feeslab
-from feeslab._costs import method_cost
 from feeslab.datasets import uncles as uncles_dataset
+from feeslab.errors import ConfigError
 from feeslab.fetch.credits import CreditLedger
 from feeslab.fetch.node import NodeClient
 from feeslab.fetch.transport import CreditGovernor, HTTPTransport, RpcCall
+from feeslab.protocol.costs import method_cost
 from feeslab.sources.era1 import Era1Error, Era1File, Era1Source
 
 REAL = Path(__file__).parent / "data" / "era1" / "mainnet-00000-5ec1ffb8.era1"
@@ -93,12 +94,13 @@ class _Booking(CreditGovernor):
 
 def test_a_transports_endpoint_limits_and_governor(devnet):
     url = f"{devnet.url}/v3/{devnet.api_key}"
-    transport = HTTPTransport(url=url, max_batch=7, max_concurrency=3, credits_per_second=1e9)
+    shared = _Booking(1e9)  # another governor paces it: its bookings go there
+    with pytest.raises(ConfigError, match="not both"):
+        HTTPTransport(url=url, credits_per_second=1e9, governor=shared)
+    transport = HTTPTransport(url=url, max_batch=7, max_concurrency=3, governor=shared)
     try:
         assert transport.url == url and devnet.api_key not in transport.where()
         assert (transport.limits.max_batch, transport.limits.max_concurrency) == (7, 3)
-        shared = _Booking(1e9)  # another governor paces it: its bookings go there
-        transport.governor = shared
         assert transport.governor is shared
         transport.handle_request([RpcCall("eth_blockNumber", [])] * 2)
         assert shared.booked == [2 * method_cost("eth_blockNumber")]

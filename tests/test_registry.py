@@ -16,6 +16,7 @@ from feeslab.cluster import DatasetJob
 from feeslab.datasets import REGISTRY
 from feeslab.datasets.registry import Registry
 from feeslab.errors import ConfigError
+from feeslab.fetch.credits import Plan
 from feeslab.lab import Lab
 from feeslab.sources.base import SourceMismatch
 from feeslab.sources.era1 import Era1Source
@@ -39,10 +40,16 @@ def test_every_dataset_is_a_lab_method_with_its_fetchs_signature_and_help():
         if dataset.partitions is not None:
             expected += ["client", "out", "keys"]
         assert own == expected, name
-        assert inspect.getdoc(dataset.fetch) in method.__doc__
+        # annotations, defaults and return as the declaration gives them (Dataset.signature)
+        typed = inspect.signature(method, eval_str=True)
+        assert typed.replace(parameters=list(typed.parameters.values())[1:]) == (
+            dataset.signature()), name
+        assert inspect.getdoc(dataset.fetch) in inspect.getdoc(method)
         if dataset.plan is not None:
             plan = list(inspect.signature(dataset.plan).parameters)[1:]
             assert list(inspect.signature(getattr(Lab, f"plan_{name}")).parameters)[1:] == plan
+            assert inspect.signature(getattr(Lab, f"plan_{name}"), eval_str=True
+                                     ).return_annotation is Plan  # fmt: skip
         else:
             assert not hasattr(Lab, f"plan_{name}")
 
@@ -101,6 +108,8 @@ def test_an_era1_lab_has_no_node_and_says_so():
             lab.base_fee_history()
         assert lab.plan_blocks(0, 100).total == 0
         with pytest.raises(ConfigError, match="one process"):
+            lab.fetch("storage", "0x" + "11" * 20, 0, 1, client=object())
+        with pytest.raises(TypeError, match="'client'"):  # its method has no such parameter
             lab.storage("0x" + "11" * 20, 0, 1, client=object())
 
 

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feeslab import _eip4844, samples
-from feeslab._eip4844 import GAS_PER_BLOB, blob_schedule
+from feeslab import samples
 from feeslab.analysis.blobs import blob_base_fees, blob_parameters
 from feeslab.frames import BLOCK_DTYPES
+from feeslab.protocol import blobs as blob_rules
+from feeslab.protocol.blobs import GAS_PER_BLOB, blob_schedule
 
 FIRST, LAST = 19_426_587, 24_465_653  # Cancun's first block; the last of 2026-02-15 UTC
 FORKS = ["cancun", "prague", "osaka", "bpo1", "bpo2"]
@@ -136,7 +137,7 @@ def test_blob_base_fees_equal_the_scalar_rule(market):
     for i in rows:
         row = market.iloc[i]
         fraction = rules[row["fork"]].update_fraction
-        assert row["blob_base_fee_wei"] == _eip4844.blob_base_fee(
+        assert row["blob_base_fee_wei"] == blob_rules.blob_base_fee(
             int(row["excess_blob_gas"]), fraction
         )
     prague = market.loc[market["block_number"] == 22_431_084].iloc[0]

@@ -17,10 +17,10 @@ from eth_hash.auto import keccak
 from trie import HexaryTrie
 
 from feeslab import samples
-from feeslab._eip4844 import GAS_PER_BLOB
 from feeslab.frames import BLOCK_DTYPES
 from feeslab.frames.transactions import TRANSACTION_DTYPES
-from feeslab.headers import header_hash
+from feeslab.protocol.blobs import GAS_PER_BLOB
+from feeslab.protocol.headers import header_hash
 
 NUMBERS = [17_034_870, 19_426_587, 22_431_084, 22_869_878]
 # hashes published by others: ethereumjs devp2p's Shanghai check block (CHECK_BLOCK) and

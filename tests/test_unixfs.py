@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -41,9 +40,6 @@ OPTIONS = {
     "chunker=size-1024": {"chunk_size": 1024},
     "cid-version=1&chunker=size-64": {"cid_version": 1, "chunk_size": 64},
 }
-IPFS_CID = shutil.which("ipfs_cid")
-NO_IPFS_CID = "Debian's ipfs_cid is not installed (apt-get install ipfs-cid)"
-needs_ipfs_cid = pytest.mark.skipif(IPFS_CID is None, reason=NO_IPFS_CID)
 
 
 def data(seed: int, size: int) -> bytes:
@@ -119,13 +115,12 @@ def _boundary_sizes() -> list[int]:
     return sorted(sizes)
 
 
-@needs_ipfs_cid
 @pytest.mark.parametrize("size", _boundary_sizes())
-def test_matches_debian_ipfs_cid(size, tmp_path):
+def test_matches_debian_ipfs_cid(size, tmp_path, ipfs_cid):
     content = data(1000 + size % 997, size)
     path = tmp_path / "f"
     path.write_bytes(content)
-    out = subprocess.run([IPFS_CID, str(path)], capture_output=True, check=True, timeout=120)
+    out = subprocess.run([ipfs_cid, str(path)], capture_output=True, check=True, timeout=120)
     theirs = json.loads(out.stdout)
     ours = cid_of(content)
     assert str(ours) == theirs["CIDv0"]

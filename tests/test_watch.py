@@ -80,9 +80,9 @@ def test_two_drops_of_every_websocket_leave_every_block_once_and_columns_as_lab_
             assert w.mode == "websocket"
             assert w.wait_for(10, timeout=30)
             dropped = [devnet.drop_websockets()]
-            assert w.wait_for(w._added + 10, timeout=30)
+            assert w.wait_for(w.added + 10, timeout=30)
             dropped.append(devnet.drop_websockets())
-            assert w.wait_for(w._added + 10, timeout=30)
+            assert w.wait_for(w.added + 10, timeout=30)
             head = _freeze(devnet)
             _settle(w, head)
             frame = w.frame
@@ -164,7 +164,49 @@ def test_the_drop_route_needs_the_key_and_secret_and_drops_the_sockets():
             assert w.wait_for(3, timeout=30)
             answer = httpx.post(route, auth=(devnet.api_key, devnet.api_key_secret))
             assert answer.json() == {"dropped": 1}
-            assert w.wait_for(w._added + 3, timeout=30) and w.drops == 1
+            assert w.wait_for(w.added + 3, timeout=30) and w.drops == 1
+
+
+@pytest.mark.parametrize("how", ["newHeads", "polling", "url", "lab-websocket"])
+def test_a_new_watch_holds_the_last_blocks_before_any_new_head(devnet, how):
+    # the session devnet's heads stand still: every row held came from the prefill
+    websocket = {"newHeads": None, "polling": False, "lab-websocket": None,
+                 "url": f"{devnet.ws_url}/ws/v3/{devnet.api_key}"}[how]  # fmt: skip
+    with _connect(devnet, websocket=how == "lab-websocket") as lab:
+        head = int(httpx.post(f"{devnet.url}/v3/{devnet.api_key}", timeout=30, json={
+            "jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}).json()["result"],
+            16)  # fmt: skip
+        spent = lab.credits.spent
+        with watch(lab, blocks=300, websocket=websocket, poll=0.05) as w:
+            frame = w.frame  # as watch() returns
+            added = w.added
+            time.sleep(0.3)  # a poll or a subscription later, still the same rows
+            again = w.frame
+        assert w.mode == ("polling" if how == "polling" else "websocket")
+        assert not w.running and (w._ws is lab.node.transport) == (how == "lab-websocket")
+        blocks = lab.blocks(head - 299, head + 1)
+    assert added == 0 and w.error is None
+    assert frame["block_number"].tolist() == list(range(head - 299, head + 1))
+    assert frame["hash"].tolist() == _canonical_hashes(devnet, range(head - 299, head + 1))
+    pd.testing.assert_frame_equal(again, frame)
+    for column in set(BLOCK_DTYPES) & set(WATCH_DTYPES):
+        pd.testing.assert_series_equal(frame[column], blocks[column], check_names=False)
+    assert frame["reward_p50_wei"].notna().all() and not frame["reorged"].any()
+    assert {c: str(frame[c].dtype) for c in WATCH_DTYPES} == WATCH_DTYPES
+    # paid like any fetch: the head, 300 headers and one fee history at 80 credits each
+    assert w.credits_spent >= 302 * 80 and lab.credits.spent - spent >= 302 * 80
+
+
+def test_the_watch_never_imports_the_lab_even_for_type_checking():
+    # lab.watch imports the watch; the other way round (a TYPE_CHECKING import included)
+    # would make a cycle: the watch names what it reads of a Lab (Watched) instead
+    import grimp
+
+    graph = grimp.build_graph("feeslab", exclude_type_checking_imports=False)
+    assert graph.find_shortest_chain(importer="feeslab.lab", imported="feeslab.watch")
+    for module in ("feeslab.watch", "feeslab.fetch.heads", "feeslab.frames.watch",
+                   "feeslab.plots.watch"):  # fmt: skip
+        assert graph.find_shortest_chain(importer=module, imported="feeslab.lab") is None, module
 
 
 def test_options_out_of_range_are_config_errors(devnet):
@@ -180,7 +222,7 @@ def test_the_window_is_bounded_and_stop_after_ends_it():
         w = watch(lab, blocks=5, stop_after=40, retry=FAST_RETRY)
         assert w.wait(60) and w.error is None
         frame = w.frame
-        assert len(frame) == 5 and len(w._rows) == 5
+        assert len(frame) == 5 and w.added == 40
         _gapless(frame)
         assert not w.running
         w.stop()
@@ -211,13 +253,13 @@ def test_the_figure_redraws_in_place_with_new_blocks():
 def test_the_cli_prints_a_line_per_block_and_writes_the_frame(tmp_path):
     import io
 
+    from feeslab.cli import run_watch
     from feeslab.frames.io import frame_from_bytes
-    from feeslab.watch import run_cli
 
     out = tmp_path / "watch.parquet"
     stream = io.StringIO()
     with start(seed=7, block_time=BLOCK_TIME, **LIMITS) as devnet, _connect(devnet) as lab:
-        status = run_cli(lab, stop_after=8, out=str(out), stream=stream)
+        status = run_watch(lab, stop_after=8, out=str(out), stream=stream)
     assert status == 0
     lines = stream.getvalue().splitlines()
     assert lines[0].split()[:2] == ["block", "base[gwei]"]

@@ -2,9 +2,9 @@
 
 A decorated function ``f(frame, ..., *, spec: ChainSpec | None, ...)`` is called as
 ``f(frame, ..., spec=None, chain_id=None, ...)``: ``spec=`` (a
-:class:`feeslab.chainspec.ChainSpec` or its label) or ``chain_id=`` (the real chain's, unless
-the frame's attrs say the chain follows other heights), else the frame's ``attrs`` — all
-through :func:`feeslab.chainspec.resolve_spec`, so contradictions raise the same errors
+:class:`feeslab.ChainSpec` or its label) or ``chain_id=`` (the real chain's, unless the frame's
+attrs say the chain follows other heights), else the frame's ``attrs`` — all through
+:func:`feeslab.protocol.chainspec.resolve_spec`, so contradictions raise the same errors
 everywhere. The function body only ever sees the resolved :class:`ChainSpec` (its forks,
 EIP-1559 rules, blob schedule, rewards), never a chain id or a choice of heights.
 """
@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import TypeVar
 
-from feeslab.chainspec import ChainSpec, resolve_spec
+from feeslab.protocol.chainspec import ChainSpec, resolve_spec
 
 __all__ = ["takes_spec"]
 

@@ -42,7 +42,7 @@ import pandas as pd
 
 from feeslab.analysis._exact import wei_column
 from feeslab.analysis.blobs import blob_parameters
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
     "BACKTEST_WITHIN",

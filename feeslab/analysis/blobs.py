@@ -6,7 +6,7 @@ and ``Lab.fee_history`` (``base_fee_per_blob_gas_wei``, ``blob_gas_used_ratio``)
 exact: int64 where it provably fits, Python ints otherwise; no float touches a fee.
 
 The rules, with each block's own fork's parameters (the chain spec's
-:attr:`~feeslab.chainspec.ChainSpec.blob_schedule`, from ``data/chains.json``; each fork
+:attr:`~feeslab.protocol.chainspec.ChainSpec.blob_schedule`, from ``data/chains.json``; each fork
 starts at a timestamp, or at a block number on chains whose spec counts blocks)::
 
     blob_base_fee  = fake_exponential(1, excess_blob_gas, update_fraction)
@@ -36,11 +36,17 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
-from feeslab import _eip4844
-from feeslab._eip4844 import BLOB_BASE_COST, GAS_PER_BLOB, MIN_BASE_FEE_PER_BLOB_GAS, BlobRule
-from feeslab.analysis._exact import INT64_MAX, Ints, exact_ints, exact_series, scalar_ints
+from feeslab.analysis._exact import Ints, exact_ints, exact_series, scalar_ints
 from feeslab.analysis._spec import takes_spec
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol import blobs as blob_rules
+from feeslab.protocol.blobs import (
+    BLOB_BASE_COST,
+    GAS_PER_BLOB,
+    MIN_BASE_FEE_PER_BLOB_GAS,
+    BlobRule,
+    blob_base_fee_array,
+)
+from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
     "BLOB_REGIMES",
@@ -74,7 +80,6 @@ _INT64_SAFE = 2**61  # products below this stay exact in int64 with a 4x margin
 # relative 1.6e-9 (measured over excess up to 4,000 blobs for the four mainnet fractions):
 # the true e**x is in [fee, (fee + 1) * _TAYLOR]
 _TAYLOR = 1 + 1e-8
-_MAX_EXPONENT = 1000  # e**1000 wei per blob gas: the Taylor loop would run for many minutes
 
 
 # -- input handling ------------------------------------------------------------------------------
@@ -97,110 +102,6 @@ def _series_result(
     values: np.ndarray, missing: np.ndarray, index: pd.Index, name: str
 ) -> pd.Series:
     return exact_series(values, missing, index, name)
-
-
-# -- fake_exponential, vectorised exactly --------------------------------------------------------
-
-
-def _fake_exponential_int64(numerator: np.ndarray, denominator: int) -> np.ndarray:
-    """``fake_exponential(1, numerator, denominator)`` in int64, rows known to be safe.
-
-    The Taylor loop of EIP-4844 over all rows at once; ``accum * numerator // (d * i)`` is
-    split as ``q * numerator + r * numerator // (d * i)`` with ``accum = q * d * i + r``, so
-    no product exceeds the next term or ``d * i * numerator`` (checked by the caller). A row
-    whose series has ended keeps ``accum == 0`` (so adds nothing); the working set sheds
-    such rows once enough of them have gathered.
-    """
-    n = len(numerator)
-    output = np.zeros(n, dtype=np.int64)
-    num, pos = numerator.astype(np.int64), np.arange(n)
-    accum = np.full(n, denominator, dtype=np.int64)
-    total = np.zeros(n, dtype=np.int64)
-    i = 1
-    while len(pos):
-        total += accum
-        d = denominator * i
-        q = accum // d
-        accum = q * num + (accum - q * d) * num // d
-        i += 1
-        done = accum == 0
-        finished = int(np.count_nonzero(done))
-        if finished == len(pos) or finished * 8 > len(pos):
-            output[pos[done]] = total[done]
-            keep = ~done
-            accum, num, pos, total = accum[keep], num[keep], pos[keep], total[keep]
-    return output // denominator
-
-
-def _fake_exponential(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """``fake_exponential(1, n, d)`` row by row, exact: int64 where safe, Python ints else.
-
-    Excess blob gas is a multiple of 2**17 before Osaka (targets and uses are whole blobs), so
-    the distinct values are few: those rows are answered from a table of ``k * 2**17``.
-    """
-    n = len(numerator)
-    result = np.zeros(n, dtype=object) if n else np.zeros(0, dtype=np.int64)
-    if n == 0:
-        return result
-    num = numerator.astype(np.int64, copy=False)
-    den = denominator.astype(np.int64, copy=False)
-    out = np.zeros(n, dtype=np.int64)
-    big = np.zeros(n, dtype=bool)
-    single = np.min(den) == np.max(den)  # one fork's fraction: no grouping needed
-    for fraction in [den[0]] if single else pd.unique(den):
-        rows = slice(None) if single else np.flatnonzero(den == fraction)
-        values = num[rows]
-        if not (values & (GAS_PER_BLOB - 1)).any():  # whole blobs: a table of k * 2**17
-            k = values >> 17
-            top = int(np.max(k))
-            if top <= 4 * len(values) + 1024:
-                table, table_big = _exact_block(
-                    np.arange(top + 1, dtype=np.int64) * GAS_PER_BLOB, int(fraction)
-                )
-                if table_big is None:
-                    out[rows] = table[k]
-                    continue
-        uniq, inverse = np.unique(values, return_inverse=True)
-        table, table_big = _exact_block(uniq, int(fraction))
-        if table_big is None:
-            out[rows] = table[inverse]
-        else:
-            big[rows] = True
-            result[rows] = table_big[inverse]
-    if not big.any():
-        return out
-    result[~big] = out[~big].tolist()
-    return result
-
-
-def _exact_block(excess: np.ndarray, fraction: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Fees of distinct ``excess`` values for one fraction: (int64, None) or (_, object)."""
-    x = excess.astype(np.float64) / fraction
-    if len(x) and np.max(x) > _MAX_EXPONENT:
-        i = int(np.argmax(x))
-        raise ValueError(
-            f"excess_blob_gas {int(excess[i])} with update fraction {fraction} means a blob base "
-            f"fee above e**{_MAX_EXPONENT} wei: not a real header value"
-        )
-    # the sum is about fraction * e**x and runs for about e * x + 40 terms
-    with np.errstate(over="ignore"):
-        bound = fraction * np.exp(np.minimum(x, 700.0)) * 4.0
-    steps = fraction * (3.0 * x + 64.0) * np.maximum(excess, 1).astype(np.float64)
-    safe = (bound < _INT64_SAFE) & (steps < _INT64_SAFE)
-    fees = np.zeros(len(excess), dtype=np.int64)
-    if safe.any():
-        rows = np.flatnonzero(safe)
-        fees[rows] = _fake_exponential_int64(excess[rows], fraction)
-    if safe.all():
-        return fees, None
-    exact = fees.astype(object)
-    fits = True
-    for row in np.flatnonzero(~safe):
-        exact[row] = value = _eip4844.blob_base_fee(int(excess[row]), fraction)
-        fits = fits and value <= INT64_MAX
-    if fits:  # the loop's sums passed int64, its results did not
-        return exact.astype(np.int64), None
-    return fees, exact
 
 
 # -- the rules, scalar or vectorised ---------------------------------------------------------------
@@ -248,7 +149,7 @@ def blob_base_fee(excess_blob_gas: Ints, update_fraction: Ints) -> int | pd.Seri
             raise ValueError(f"excess_blob_gas must be a non-negative int, got {excess_blob_gas!r}")
         if scalars[1] < 1:
             raise ValueError(f"update_fraction must be positive, got {update_fraction!r}")
-        return _eip4844.blob_base_fee(*scalars)
+        return blob_rules.blob_base_fee(*scalars)
     length = None
     for value in (excess_blob_gas, update_fraction):
         if not isinstance(value, int | np.integer):
@@ -265,7 +166,7 @@ def blob_base_fee(excess_blob_gas: Ints, update_fraction: Ints) -> int | pd.Seri
         raise ValueError("update_fraction must be positive")
     if excess.dtype == object:
         raise ValueError("excess_blob_gas beyond int64 is not a real header value")
-    values = _fake_exponential(np.where(missing, 0, excess), np.where(missing, 1, fraction))
+    values = blob_base_fee_array(np.where(missing, 0, excess), np.where(missing, 1, fraction))
     return _series_result(values, missing, index, "blob_base_fee_wei")
 
 
@@ -349,7 +250,7 @@ def next_excess_blob_gas(
             raise ValueError("reserve_price needs update_fraction and parent_base_fee")
         if min(scalars[:4]) < 0:
             raise ValueError("next_excess_blob_gas takes non-negative integers")
-        return _eip4844.next_excess_blob_gas(
+        return blob_rules.next_excess_blob_gas(
             scalars[0], scalars[1], scalars[2], scalars[3], scalars[4] or 1,
             reserve_price=reserve_price,
             parent_base_fee=None if parent_base_fee is None else scalars[5],
@@ -397,7 +298,7 @@ def _next_excess(
     out = np.where(total < t, 0, total - t)
     if reserve.any():
         rows = np.flatnonzero(reserve & (total >= t))
-        fees = _fake_exponential(e[rows], np.asarray(fraction)[rows].astype(np.int64))
+        fees = blob_base_fee_array(e[rows], np.asarray(fraction)[rows].astype(np.int64))
         price = np.asarray(fees, dtype=object) * GAS_PER_BLOB
         reserve_wei = np.asarray(base, dtype=object)[rows] * BLOB_BASE_COST
         binds = np.array([int(a) > int(b) for a, b in zip(reserve_wei, price, strict=True)], bool)
@@ -452,7 +353,7 @@ def blob_parameters(blocks: pd.DataFrame, *, spec: ChainSpec, offset: int = 0) -
         With ``timestamp`` (the real chains switch blob forks by time) or ``block_number``
         (where the spec's blob forks start at block numbers).
     spec : ChainSpec or str, optional
-        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label), with a blob
+        The chain's rules (:class:`feeslab.protocol.chainspec.ChainSpec` or its label), with a blob
         schedule (chains 1 and 11155111); default the frame's ``attrs["chain_spec"]``.
     chain_id : int, optional
         Instead of ``spec``: the real chain's (or the frame's, when its attrs say it is of
@@ -550,7 +451,7 @@ def blob_base_fees(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.Series:
     params = blob_parameters(blocks, spec=spec)
     fraction = params["update_fraction"]
     missing = missing | fraction.isna().to_numpy()
-    values = _fake_exponential(
+    values = blob_base_fee_array(
         np.where(missing, 0, excess).astype(np.int64),
         fraction.fillna(1).to_numpy(dtype=np.int64),
     )
@@ -602,7 +503,7 @@ def next_blob_base_fees(blocks: pd.DataFrame, *, spec: ChainSpec) -> pd.Series:
         fraction, base, no_child,
     )  # fmt: skip
     gone = no_child | (reserve & base_missing)
-    values = _fake_exponential(np.where(gone, 0, nxt), fraction)
+    values = blob_base_fee_array(np.where(gone, 0, nxt), fraction)
     return _series_result(values, gone, blocks.index, "next_blob_base_fee_wei")
 
 

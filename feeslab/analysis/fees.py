@@ -8,7 +8,7 @@ are float64 for plotting. Statistics are computed here; :mod:`feeslab.plots` onl
 
 Per-chain parameters
     Functions that apply the base-fee rule read each block's parameters from a chain
-    specification (:class:`feeslab.chainspec.ChainSpec`, from ``data/chains.json``): the
+    specification (:class:`feeslab.protocol.chainspec.ChainSpec`, from ``data/chains.json``): the
     one in the frame's ``attrs`` (every ``Lab`` frame carries it), or ``spec=``, or
     ``chain_id=`` (the real chain's fork blocks, unless the frame's attrs give that chain
     another spec). Or they take ``elasticity_multiplier`` and
@@ -48,14 +48,14 @@ from typing import TypeVar, overload
 import numpy as np
 import pandas as pd
 
-from feeslab import _eip1559
-from feeslab._eip1559 import nearest_rank_index
 from feeslab.analysis import blobs as _blobs
 from feeslab.analysis._exact import INT64_MAX, Ints, exact_ints, exact_series, scalar_ints
 from feeslab.analysis._spec import takes_spec
 from feeslab.analysis.blobs import *  # noqa: F403 - the blob market (EIP-4844), re-exported
-from feeslab.chainspec import ChainSpec
 from feeslab.errors import ChainSpecError
+from feeslab.protocol import eip1559
+from feeslab.protocol.chainspec import ChainSpec
+from feeslab.protocol.eip1559 import nearest_rank_index
 
 # the blob market's names are re-exported: feeslab.analysis.fees is the one place for fees
 __all__ = sorted([
@@ -318,7 +318,7 @@ def _rule_vectorised(
         return quick
     result = quick.astype(object)
     for i in np.flatnonzero(~fast):
-        result[i] = _eip1559.next_base_fee(
+        result[i] = eip1559.next_base_fee(
             int(fee[i]),
             int(used[i]),
             int(limit[i]),
@@ -428,7 +428,7 @@ def next_base_fee(
         checked = {k: exact_ints(v, k)[0] for k, v in arguments.items()}
         _check_rule_inputs(checked, np.zeros(1, dtype=bool))
         fee, used, limit, elasticity, denominator, percent = scalars
-        return _eip1559.next_base_fee(
+        return eip1559.next_base_fee(
             fee, used, limit, elasticity, denominator,
             gas_target_percent=percent if percent > 0 else None,
         )  # fmt: skip
@@ -516,7 +516,7 @@ def next_base_fees(
         Block headers with ``block_number``, ``base_fee_wei`` [wei], ``gas_used`` and
         ``gas_limit`` [gas] (``Lab.blocks``).
     spec : ChainSpec or str, optional
-        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
+        The chain's rules (:class:`feeslab.protocol.chainspec.ChainSpec` or its label); default the
         frame's ``attrs["chain_spec"]``. Each child's parameters come from it; a child that
         is the London block gets the chain's initial base fee.
     chain_id : int, optional
@@ -1441,7 +1441,7 @@ def includable_blocks(
     open_ = np.array([level <= c for c in caps], dtype=bool)
     while open_.any() and np.max(counts) < cap:
         counts[open_] += 1
-        level = _eip1559.next_base_fee(
+        level = eip1559.next_base_fee(
             level,
             limit,
             limit,

@@ -62,7 +62,7 @@ import pandas as pd
 import scipy.stats
 
 from feeslab.analysis._spec import takes_spec
-from feeslab.chainspec import ChainSpec, resolve_spec
+from feeslab.protocol.chainspec import ChainSpec, resolve_spec
 
 __all__ = [
     "DelayFit",
@@ -677,7 +677,7 @@ def uncle_rewards(
     uncles : pandas.DataFrame
         :func:`feeslab.frames.parse_uncles`' frame (``block_number`` and ``depth`` used).
     spec : ChainSpec or str, optional
-        The chain's rules (:class:`feeslab.chainspec.ChainSpec` or its label); default the
+        The chain's rules (:class:`feeslab.protocol.chainspec.ChainSpec` or its label); default the
         frame's ``attrs["chain_spec"]`` (every ``Lab`` frame carries it).
     chain_id : int, optional
         Instead of ``spec``: the real chain's spec, or the frame's when its attrs say it is

@@ -47,7 +47,6 @@ import pandas as pd
 from feeslab.errors import BudgetExceeded, ConfigError, FeeslabError
 from feeslab.fetch.cache import default_cache_dir
 from feeslab.fetch.credits import Plan
-from feeslab.fetch.transport import GOVERNOR_HEADROOM, HTTPTransport
 from feeslab.frames.io import frame_from_bytes, write_bytes
 from feeslab.frames.partitions import (
     MANIFEST,
@@ -664,23 +663,21 @@ async def _settle_writes(run: str) -> dict[str, dict[str, float]]:
 
 
 def _node_spec(source: RpcSource) -> NodeSpec:
-    """What a worker opens to reach ``source``'s node: its URL and limits, the rate its
-    governor settled on, and what the driver knows (chain, head, devnet or not); no cache,
-    no progress bars, no Gas API."""
-    transport = source.node.transport
-    if not isinstance(transport, HTTPTransport):
+    """What a worker opens to reach ``source``'s node: the spec the Lab was opened from, paced
+    at the rate it settled on (a devnet's own, once told), with what the driver knows (chain,
+    head, devnet or not); no cache, no progress bars, no Gas API, no credentials beyond the
+    URL's."""
+    spec = source.node_spec
+    if spec is None:
+        raise ConfigError(f"a cluster job needs a node opened by connect() (open_node), not "
+                          f"{source!r} built by hand")  # fmt: skip
+    if spec.websocket:
         raise ConfigError("a cluster scan reaches the node over HTTP(S): connect() without "
                           "websocket=True")  # fmt: skip
-    governor = transport.governor
-    rate = None
-    if governor is not None:
-        governor.settle(timeout=5.0)  # a devnet's own limit, asked when connecting
-        rate = governor.ceiling / GOVERNOR_HEADROOM
-    limits = transport.limits
-    return NodeSpec(url=transport.url, max_batch=limits.max_batch,
-                    max_concurrency=limits.max_concurrency, credits_per_second=rate,
-                    devnet=source.is_devnet, any_node=source.any_node,
-                    chain_id=source.chain_id(), head=source.head())  # fmt: skip
+    return replace(
+        spec, credits_per_second=source.paced_at(timeout=5.0), devnet_root=None, api_key=None,
+        api_key_secret=None, gas_url=None, cache=False, progress=False,
+        devnet=source.is_devnet, chain_id=source.chain_id(), head=source.head())
 
 
 def _settle(client: Any, job: JobPlan, run: str, written: dict[str, dict[str, Any]],

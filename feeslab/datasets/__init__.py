@@ -25,11 +25,20 @@ gas_needed          gas             the least gas each transaction succeeds with
 transactions        transactions    every transaction of a range of blocks, with its receipt
 ==================  ==============  ================================================================
 
+A dataset of one's own is a module ending with its ``DATASETS`` (see ``feeslab.engine`` for a
+chunked one, declared as extract and transform), added with ``REGISTRY.register(*DATASETS)``,
+or named in the environment variable ``FEESLAB_DATASETS`` (modules separated by commas,
+imported with this package): then ``feeslab fetch`` and a cluster's workers, which are other
+processes, have it too.
+
 Blobs need no dataset of their own: ``blocks`` and ``fee_history`` carry the blob columns
 (``blob_gas_used``, ``excess_blob_gas``, ``base_fee_per_blob_gas_wei``,
 ``blob_gas_used_ratio``).
 """
 
+
+import importlib
+import os
 
 from feeslab.datasets import (
     base_fees,
@@ -45,8 +54,8 @@ from feeslab.datasets import (
 from feeslab.datasets.registry import Dataset, Registry
 from feeslab.sources.base import Source
 
-__all__ = ["REGISTRY", "Dataset", "base_fees", "blocks", "calls", "fee_history", "gas", "get",
-           "registry", "storage", "transactions", "uncles"]
+__all__ = ["PLUGINS", "REGISTRY", "Dataset", "base_fees", "blocks", "calls", "fee_history", "gas",
+           "get", "registry", "storage", "transactions", "uncles"]
 
 REGISTRY = Registry([
     *base_fees.DATASETS,
@@ -58,6 +67,23 @@ REGISTRY = Registry([
     *gas.DATASETS,
     *transactions.DATASETS,
 ])
+
+
+PLUGINS = "FEESLAB_DATASETS"  # modules whose DATASETS join the registry on import
+
+
+def _load_plugins() -> None:
+    """The datasets of each module ``FEESLAB_DATASETS`` names (comma-separated)."""
+    for name in filter(None, (part.strip() for part in os.environ.get(PLUGINS, "").split(","))):
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ImportError(f"{PLUGINS} names {name!r}, which cannot be imported: {exc}"
+                              ) from exc  # fmt: skip
+        REGISTRY.register(*getattr(module, "DATASETS", ()))
+
+
+_load_plugins()
 
 
 def get(name: str, source: Source, *args: object, **kwargs: object) -> object:

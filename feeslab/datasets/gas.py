@@ -20,7 +20,6 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.analysis import gas as gas_rules
 from feeslab.datasets import blocks as blocks_dataset
 from feeslab.datasets._checks import block_number, rpc
 from feeslab.datasets.registry import Dataset
@@ -30,6 +29,7 @@ from feeslab.fetch.node import quantity
 from feeslab.fetch.transport import RpcCall
 from feeslab.frames import call_object, error_text, parse_cost_estimates
 from feeslab.frames.calls import ZERO_ADDRESS, call_gas_inputs
+from feeslab.protocol import gas as gas_rules
 from feeslab.sources.rpc import RpcSource
 
 __all__ = ["DATASETS", "get", "needed", "plan"]

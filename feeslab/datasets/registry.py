@@ -31,9 +31,10 @@ import argparse
 import contextlib
 import inspect
 import operator
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, SupportsIndex, TypeAlias, TypeGuard, TypeVar
+from typing import Any, Literal, Self, SupportsIndex, TypeAlias, TypeGuard, TypeVar
 
 import pandas as pd
 
@@ -246,6 +247,32 @@ class Dataset:
         """Whether ``fetch`` has ``parameter``."""
         return parameter in inspect.signature(self.fetch).parameters
 
+    def signature(self) -> inspect.Signature:
+        """The ``Lab`` method's signature (``lab.<name>``), annotations evaluated: ``fetch``'s
+        parameters less the source and ``context`` (which a cluster fills), then, with
+        ``partitions``, ``Lab.fetch``'s keyword-only ``client``, ``out`` and ``keys``
+        (``typing.Self``: the Lab), and ``fetch``'s return annotation."""
+        signature = inspect.signature(self.fetch, eval_str=True)
+        params = [p for p in list(signature.parameters.values())[1:] if p.name != self.context]
+        if self.partitions is not None:  # Lab.fetch's: a run on a dask cluster
+            keyword = inspect.Parameter.KEYWORD_ONLY
+            params += [
+                inspect.Parameter("client", keyword, default=None, annotation=object),
+                inspect.Parameter("out", keyword, default=None,
+                                  annotation=str | os.PathLike[str] | None),
+                inspect.Parameter("keys", keyword, default=(),
+                                  annotation=Sequence[Self]),  # Labs of other API keys
+            ]
+        return signature.replace(parameters=params)
+
+    def plan_signature(self) -> inspect.Signature | None:
+        """``lab.plan_<name>``'s signature, annotations evaluated: ``plan``'s parameters less
+        the source, returning a ``Plan``; None without a plan."""
+        if self.plan is None:
+            return None
+        signature = inspect.signature(self.plan, eval_str=True)
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
+
     def bind(self, *args: object, **kwargs: object) -> dict[str, object]:
         """``fetch``'s parameters from a call's arguments (defaults applied), without the
         source: a TypeError names a wrong or missing one, as the function would."""
@@ -307,10 +334,8 @@ def rows(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
 
 
 def _splits(source: Source) -> TypeGuard[SplitSource]:
-    """Whether ``source`` is made of others (``SplitSource``), asked of its class: an
-    ``isinstance`` of the protocol would read every property (a node's chain id, its
-    version), sending calls before any budget is checked."""
-    return callable(getattr(type(source), "split", None))
+    """Whether ``source`` is made of others (``SplitSource``: ``source.composite``)."""
+    return source.composite
 
 
 def _span(dataset: Dataset, params: Params) -> tuple[int, int] | None:
@@ -327,11 +352,10 @@ def _history_guard(dataset: Dataset, source: Source, params: Params, *,
     """A dataset reading bodies is refused (``HistoryPruned``) below the node's cutoff once
     its fetch sets up or enters its budget (``RpcSource.guard_history``): after a budget's
     refusal, which sends nothing, and before any call of its own."""
-    guard = getattr(source, "guard_history", None)
     span = _span(dataset, params)
-    if guard is None or span is None or not dataset.reads_bodies(params):
+    if span is None or not dataset.reads_bodies(params):
         return contextlib.nullcontext()
-    return guard(*span, dataset.name, at_exit=at_exit)  # type: ignore[no-any-return]
+    return source.guard_history(*span, dataset.name, at_exit=at_exit)
 
 
 def guarded_plan(dataset: Dataset, source: Source, params: Params,
@@ -339,10 +363,10 @@ def guarded_plan(dataset: Dataset, source: Source, params: Params,
     """``make()`` (a plan, in process or a job's) under the one cutoff check (EIP-4444): a
     range below a pruned node's history raises ``HistoryPruned`` before anything is bought.
     Returns what ``make`` made and the plan of the probe the check sent (empty if none)."""
-    probes = getattr(source, "history_probes", 0)
+    probes = source.history_probes
     with _history_guard(dataset, source, params, at_exit=True):
         made = make()
-    return made, history_plan(getattr(source, "history_probes", 0) - probes)
+    return made, history_plan(source.history_probes - probes)
 
 
 def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
@@ -356,7 +380,7 @@ def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
         return _get(dataset, parts[0][0], params, check=check)  # one source for all of it
     assert dataset.partitions is not None
     if params.get("progress", False) is None:  # the files show bars as the node's client does
-        params = {**params, "progress": getattr(getattr(source, "node", None), "progress", None)}
+        params = {**params, "progress": source.progress}
     frames, plans = [], []
     for part, (first, stop) in parts:
         result = _get(dataset, part, dataset.partitions.narrow(params, first, stop, None),
@@ -379,7 +403,7 @@ def _joined(dataset: Dataset, source: SplitSource, params: Params, *,
 
 def _read(dataset: Dataset, source: Source, params: Params) -> pd.DataFrame:
     wanted = {k: v for k, v in params.items() if k not in FETCH_ONLY and k != dataset.context}
-    return source.read(dataset.name, **wanted)  # type: ignore[attr-defined]
+    return source.read(dataset.name, **wanted)
 
 
 def plan(dataset: Dataset, source: Source, params: Params) -> Plan:
@@ -455,6 +479,16 @@ class Registry(Mapping[str, Dataset]):
 
     def __len__(self) -> int:
         return len(self._by_name)
+
+    def register(self, *datasets: Dataset) -> None:
+        """Add ``datasets`` (a module's ``DATASETS``): ``Lab``, ``feeslab fetch`` and the
+        cluster reach them as they reach the shipped ones. The same declaration again is a
+        no-op; another dataset of a name taken is refused (ValueError)."""
+        for dataset in datasets:
+            known = self._by_name.get(dataset.name)
+            if known is not None and known != dataset:
+                raise ValueError(f"two datasets named {dataset.name!r}")
+            self._by_name[dataset.name] = dataset
 
     def on_command_line(self) -> list[Dataset]:
         """The datasets ``feeslab fetch`` offers."""

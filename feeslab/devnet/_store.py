@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from feeslab._chaindata import chains_json_bytes
+from feeslab.protocol.chaindata import chains_json_bytes
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -76,7 +76,7 @@ def history_file(history: History, extent: int | None = None) -> Path | None:
     directory = store_dir()
     if directory is None:
         return None
-    from feeslab import _eip1559, _eip4844
+    from feeslab.protocol import blobs, eip1559
 
     digest = hashlib.sha256()
     for part in (
@@ -85,8 +85,8 @@ def history_file(history: History, extent: int | None = None) -> Path | None:
         Path(__file__).with_name("_rlp.py").read_bytes(),
         Path(__file__).with_name("_bal.py").read_bytes(),
         Path(__file__).with_name("_draws.py").read_bytes(),
-        Path(_eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
-        Path(_eip4844.__file__).read_bytes(),  # and the blob-fee rule
+        Path(eip1559.__file__).read_bytes(),  # the base-fee rule the simulator applies
+        Path(blobs.__file__).read_bytes(),  # and the blob-fee rule
         chains_json_bytes(),
         repr(history.params).encode(),
         str(history.seed).encode(),

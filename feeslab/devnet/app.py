@@ -43,7 +43,6 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from feeslab._costs import GAS_API_COSTS, event_cost, gas_api_cost, http_status_cost
 from feeslab.devnet import auth, ipfs
 from feeslab.devnet.credits import Decision, payment_required_body, too_many_requests_body
 from feeslab.devnet.errors import RpcError
@@ -59,6 +58,7 @@ from feeslab.devnet.jsonrpc import (
 )
 from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
 from feeslab.devnet.wallet import wallet_ws
+from feeslab.protocol.costs import GAS_API_COSTS, event_cost, gas_api_cost, http_status_cost
 
 if TYPE_CHECKING:
     from feeslab.devnet.service import Devnet

@@ -51,7 +51,7 @@ What is simulated, and how:
   the new fields draw no random numbers.  Cost: ~0.35 ms a block (drawing the block's
   senders and hashing its list), ~20 % more CPU for chain 11155111's 60,000 blocks.
 * **Blobs.**  EIP-4844's excess and fee rule with each fork's schedule (and
-  EIP-7918's reserve price from Osaka), from :mod:`feeslab._eip4844`; Poisson
+  EIP-7918's reserve price from Osaka), from :mod:`feeslab.protocol.blobs`; Poisson
   blob counts around a growing appetite with bursts, buyers cutting back once the
   fee passes 0.001 gwei, from a random stream of their own (the pre-merge chain
   is unchanged by it).
@@ -97,16 +97,6 @@ import numpy as np
 import rlp
 from eth_hash.auto import keccak  # pycryptodome's keccak: wheels on every platform, no compiler
 
-from feeslab._chaindata import load_chains
-from feeslab._eip1559 import next_base_fee  # the one EIP-1559 rule, shared with the analysis
-from feeslab._eip4844 import (  # the one EIP-4844 rule, shared with the analysis
-    GAS_PER_BLOB,
-    BlobRule,
-    blob_base_fee,
-    blob_rule_at,
-    blob_schedule,
-    next_excess_blob_gas,
-)
 from feeslab.devnet import _bal, _draws, _store
 from feeslab.devnet._rlp import (  # the flat RLP encoder, also imported from here by others
     _keccak,
@@ -114,6 +104,18 @@ from feeslab.devnet._rlp import (  # the flat RLP encoder, also imported from he
     _rlp_item,
     _rlp_length_prefix,
     rlp_list_of_encoded,
+)
+from feeslab.protocol.blobs import (  # the one EIP-4844 rule, shared with the analysis
+    GAS_PER_BLOB,
+    BlobRule,
+    blob_base_fee,
+    blob_rule_at,
+    blob_schedule,
+    next_excess_blob_gas,
+)
+from feeslab.protocol.chaindata import load_chains
+from feeslab.protocol.eip1559 import (
+    next_base_fee,  # the one EIP-1559 rule, shared with the analysis
 )
 
 if TYPE_CHECKING:
@@ -550,8 +552,9 @@ def _in_force(schedule: Sequence[tuple[int, ...]], number: int) -> tuple[int, ..
 
 
 def devnet_params() -> dict[int, ChainParams]:
-    """The devnet's chains from ``data/chains.json``, by chain id."""
-    return {int(e["chain_id"]): ChainParams.from_entry(e) for e in load_chains()}
+    """The devnet's chains from ``data/chains.json``, by chain id: the chains with a
+    ``devnet`` half (a chain described for analysis only, such as Hoodi, is not simulated)."""
+    return {int(e["chain_id"]): ChainParams.from_entry(e) for e in load_chains() if "devnet" in e}
 
 
 # -- the simulation -------------------------------------------------------------

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from feeslab._costs import TokenBucket
+from feeslab.protocol.costs import TokenBucket
 
 SECONDS_PER_DAY = 86_400
 

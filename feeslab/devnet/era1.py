@@ -4,7 +4,7 @@ Blocks come from ``feeslab.devnet.chain``'s public ``history``/``devnet_params``
 transactions and receipts from ``feeslab.devnet.transactions``: each body is
 ``rlp([transactions, uncles])`` and each receipts record the receipts in geth's stored form
 (``rlp([status or root, cumulativeGasUsed, logs])``), written by
-``feeslab.sources.era1.era1_bytes``; files are named like the public archive's:
+``feeslab.protocol.era1.era1_bytes``; files are named like the public archive's:
 ``devnet-00000-<first 4 bytes of the accumulator root>.era1``.  The devnet's
 ``transactionsRoot`` and ``receiptsRoot`` are stand-ins that do not commit to them (see
 ``feeslab.devnet.transactions``), which the era1 reader allows for files named ``devnet-``.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
 from feeslab.devnet.transactions import block_body
-from feeslab.sources.era1 import EPOCH_SIZE, era1_bytes
+from feeslab.protocol.era1 import EPOCH_SIZE, era1_bytes
 
 __all__ = ["epoch_bytes", "export_era1", "premerge_blocks"]
 

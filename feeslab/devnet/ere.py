@@ -1,7 +1,7 @@
 """The devnet's chain 1 written as Ere files, on both sides of its merge (block 165,000).
 
 Each file holds one epoch of 8,192 blocks (the last one up to the chain's height), as reth's
-``export-era --file-type ere`` lays them out (``feeslab.sources.ere.ere_bytes``): headers,
+``export-era --file-type ere`` lays them out (``feeslab.protocol.ere.ere_bytes``): headers,
 bodies ``rlp([transactions, uncles])`` and from Shanghai ``rlp([transactions, uncles,
 withdrawals])``, slim receipts ``[tx-type, status or post-state, cumulative-gas, logs]``, and
 the total difficulties (the final one after the merge) with the accumulator root over the
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
 from feeslab.devnet.transactions import block_body
-from feeslab.sources._e2store import rlp_int
-from feeslab.sources.era1 import EPOCH_SIZE
-from feeslab.sources.ere import ere_bytes
+from feeslab.protocol.e2store import rlp_int
+from feeslab.protocol.era1 import EPOCH_SIZE
+from feeslab.protocol.ere import ere_bytes
 
 __all__ = ["epoch_bytes", "export_ere", "height"]
 

@@ -16,6 +16,15 @@ Percentiles
     Nearest rank on the sorted integer wei values: the ``p``-th percentile of ``N`` values is
     the ``ceil(p * N / 100)``-th smallest. It is always an observed base fee, and no float is
     involved.
+
+Tips
+    ``suggestedGasFees``' tips come from the devnet's own blocks, as a node serves them: each
+    block's ``eth_feeHistory`` reward row over its transactions (geth's gas-weighted
+    percentiles of their effective tips, :func:`feeslab.devnet.transactions.fee_history_rewards`;
+    zeros for an empty block), the rows MetaMask's estimator asks ``eth_feeHistory`` for. The
+    Gas API's reference documents each field's meaning but not how it is computed; the rule
+    followed is the one MetaMask's gas-fee-controller says it translated from the Gas API's
+    predecessor (ConsenSys' MetaSwap gas API), see :func:`suggested_gas_fees`.
 """
 
 from __future__ import annotations
@@ -23,15 +32,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feeslab import _eip1559
+from feeslab.devnet.transactions import fee_history_rewards
+from feeslab.protocol import eip1559
 
 HISTORY_BLOCKS = 500
 GWEI = 10**9
 
-# suggestedGasFees follows MetaMask's documented fee-history estimator
-# (@metamask/gas-fee-controller, calculateGasFeeEstimatesForPriorityLevels):
-# the last 5 blocks' tips at the 10th/20th/30th percentile, the median of each,
-# scaled down a little and floored; the base fee scaled up for headroom.
+# suggestedGasFees follows MetaMask's fee-history estimator (@metamask/gas-fee-controller,
+# fetchGasEstimatesViaEthFeeHistory and calculateGasFeeEstimatesForPriorityLevels, "translated
+# from the MetaSwap API"): eth_feeHistory's rewards of the last 5 blocks at the 10th/20th/30th
+# percentile, the lower median of each, scaled down a little and floored; the base fee scaled
+# up for headroom.
 RECENT_BLOCKS = 5
 LEVELS: dict[str, dict[str, int]] = {
     "low": {"percentile": 10, "base_fee_pct": 110, "tip_pct": 94, "min_tip": 1_000_000_000},
@@ -59,7 +70,7 @@ def nearest_rank(values: Sequence[int], percentile: int) -> int:
     """The nearest-rank ``percentile`` (0..100) of integer ``values`` (see the module)."""
     if not values:
         raise NoBaseFeeError("no values")
-    return _eip1559.nearest_rank(values, percentile)
+    return eip1559.nearest_rank(values, percentile)
 
 
 def _window(chain: Any) -> tuple[int, int]:
@@ -153,40 +164,58 @@ def network_congestion(base_fee: int, history: Sequence[int]) -> float:
     return round(below / len(history), 4)
 
 
-def suggested_gas_fees(chain: Any) -> dict[str, Any]:
-    """``suggestedGasFees`` for the block after the head.
+def _rewards(chain: Any, count: int, percentiles: Sequence[float]) -> list[list[int]]:
+    """``eth_feeHistory(count, "latest", percentiles)``'s reward rows, oldest first [wei]."""
+    start, stop = _recent(chain, count).start, chain.head() + 1
+    return fee_history_rewards(chain.history, start, stop, percentiles)
 
+
+def suggested_gas_fees(chain: Any) -> dict[str, Any]:
+    """``suggestedGasFees`` for the block after the head, from the chain's last blocks.
+
+    The Gas API's reference says what each field means, not how it is computed; the devnet
+    computes them as follows. Tips are the ``eth_feeHistory`` reward rows of the blocks'
+    transactions (see the module), what a client asking the devnet's node would see.
+
+    - ``low``/``medium``/``high``: MetaMask's estimator (``level_estimate``) over the last 5
+      blocks' rewards at the 10th/20th/30th percentile, as ``eth_feeHistory(5, "latest",
+      [10, 20, 30])`` gives them; the base fee it scales is the next block's (MetaMask's is
+      the head's), so ``suggestedMaxFeePerGas`` covers the block the transaction can enter.
+      Wait times are 1-5, 1-3 and 1-2 block intervals (MetaMask's are fixed seconds of
+      mainnet's; the devnet's chains have other block times).
     - ``estimatedBaseFee``: the next block's base fee by EIP-1559 from the head.
-    - ``low``/``medium``/``high``: see ``level_estimate``; tips are the chain's tip model at
-      the 10th/20th/30th percentile over the last 5 blocks (MetaMask's method, except that
-      the base fee it scales is the next block's rather than the head's). Wait times are
-      1-5, 1-3 and 1-2 block intervals.
     - ``networkCongestion``: the share of the window's base fees below the estimated one.
-    - ``latestPriorityFeeRange``: the head block's tips at the 0th and 100th percentile.
-    - ``historicalPriorityFeeRange``: the lowest 0th and highest 100th percentile tips over
+    - ``latestPriorityFeeRange``: the head block's rewards at the 0th and 100th percentile:
+      its cheapest and its dearest effective tip (0 and 0 for an empty block).
+    - ``historicalPriorityFeeRange``: the lowest 0th and highest 100th percentile rewards over
       the last 10 blocks.
     - ``historicalBaseFeeRange``: min and max of the window's base fees.
     - ``baseFeeTrend``: "up" if the estimated base fee is at or above the median of the last 10
-      base fees; ``priorityFeeTrend``: "up" if the head's median tip is at or above the median
-      of the last 10 blocks' median tips.
+      base fees; ``priorityFeeTrend``: "up" if the head's 50th percentile reward is at or
+      above the lower median of the last 10 blocks' 50th percentile rewards.
 
     Raises
     ------
     NoBaseFeeError
         When the head is before London (there is no base fee to estimate).
+
+    References
+    ----------
+    .. [1] MetaMask, "Get EIP-1559 gas prices" (Gas API reference, ``suggestedGasFees``),
+       https://docs.metamask.io/services/reference/gas-api/api-reference/gasprices-type2/
+    .. [2] MetaMask/core ``packages/gas-fee-controller/src/fetchGasEstimatesViaEthFeeHistory``
+       (``calculateGasFeeEstimatesForPriorityLevels``, ``medianOf``).
     """
     history = _require(base_fees_wei(chain))
     head = chain.head()
     base_fee = chain.next_base_fee(head)
     block_time_ms = chain.params.slot_time_s * 1000
-    recent = [
-        chain.priority_fee_percentiles(n, [10, 20, 30]) for n in _recent(chain, RECENT_BLOCKS)
-    ]
+    recent = _rewards(chain, RECENT_BLOCKS, [10, 20, 30])
     result: dict[str, Any] = {}
     for column, level in enumerate(LEVELS):
         tips = [row[column] for row in recent]
         result[level] = level_estimate(level, tips, base_fee, block_time_ms)
-    spans = [chain.priority_fee_percentiles(n, [0, 50, 100]) for n in _recent(chain, TREND_BLOCKS)]
+    spans = _rewards(chain, TREND_BLOCKS, [0, 50, 100])
     latest_min, latest_median, latest_max = spans[-1]
     result.update(
         {

@@ -51,7 +51,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from starlette.concurrency import run_in_threadpool
@@ -64,9 +64,6 @@ from feeslab.devnet._blockstore import BlockCorrupt, BlockNotFound, Blockstore
 from feeslab.devnet._multipart import MultipartError, MultipartParser, boundary_of
 from feeslab.devnet._trailers import TRAILERS
 from feeslab.unixfs import CID, CidError, DagError
-
-if TYPE_CHECKING:
-    from feeslab.devnet.service import Devnet
 
 log = logging.getLogger(__name__)
 
@@ -1084,8 +1081,18 @@ ALLOW = "OPTIONS, POST"
 # -- the endpoint -----------------------------------------------------------------------------
 
 
-def _devnet(request: Request) -> Devnet:
-    return request.app.state.devnet
+class Served(Protocol):
+    """What the endpoint reads of the devnet it is served by (``feeslab.devnet.service.Devnet``
+    has both): its credentials and its node. Named here, not imported, so the devnet's service,
+    which opens this module's node, and this module do not import each other."""
+
+    credentials: auth.Credentials
+    ipfs: IpfsNode
+
+
+def _devnet(request: Request) -> Served:
+    served: Served = request.app.state.devnet
+    return served
 
 
 async def api(request: Request) -> Response:

@@ -31,7 +31,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from feeslab._costs import REJECTED_REQUEST_COST, method_cost
 from feeslab.devnet import rpc
 from feeslab.devnet._encoded import Encoded, encode
 from feeslab.devnet.errors import (
@@ -42,6 +41,7 @@ from feeslab.devnet.errors import (
     PARSE_ERROR,
     RpcError,
 )
+from feeslab.protocol.costs import REJECTED_REQUEST_COST, method_cost
 
 log = logging.getLogger(__name__)
 

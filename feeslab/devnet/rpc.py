@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from feeslab.devnet import gasprice
 from feeslab.devnet._encoded import CHUNK, ChunkedCache, Encoded, EncodedCache, encode
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR, RpcError
 from feeslab.devnet.evm import ZERO_ADDRESS, CallRequest, Executor, estimate_gas
@@ -44,17 +45,6 @@ MAX_REWARD_PERCENTILES = 100  # geth's maxQueryLimit
 TAGS = frozenset({"latest", "earliest", "pending", "safe", "finalized"})
 MAX_INT64 = 2**63 - 1
 MAX_UINT64 = 2**64 - 1
-
-# geth's gas price oracle (eth/gasprice, FullNodeGPO): 20 blocks, 60th percentile,
-# tips below 2 wei ignored, 500 gwei cap; 1 gwei when a block gives no sample
-ORACLE_BLOCKS = 20
-ORACLE_PERCENTILE = 60
-ORACLE_IGNORE_BELOW = 2
-ORACLE_MAX_PRICE = 500 * 10**9
-ORACLE_DEFAULT_TIP = 10**9
-# geth samples the 3 cheapest transactions of each block; the devnet has a tip
-# distribution instead of transactions, so it samples its low tail
-ORACLE_SAMPLE_PERCENTILES = (1.0, 2.0, 3.0)
 
 
 class _ArgError(Exception):
@@ -763,6 +753,28 @@ def eth_get_block_by_hash(ctx: Any, block_hash: bytes, full_tx: bool) -> dict[st
     return format_block(block, body=block_body(ctx.chain.history, block.number), full_tx=full_tx)
 
 
+def eth_get_header_by_number(ctx: Any, tag: int | str) -> dict[str, Any] | None:
+    """geth's eth_getHeaderByNumber: the header's fields and hash (``RPCMarshalHeader``: no
+    transactions, uncles, withdrawals, size or total difficulty); null beyond the head. The
+    pending header has null ``hash``, ``nonce`` and ``miner``, as geth nulls them. Headers
+    are served on a pruned node too (:func:`pruning`: ``earliest`` is its cutoff block).
+    """
+    block, pending = _block_at(ctx.chain, tag)
+    if block is None:
+        return None
+    fields = format_header(block.header)
+    if pending:
+        for key in ("hash", "nonce", "miner"):
+            fields[key] = None
+    return fields
+
+
+def eth_get_header_by_hash(ctx: Any, block_hash: bytes) -> dict[str, Any] | None:
+    """geth's eth_getHeaderByHash: the header of the canonical block with this hash, or null."""
+    block = _block_by_hash(ctx.chain, block_hash)
+    return None if block is None else format_header(block.header)
+
+
 def eth_get_block_receipts(ctx: Any, tag: int | str | bytes | _NoBlock) -> list | None:
     """geth's eth_getBlockReceipts: the receipts of a block by number, tag or hash (null for
     an unknown one; the pending block's from its transactions, as geth's miner has them)."""
@@ -928,33 +940,14 @@ def eth_blob_base_fee(ctx: Any) -> str | None:
     return None if fee is None else quantity(fee)
 
 
-def suggest_tip_cap(chain: Any) -> int:
-    """geth's gas price oracle, fed by the chain's tip model [wei].
-
-    geth takes the 3 cheapest tips (at least 2 wei) of each of the last 20 blocks, or its
-    last answer when a block gives none, and answers the 60th percentile of the pool,
-    capped at 500 gwei. Here the 3 cheapest tips are the 1st-3rd percentiles of each block's
-    tip distribution, and an empty block contributes the 1 gwei default.
-    """
-    head = chain.head()
-    samples: list[int] = []
-    for n in range(max(0, head - ORACLE_BLOCKS + 1), head + 1):
-        tips = chain.priority_fee_percentiles(n, ORACLE_SAMPLE_PERCENTILES)
-        tips = [t for t in tips if t >= ORACLE_IGNORE_BELOW]
-        samples.extend(tips or [ORACLE_DEFAULT_TIP])
-    samples.sort()
-    tip = samples[(len(samples) - 1) * ORACLE_PERCENTILE // 100]
-    return min(tip, ORACLE_MAX_PRICE)
-
-
 def eth_max_priority_fee_per_gas(ctx: Any) -> str:
-    return quantity(suggest_tip_cap(ctx.chain))
+    """geth's gas price oracle over the chain's last blocks (:mod:`feeslab.devnet.gasprice`)."""
+    return quantity(gasprice.suggest_tip_cap(ctx.chain))
 
 
 def eth_gas_price(ctx: Any) -> str:
-    """Suggested tip plus the latest block's base fee (geth adds the head's, not the next)."""
-    chain = ctx.chain
-    return quantity(suggest_tip_cap(chain) + (chain.base_fee(chain.head()) or 0))
+    """The oracle's tip plus the head block's base fee (geth adds the head's, not the next)."""
+    return quantity(gasprice.gas_price(ctx.chain))
 
 
 # -- execution: eth_getStorageAt, eth_call, eth_estimateGas ------------------------------------
@@ -1073,6 +1066,8 @@ METHODS: dict[str, tuple[Callable[..., Any], tuple[Callable[[Any], Any], ...], i
     "web3_clientVersion": (web3_client_version, (), 0),
     "eth_getBlockByNumber": (eth_get_block_by_number, (_B, bool_param), 2),
     "eth_getBlockByHash": (eth_get_block_by_hash, (_H, bool_param), 2),
+    "eth_getHeaderByNumber": (eth_get_header_by_number, (_B,), 1),
+    "eth_getHeaderByHash": (eth_get_header_by_hash, (_H,), 1),
     "eth_getUncleByBlockNumberAndIndex": (eth_get_uncle_by_block_number_and_index, (_B, _U), 2),
     "eth_getUncleByBlockHashAndIndex": (eth_get_uncle_by_block_hash_and_index, (_H, _U), 2),
     "eth_getUncleCountByBlockNumber": (eth_get_uncle_count_by_block_number, (_B,), 1),
@@ -1282,6 +1277,17 @@ def _by_number(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable[[
     return params
 
 
+def _earliest_is_cutoff(ctx: Any, cutoff: int, params: Any,
+                        decoders: Sequence[Callable[[Any], Any]],
+                        required: int) -> Any:  # fmt: skip
+    """geth's ``HeaderByNumber``: ``earliest`` is the cutoff; every header stays served."""
+    try:
+        args = decode_params(params, decoders, required)
+    except RpcError:
+        return params
+    return [quantity(cutoff), *params[1:]] if args[0] == "earliest" else params
+
+
 def _by_hash(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable[[Any], Any]],
              required: int) -> Any:  # fmt: skip
     """geth's ``BlockByHash``: a known block below the cutoff is the error."""
@@ -1322,6 +1328,7 @@ def _fee_rewards(ctx: Any, cutoff: int, params: Any, decoders: Sequence[Callable
 # from BlockByNumber/BlockByHash/BlockByNumberOrHash or its receipts (eth/api_backend.go,
 # internal/ethapi/api.go); headers, state and the head stay served. The devnet has no
 # eth_getLogs nor transaction lookups (geth refuses eth_getLogs from below the cutoff too).
+# eth_getHeaderByNumber is here for its ``earliest`` alone (HeaderByNumber: the cutoff).
 _NEEDS_BODIES: dict[str, Callable[..., Any]] = {
     "eth_getBlockByNumber": _by_number,
     "eth_getBlockByHash": _by_hash,
@@ -1331,6 +1338,7 @@ _NEEDS_BODIES: dict[str, Callable[..., Any]] = {
     "eth_getUncleCountByBlockHash": _by_hash,
     "eth_getBlockReceipts": _by_hash,
     "eth_feeHistory": _fee_rewards,
+    "eth_getHeaderByNumber": _earliest_is_cutoff,  # headers stay: only earliest moves
 }
 
 

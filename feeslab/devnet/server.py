@@ -32,12 +32,12 @@ from typing import Any
 
 import uvicorn
 
-from feeslab._costs import TEAM_PLAN_CREDITS_PER_SECOND, TEAM_PLAN_DAILY_CREDITS
 from feeslab.devnet._trailers import DEFAULT_READ_TIMEOUT, TrailerH11Protocol
 from feeslab.devnet.auth import Credentials
 from feeslab.devnet.chain import build_chains
 from feeslab.devnet.credits import CreditLedger
 from feeslab.devnet.service import Devnet
+from feeslab.protocol.costs import TEAM_PLAN_CREDITS_PER_SECOND, TEAM_PLAN_DAILY_CREDITS
 
 DEFAULT_DAILY_CREDITS = TEAM_PLAN_DAILY_CREDITS
 DEFAULT_CREDITS_PER_SECOND = TEAM_PLAN_CREDITS_PER_SECOND
@@ -73,12 +73,13 @@ def simulation_digest(seed: int, height: int | None = None) -> str:
     import hashlib
     from pathlib import Path
 
-    from feeslab._chaindata import chains_json_bytes
+    from feeslab.protocol.chaindata import chains_json_bytes
 
     digest = hashlib.sha256()
     here = Path(__file__).resolve().parent
     sources = [*sorted(here.rglob("*.py")), *sorted((here / "contracts").glob("*.json"))]
-    sources += [Path(__file__).resolve().parent.parent / name for name in _RULES]
+    # the rules outside devnet/ the answers follow: the base fee, the blob fee, the credit costs
+    sources += sorted((here.parent / "protocol").glob("*.py"))
     for path in sources:
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     digest.update(hashlib.sha256(chains_json_bytes()).digest())
@@ -87,8 +88,6 @@ def simulation_digest(seed: int, height: int | None = None) -> str:
         digest.update(f"height={height}".encode())
     return digest.hexdigest()[:12]
 
-
-_RULES = ("_eip1559.py", "_eip4844.py", "_costs.py")  # rules outside devnet/ the answers follow
 
 
 class DevnetHandle:

@@ -94,7 +94,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from feeslab._eip4844 import GAS_PER_BLOB
 from feeslab.devnet._draws import (  # the draws a header's access list shares (chain.py)
     _MAX_NONCE,
     _RECIPIENTS,
@@ -130,6 +129,7 @@ from feeslab.devnet.chain import (
     ordered_trie_root,
     rlp_list_of_encoded,
 )
+from feeslab.protocol.blobs import GAS_PER_BLOB
 
 if TYPE_CHECKING:
     from feeslab.devnet.chain import Block, History

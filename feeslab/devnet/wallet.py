@@ -71,7 +71,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.websockets import WebSocket
 
-from feeslab._costs import event_cost, method_cost
 from feeslab.caip import (
     AccountId,
     CaipError,
@@ -86,6 +85,7 @@ from feeslab.devnet.credits import payment_required_body, too_many_requests_body
 from feeslab.devnet.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from feeslab.devnet.jsonrpc import CallContext, encode, execute, parse_request
 from feeslab.devnet.subscriptions import HeadSubscriptions, poll_interval
+from feeslab.protocol.costs import event_cost, method_cost
 
 if TYPE_CHECKING:
     from feeslab.devnet.credits import Usage

@@ -20,7 +20,8 @@ Jupyter kernel.
 
 ``NodeClient`` puts the on-disk cache and the credit ledger over a transport (the calls are
 built by ``feeslab.datasets``); ``IpfsClient`` speaks the storage API; the multichain wallet's
-clients are in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``).
+clients are in ``feeslab.fetch.wallet`` (they build on ``feeslab.caip``);
+``feeslab.fetch.heads`` follows the chain's head on the shared loop (``lab.watch`` uses it).
 
 Errors form one tree under ``FeeslabError``, in ``feeslab.errors``.
 """

@@ -33,7 +33,6 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import httpx
 
-from feeslab._costs import TokenBucket, http_status_cost, method_cost
 from feeslab._redact import register_secrets, scrub_exception, secrets_in_url
 from feeslab.errors import ConfigError, FeeslabError, ProtocolError, RateLimited, redact
 from feeslab.fetch.credits import Budget, CreditLedger
@@ -48,6 +47,7 @@ from feeslab.fetch.retry import (
     drive,
     retry_after,
 )
+from feeslab.protocol.costs import TokenBucket, http_status_cost, method_cost
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -149,6 +149,7 @@ class TransportOptions(PolicyOptions, total=False):
     limits: Limits | None
     retry: Retry | None
     credits_per_second: float | None
+    governor: Governor | None
     ledger: CreditLedger | None
     budget: Budget | None
     on_response: Callable[[Sequence[RpcCall], int], None] | None
@@ -388,6 +389,9 @@ class RpcCore:
     retry : Retry
     credits_per_second : float or None
         Pace with a ``CreditGovernor`` at this rate [credits/s]; None: unpaced.
+    governor : Governor, optional
+        Pace with this instead (a ``CreditGovernor`` made by the caller, or a cluster's bucket
+        shared by many transports); not with ``credits_per_second``.
     on_response : callable or None
         ``on_response(calls, status)`` after every answer: the credit ledger's hook.
     clock : callable
@@ -418,8 +422,11 @@ class RpcCore:
         schemes: tuple[str, ...] = ("http", "https"),
         ledger: CreditLedger | None = None,
         budget: Budget | None = None,
+        governor: Governor | None = None,
     ) -> None:
         check_url(url, schemes)
+        if governor is not None and credits_per_second is not None:
+            raise ConfigError("give credits_per_second= or governor=, not both")
         self.ledger = ledger if ledger is not None else CreditLedger()
         # every budget each request is charged against: the transport's own, then those of
         # the fetches running (``charging``, nested); swapped whole, read without a lock
@@ -434,7 +441,7 @@ class RpcCore:
         self.secrets = secrets_of(url, auth)
         # and mask them in httpx's and websockets' log records (any provider's URL key too)
         register_secrets(*self.secrets, *secrets_in_url(url))
-        self.governor: Governor | None = (
+        self.governor: Governor | None = governor or (
             CreditGovernor(credits_per_second, clock=clock) if credits_per_second else None
         )
         self.attempts = 0  # requests sent, all batches together
@@ -454,6 +461,7 @@ class RpcCore:
         limits: Limits | None = None,
         retry: Retry | None = None,
         credits_per_second: float | None = None,
+        governor: Governor | None = None,
         ledger: CreditLedger | None = None,
         budget: Budget | None = None,
         on_response: Callable[[Sequence[RpcCall], int], None] | None = None,
@@ -465,7 +473,7 @@ class RpcCore:
         limits, retry = make_policies(limits, retry, flat)
         return cls(url=url, limits=limits, retry=retry, credits_per_second=credits_per_second,
                    on_response=on_response, clock=clock, auth=auth, schemes=schemes,
-                   ledger=ledger, budget=budget)  # fmt: skip
+                   ledger=ledger, budget=budget, governor=governor)  # fmt: skip
 
     def next_ids(self, n: int) -> list[int]:
         with self._lock:
@@ -664,14 +672,9 @@ class TransportReports:
 
     @property
     def governor(self) -> Governor | None:
-        """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced."""
+        """The pacing: ``rate``, ``ceiling`` [credits/s] and ``cuts``; None when unpaced (given
+        at construction: ``credits_per_second=`` or ``governor=``)."""
         return self._core.governor
-
-    @governor.setter
-    def governor(self, governor: Governor | None) -> None:
-        """Pace with another governor: anything with ``CreditGovernor``'s methods (a cluster's
-        bucket shared by many transports, ``feeslab.cluster``)."""
-        self._core.governor = governor
 
     @property
     def limits(self) -> Limits:

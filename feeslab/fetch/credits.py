@@ -1,8 +1,8 @@
 """Credits on the client side: what was spent (`CreditLedger`), what a fetch will cost before it
 runs (`Plan`), and a cap that stops a fetch before it passes it (`Budget`).
 
-Prices come from ``feeslab._costs``, the table the embedded devnet charges from, so an estimate
-here and a charge there cannot drift apart. The charging rules (REFERENCE.md, "Credits"):
+Prices come from ``feeslab.protocol.costs``, the table the embedded devnet charges from, so an
+estimate here and a charge there cannot drift apart. The charging rules (REFERENCE.md, "Credits"):
 
 - a served request (HTTP 2xx) costs each of its calls' price: batching saves requests, not credits;
 - HTTP 402 and 429 answers are free, and so is any 5xx;
@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from feeslab._costs import (
+from feeslab.protocol.costs import (
     DEFAULT_DEVNET_PLAN,
     DEFAULT_SERVICE_PLAN,
     PLANS,
@@ -135,7 +135,7 @@ class CreditLedger:
         Parameters
         ----------
         method : str
-            Method, Gas API endpoint or event kind, as named in ``feeslab._costs``.
+            Method, Gas API endpoint or event kind, as named in ``feeslab.protocol.costs``.
         cached : bool
             Answered from the cache: counted, free; ``http_status`` is ignored.
         http_status : int
@@ -363,7 +363,7 @@ class Plan:
     Parameters
     ----------
     lines : iterable of PlanLine or (method, count) pairs
-        Pairs are priced as node methods from ``feeslab._costs``.
+        Pairs are priced as node methods from ``feeslab.protocol.costs``.
     title : str, optional
         Shown above the table.
 
@@ -634,7 +634,7 @@ def pacing_rate(
     ----------
     credits_per_second : float, str or None
         A number [credits/s]; a plan's name (``"core"``, ``"developer"``, ``"team"``, see
-        ``feeslab._costs.PLANS``); ``math.inf`` for no pacing; None for the default: what a
+        ``feeslab.protocol.costs.PLANS``); ``math.inf`` for no pacing; None for the default: what a
         devnet at ``devnet_root`` says it enforces (asked with ``auth``), or without a secret
         to ask with the devnet's default plan (``DEFAULT_DEVNET_PLAN``, Team); else on the
         service (``service``) the ``DEFAULT_SERVICE_PLAN`` (the free Core plan: every plan

@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from feeslab._costs import DEFAULT_METHOD_COST, METHOD_COSTS, method_cost
 from feeslab.errors import RpcError
+from feeslab.protocol.costs import DEFAULT_METHOD_COST, METHOD_COSTS, method_cost
 
 __all__ = [
     "LARGE_ANSWERS",
@@ -221,7 +221,7 @@ def chunks(
 ) -> list[Sequence[RpcCall]]:
     """``items`` in batches of at most ``size`` calls, of them at most
     :data:`MOST_LARGE_ANSWERS` of :data:`LARGE_ANSWERS`, and, when given, at most
-    ``max_cost`` credits each (costed per call from ``feeslab._costs``; a batch holds at
+    ``max_cost`` credits each (costed per call from ``feeslab.protocol.costs``; a batch holds at
     least one call)."""
     mixed = False
     if size > MOST_LARGE_ANSWERS:

@@ -19,7 +19,7 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Iterator
 from typing import (
     Concatenate,
     ParamSpec,
@@ -117,7 +117,7 @@ class LoopThread:
 
         return self.run(call())
 
-    def iterate(self, stream: AsyncGenerator[_T, None]) -> Iterator[_T]:
+    def iterate(self, stream: AsyncGenerator[_T, None]) -> Generator[_T, None, None]:
         """The items of an async generator, one blocking step at a time; closed at the end."""
         try:
             while True:
@@ -160,6 +160,11 @@ class Blocking:
             self._closed = True
             self._loop.release()
             raise
+
+    @property
+    def loop_thread(self) -> LoopThread:
+        """The loop thread this client's async twin runs on (the process's shared one)."""
+        return self._loop
 
     def _run(self, coro: _Coro[_T]) -> _T:
         if self._closed:

@@ -34,14 +34,16 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from feeslab.errors import CreditsExhausted, HistoryPruned, ProtocolError
+from feeslab.errors import ConfigError, CreditsExhausted, HistoryPruned, ProtocolError
 from feeslab.fetch._gc import gc_paused
 from feeslab.fetch.cache import MISSING, Cache, chain_identity, moving_tag
 from feeslab.fetch.credits import Budget, CreditLedger
+from feeslab.fetch.loop import LoopThread
 from feeslab.fetch.transport import OnBatch, RpcCall, RpcResult
 
 if TYPE_CHECKING:
     from feeslab._progress import ProgressBar
+    from feeslab.fetch.ws import WebSocketTransport
 
 DEFAULT_SETTLED_DEPTH = 64  # two epochs: finalized on a proof-of-stake chain
 # calls per chunk between progress updates: big enough that the transport keeps all its
@@ -62,6 +64,20 @@ class Transport(Protocol):
     def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]: ...
     def charging(self, budget: Budget | None) -> contextlib.AbstractContextManager[None]: ...
     def close(self) -> None: ...
+
+    @property
+    def asynchronous(self) -> AsyncTransport:
+        """Its async twin, for code on its loop thread (``feeslab.fetch.heads``)."""
+        ...
+
+    @property
+    def loop_thread(self) -> LoopThread: ...
+
+
+class AsyncTransport(Protocol):
+    """An async JSON-RPC transport: ``AsyncHTTPTransport`` or ``AsyncWebSocketTransport``."""
+
+    async def handle_request(self, calls: Sequence[RpcCall]) -> list[RpcResult]: ...
 
 
 # which positional param names the block an answer is about
@@ -121,6 +137,11 @@ class NodeClient:
         the client version) this way.
     head : int, optional
         The latest block number, when the caller knows it already (then not asked).
+    open_websocket : callable, optional
+        ``open_websocket(url)``: a new WebSocket transport to this node (at ``url``, or when
+        None at the WebSocket twin of the node's URL), built as this client's transport was
+        and booked in ``ledger`` (``feeslab.sources.rpc.open_node`` gives it); see
+        :meth:`open_websocket`.
     """
 
     def __init__(
@@ -135,8 +156,10 @@ class NodeClient:
         identity_suffix: str | None = None,
         known: Mapping[tuple[str, str], object] | None = None,
         head: int | None = None,
+        open_websocket: Callable[[str | None], WebSocketTransport] | None = None,
     ) -> None:
         self.transport = transport
+        self._open_websocket = open_websocket
         self.identity_suffix = identity_suffix
         self.ledger = ledger
         self.settled_depth = settled_depth
@@ -212,6 +235,23 @@ class NodeClient:
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+    def open_websocket(self, url: str | None = None) -> WebSocketTransport:
+        """A new WebSocket to this node, for subscriptions (``feeslab.watch`` follows the head
+        on it): at ``url``, or by default at the WebSocket twin of the node's URL (the
+        service's and a devnet's layout). Its calls are booked in this client's ledger; the
+        caller closes it.
+
+        Raises
+        ------
+        ConfigError
+            This client was made without a way to open one (not by ``open_node``), or
+            ``url`` is not a ``ws(s)://`` URL.
+        """
+        if self._open_websocket is None:
+            raise ConfigError("this node client cannot open a WebSocket: pass its URL to a "
+                              "feeslab.fetch.ws.WebSocketTransport")  # fmt: skip
+        return self._open_websocket(url)
 
     @property
     def caching(self) -> bool:

@@ -49,7 +49,7 @@ Pacing
 ------
 With ``credits_per_second`` the transport paces itself (`CreditGovernor`: a token bucket at
 ``GOVERNOR_HEADROOM`` of the rate, with ``GOVERNOR_BURST`` of a second's burst, costed per call
-from ``feeslab._costs``), cuts batches to at most the bucket's share of one of the
+from ``feeslab.protocol.costs``), cuts batches to at most the bucket's share of one of the
 ``max_concurrency`` batches in flight, and adapts (AIMD): a 429 halves the rate, a quiet
 stretch wins it back. ``connect()`` passes the plan's rate by default.
 """
@@ -236,10 +236,14 @@ class AsyncHTTPTransport(TransportReports):
         (the jitter's source). Or give those as keywords.
     credits_per_second : float, optional
         Pace requests with a client-side token bucket (`CreditGovernor`) charged
-        ``feeslab._costs.method_cost`` per call, so that a big scan stays under the plan's
+        ``feeslab.protocol.costs.method_cost`` per call, so that a big scan stays under the plan's
         throughput [credits/s]; batches are then also cut to at most the bucket's share of one
         batch in flight (``rate / max_concurrency`` credits). None (the default here; ``connect``
         passes the plan's rate) disables both.
+    governor : Governor, optional
+        Pace with this instead of a ``CreditGovernor`` of its own: anything with its methods
+        (a cluster's bucket shared by many transports, ``feeslab.cluster``); not with
+        ``credits_per_second``.
     headers : mapping, optional
         Extra request headers.
     auth : tuple or httpx.Auth, optional
@@ -400,6 +404,12 @@ class HTTPTransport(Blocking, TransportReports):
 
         super().__init__(make)
         self._core = self._inner._core
+
+    @property
+    def asynchronous(self) -> AsyncHTTPTransport:
+        """The async transport this one runs, for code already on its loop thread
+        (``loop_thread``: ``feeslab.fetch.heads`` awaits it there)."""
+        return self._inner
 
     def handle_request(
         self, calls: Sequence[RpcCall], *, on_batch: OnBatch | None = None

@@ -97,7 +97,7 @@ class AsyncSubscription:
     received_ns : int or None
         When the notification last returned was read off the socket
         (``time.monotonic_ns()``) [ns]: how long it waited before the caller took it is the
-        caller's lag (``feeslab.watch`` measures from it).
+        caller's lag (``feeslab.watch`` measures from it, through ``feeslab.fetch.heads``).
     """
 
     def __init__(self, transport: AsyncWebSocketTransport, sub_id: str, kind: str) -> None:
@@ -177,7 +177,7 @@ class AsyncWebSocketTransport(TransportReports):
     ----------
     url : str
         ``ws(s)://.../ws/v3/<KEY>``.
-    limits, retry, credits_per_second, ledger, budget, on_response, clock
+    limits, retry, credits_per_second, governor, ledger, budget, on_response, clock
         As for ``feeslab.fetch.transport.AsyncHTTPTransport`` (also as the keywords
         ``max_batch``, ``max_concurrency``, ``timeout``, ``retries``, ...); ``timeout`` is the
         wait for the connection and for each answer [s] (default 30).
@@ -577,6 +577,12 @@ class WebSocketTransport(Blocking):
 
     def __repr__(self) -> str:
         return repr(self._inner).replace("AsyncWebSocketTransport", "WebSocketTransport")
+
+    @property
+    def asynchronous(self) -> AsyncWebSocketTransport:
+        """The async transport this one runs, for code already on its loop thread
+        (``loop_thread``: ``feeslab.fetch.heads`` awaits it there)."""
+        return self._inner
 
     @property
     def credits_spent(self) -> int:

@@ -15,9 +15,9 @@ Conventions, shared by every frame:
   in ``object`` columns;
 * an empty input gives an empty frame with the documented dtypes (the ``*_DTYPES`` dicts);
 * ``attrs`` say what a frame came from: ``chain_id``, ``chain_spec`` (the label of a
-  :class:`feeslab.chainspec.ChainSpec`) and ``source``. The parse functions here are pure
+  :class:`feeslab.protocol.chainspec.ChainSpec`) and ``source``. The parse functions here are pure
   and leave them empty; whoever fetched the answers sets them
-  (:func:`feeslab.chainspec.with_chain`, as every ``Lab`` method does).
+  (:func:`feeslab.protocol.chainspec.with_chain`, as every ``Lab`` method does).
 
 References
 ----------
@@ -62,6 +62,7 @@ from feeslab.frames.uncles import (
     uncle_scan_frame,
     uncles_frame,
 )
+from feeslab.frames.watch import WATCH_DTYPES, WatchRing, parse_heads, watch_dtypes
 
 __all__ = [
     "BASE_FEE_DTYPES",
@@ -72,7 +73,9 @@ __all__ = [
     "STORAGE_DTYPES",
     "UNCLE_DTYPES",
     "UNCLE_SCAN_DTYPES",
+    "WATCH_DTYPES",
     "FunctionSpec",
+    "WatchRing",
     "blocks_frame",
     "call_object",
     "decode_output",
@@ -87,6 +90,7 @@ __all__ = [
     "parse_call_series",
     "parse_cost_estimates",
     "parse_fee_history",
+    "parse_heads",
     "parse_storage_series",
     "parse_uncles",
     "reward_column",
@@ -95,4 +99,5 @@ __all__ = [
     "transaction_cost",
     "uncle_scan_frame",
     "uncles_frame",
+    "watch_dtypes",
 ]

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from feeslab.headers import HEADER_FIELDS, header_hash, unknown_header_fields
+from feeslab.protocol.headers import HEADER_FIELDS, header_hash, unknown_header_fields
 
 __all__ = [
     "BLOCK_DTYPES",
@@ -344,7 +344,7 @@ def _snake(name: str) -> str:
 def _extra_columns(items: Sequence[Mapping[str, object]], frame: pd.DataFrame) -> pd.DataFrame:
     """Header fields feeslab does not know, kept as ``str`` columns (snake_case, as served;
     None where a block lacks one) and named in ``attrs["extra_header_fields"]``, with a
-    warning once per field (``feeslab.headers.UnknownHeaderFieldWarning``)."""
+    warning once per field (``feeslab.protocol.headers.UnknownHeaderFieldWarning``)."""
     names: dict[str, None] = {}
     for item in items:
         if not _KNOWN_KEYS.issuperset(item):
@@ -523,7 +523,7 @@ def parse_header_fields(blocks: Iterable[Mapping[str, object]]) -> pd.DataFrame:
         optional ones), ``int64``/``Int64`` [gas] or [wei] for quantities, ``difficulty``
         exact (object), ``timestamp`` UTC, and ``hash_verified`` (bool):
         ``keccak256(rlp(header)) == hash`` with the fields as served
-        (:func:`feeslab.headers.header_hash`). A field feeslab does not know becomes one
+        (:func:`feeslab.protocol.headers.header_hash`). A field feeslab does not know becomes one
         more column (its snake_case name, ``str`` as served), named in
         ``attrs["extra_header_fields"]``, with a warning once per field.
 

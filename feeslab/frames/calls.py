@@ -27,9 +27,6 @@ from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
-from eth_abi.exceptions import ParseError
-from eth_abi.grammar import normalize, parse
-from eth_utils.abi import collapse_if_tuple, function_signature_to_4byte_selector
 
 from feeslab._hexbytes import check_address, is_address
 from feeslab.errors import RevertError, RpcError
@@ -111,6 +108,8 @@ class FunctionSpec:
     @property
     def selector(self) -> bytes:
         """The 4-byte function selector: the first bytes of keccak256 of the signature."""
+        from eth_utils.abi import function_signature_to_4byte_selector  # eth-utils: 0.4 s, on use
+
         return function_signature_to_4byte_selector(self.signature)
 
 
@@ -122,6 +121,9 @@ def _split_types(text: str, what: str) -> list[str]:
     bare = _AFTER_TYPE.sub("", _SPACES.sub("", text.strip()))
     if not bare:
         return []
+    from eth_abi.exceptions import ParseError  # eth-abi and its grammar: loaded for calls only
+    from eth_abi.grammar import normalize, parse
+
     try:
         parsed = parse(normalize(f"({bare})"))
     except ParseError as exc:
@@ -132,6 +134,8 @@ def _split_types(text: str, what: str) -> list[str]:
 def _entry_spec(entry: Mapping[str, Any]) -> FunctionSpec:
     if entry.get("type", "function") != "function" or "name" not in entry:
         raise ValueError(f"not a function ABI entry: {dict(entry)!r}"[:200])
+    from eth_utils.abi import collapse_if_tuple
+
     inputs = tuple(collapse_if_tuple(p) for p in entry.get("inputs", []))
     outputs = tuple(collapse_if_tuple(p) for p in entry.get("outputs", []))
     names = [str(p.get("name") or "") for p in entry.get("outputs", [])]

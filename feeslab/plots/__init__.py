@@ -15,6 +15,7 @@ from feeslab.plots import source as _source
 from feeslab.plots import storage as _storage
 from feeslab.plots import suggestions as _suggestions
 from feeslab.plots import uncles as _uncles
+from feeslab.plots import watch as _watch
 from feeslab.plots.blobs import *  # noqa: F403
 from feeslab.plots.fees import *  # noqa: F403
 from feeslab.plots.gas import *  # noqa: F403
@@ -23,6 +24,7 @@ from feeslab.plots.source import *  # noqa: F403
 from feeslab.plots.storage import *  # noqa: F403
 from feeslab.plots.suggestions import *  # noqa: F403
 from feeslab.plots.uncles import *  # noqa: F403
+from feeslab.plots.watch import *  # noqa: F403
 
 __all__ = sorted(
     [
@@ -34,5 +36,6 @@ __all__ = sorted(
         *_storage.__all__,
         *_suggestions.__all__,
         *_uncles.__all__,
+        *_watch.__all__,
     ]
 )

@@ -22,6 +22,7 @@ the registry runs each part on its source and joins the rows.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -30,10 +31,11 @@ import pandas as pd
 from feeslab.errors import ConfigError
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
+    from feeslab.fetch.gas import GasClient
+    from feeslab.protocol.chainspec import ChainSpec
 
-__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceMismatch", "SplitSource",
-           "require"]  # fmt: skip
+__all__ = ["GAS_API", "JSON_RPC", "FrameSource", "Source", "SourceBase", "SourceMismatch",
+           "SplitSource", "require"]  # fmt: skip
 
 JSON_RPC = "json-rpc"
 GAS_API = "gas-api"
@@ -50,7 +52,7 @@ class Source(Protocol):
 
     @property
     def chain_spec(self) -> ChainSpec | None:
-        """The rules the source's chain follows (``feeslab.chainspec.ChainSpec``), or None."""
+        """The rules the source's chain follows (``feeslab.ChainSpec``), or None."""
         ...
 
     def offers(self) -> frozenset[str]:
@@ -64,6 +66,74 @@ class Source(Protocol):
     def close(self) -> None:
         """Release what the source holds open."""
         ...
+
+    # what callers use of every source (defaults in SourceBase): nothing outside this package
+    # asks a source for an attribute by name or by class
+
+    @property
+    def composite(self) -> bool:
+        """Whether the source is made of others (a :class:`SplitSource`)."""
+        ...
+
+    @property
+    def progress(self) -> bool | None:
+        """Whether long reads show a bar, as the connection says (None: unsaid)."""
+        ...
+
+    @property
+    def history_probes(self) -> int:
+        """Calls sent so far to learn the node's history cutoff (plans count them)."""
+        ...
+
+    def guard_history(
+        self, first: int, stop: int, what: str = "", *, at_exit: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        """Refuse (``HistoryPruned``) blocks ``first`` .. ``stop - 1`` whose bodies lie below
+        the node's cutoff (EIP-4444), once the fetch inside sets up or at the latest when the
+        block ends (``at_exit``); a source without a cutoff refuses nothing."""
+        ...
+
+    def read(self, dataset: str, **parameters: object) -> pd.DataFrame:
+        """The rows of ``dataset`` the source holds (``dataset in source.offers()``)."""
+        ...
+
+    @property
+    def gas(self) -> GasClient | None:
+        """The Gas API's client where the source has one (``"gas-api"`` offered)."""
+        ...
+
+
+class SourceBase:
+    """The defaults of :class:`Source`'s parts that most sources do not need: not made of
+    others, no bars of their own, no history cutoff, no rows held."""
+
+    composite = False
+    history_probes = 0
+
+    @property
+    def gas(self) -> GasClient | None:
+        """No Gas API."""
+        return None
+
+    @property
+    def progress(self) -> bool | None:
+        """No setting of its own."""
+        return None
+
+    def guard_history(
+        self, first: int, stop: int, what: str = "", *, at_exit: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        """Nothing to refuse: no history cutoff."""
+        return contextlib.nullcontext()
+
+    def read(self, dataset: str, **parameters: object) -> pd.DataFrame:
+        """No rows held: :class:`SourceMismatch`."""
+        raise SourceMismatch(f"{self!r} holds no rows of {dataset}: it offers "
+                             f"{', '.join(sorted(self.offers())) or 'nothing'}")  # fmt: skip
+
+    def offers(self) -> frozenset[str]:
+        """Nothing (a source says what it offers)."""
+        return frozenset()
 
 
 @runtime_checkable

@@ -24,22 +24,23 @@ References
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from feeslab.errors import ConfigError
-from feeslab.sources.base import Source
+from feeslab.sources.base import Source, SourceBase
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
+    from feeslab.protocol.chainspec import ChainSpec
     from feeslab.sources.era1 import Era1Source
     from feeslab.sources.rpc import RpcSource
 
 __all__ = ["CombinedSource"]
 
 
-class CombinedSource:
+class CombinedSource(SourceBase):
     """Era1 files below their end, a node for the rest and for everything else.
 
     Parameters
@@ -71,6 +72,24 @@ class CombinedSource:
         if name.startswith("__") or name in ("archive", "node_source", "_checked"):
             raise AttributeError(name)
         return getattr(self.node_source, name)
+
+    composite = True  # the registry runs each part on its own source and joins the rows
+
+    @property
+    def progress(self) -> bool:
+        """The node's setting: the files show bars as the node's client does."""
+        return self.node_source.progress
+
+    @property
+    def history_probes(self) -> int:  # type: ignore[override]
+        """The node's probes of its history cutoff."""
+        return self.node_source.history_probes
+
+    def guard_history(
+        self, first: int, stop: int, what: str = "", *, at_exit: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        """The node's cutoff check (the files hold what lies below it)."""
+        return self.node_source.guard_history(first, stop, what, at_exit=at_exit)
 
     @property
     def label(self) -> str:

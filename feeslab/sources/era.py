@@ -66,7 +66,7 @@ import cramjam
 import numpy as np
 
 from feeslab.errors import FeeslabError
-from feeslab.sources._e2store import (
+from feeslab.protocol.e2store import (
     EMPTY_UNCLES_HASH,
     VERSION,
     first_chunk,

@@ -10,7 +10,9 @@ data``. Header, body and receipts are snappy-framed RLP; ``TotalDifficulty`` is 
 little-endian; ``Accumulator`` is ``hash_tree_root(List[HeaderRecord(block_hash,
 total_difficulty), 8192])``; ``BlockIndex`` is ``starting-number | offsets | count`` (int64
 LE, offsets relative to the index record's start). Files are named
-``<network>-<epoch:05>-<first 4 bytes of the accumulator root>.era1``.
+``<network>-<epoch:05>-<first 4 bytes of the accumulator root>.era1``. The format's rules
+(record types, the accumulator, the writer the devnet exports with) are in
+:mod:`feeslab.protocol.era1`; this module reads and checks files against them.
 
 Reading checks everything the file can prove: the record layout and the block index, every
 header's hash (keccak of its RLP) and parent link, the total difficulties, the accumulator
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
-import hashlib
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,14 +54,11 @@ from feeslab.frames import (
     uncle_scan_frame,
     uncles_frame,
 )
-from feeslab.sources._e2store import (
+from feeslab.protocol.e2store import (
     EMPTY_TRIE_ROOT,
     EMPTY_UNCLES_HASH,
     decompress_all,
-    framed,
-    keccak,
     ordered_trie_root,
-    record,
     rlp_children,
     rlp_item,
     rlp_list_size,
@@ -69,35 +67,32 @@ from feeslab.sources._e2store import (
     u32,
     uint_column,
 )
-from feeslab.sources.base import require
+from feeslab.protocol.era1 import (
+    ACCUMULATOR,
+    BLOCK_INDEX,
+    COMPRESSED_BODY,
+    COMPRESSED_HEADER,
+    COMPRESSED_RECEIPTS,
+    EPOCH_SIZE,
+    RECORD_NAMES,
+    TOTAL_DIFFICULTY,
+    VERSION,
+    accumulator_root,
+    keccak,
+)
+from feeslab.sources.base import SourceBase, require
 
 if TYPE_CHECKING:
-    from feeslab.chainspec import ChainSpec
+    from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
-    "EPOCH_SIZE",
     "Era1Error",
     "Era1File",
     "Era1Source",
-    "accumulator_root",
     "effective_rewards",
-    "era1_bytes",
     "era1_files",
 ]
 
-EPOCH_SIZE = 8192  # blocks per era1 file (the accumulator's list limit)
-VERSION = b"e2"
-COMPRESSED_HEADER = b"\x03\x00"
-COMPRESSED_BODY = b"\x04\x00"
-COMPRESSED_RECEIPTS = b"\x05\x00"
-TOTAL_DIFFICULTY = b"\x06\x00"
-ACCUMULATOR = b"\x07\x00"
-BLOCK_INDEX = b"f2"
-RECORD_NAMES = {
-    VERSION: "Version", COMPRESSED_HEADER: "CompressedHeader", COMPRESSED_BODY: "CompressedBody",
-    COMPRESSED_RECEIPTS: "CompressedReceipts", TOTAL_DIFFICULTY: "TotalDifficulty",
-    ACCUMULATOR: "Accumulator", BLOCK_INDEX: "BlockIndex",
-}  # fmt: skip
 _TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
 
 
@@ -117,54 +112,6 @@ class Era1Error(FeeslabError, ValueError):
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.block = block
-
-
-# -- SSZ accumulator ---------------------------------------------------------------------------
-
-_ZERO_HASHES = [bytes(32)]
-for _ in range(13):
-    _ZERO_HASHES.append(hashlib.sha256(_ZERO_HASHES[-1] * 2).digest())
-
-
-def accumulator_root(hashes: Sequence[bytes], total_difficulties: Sequence[int]) -> bytes:
-    """``hash_tree_root(List[HeaderRecord(block_hash, total_difficulty), 8192])``.
-
-    Written by hand (sha256 over a fixed 13-level tree and a length mix-in, 20 lines): the
-    SSZ libraries on PyPI pull in a consensus client's worth of code for this one root.
-
-    Parameters
-    ----------
-    hashes : sequence of bytes
-        Block hashes (32 bytes each), in block order.
-    total_difficulties : sequence of int
-        The total difficulty after each block [hashes].
-
-    Returns
-    -------
-    bytes
-        The 32-byte root era1's ``Accumulator`` record holds.
-
-    References
-    ----------
-    .. [1] Ethereum consensus specs, "SimpleSerialize (SSZ)": ``merkleize`` with a limit,
-       ``mix_in_length``.
-    """
-    count = len(hashes)
-    if count > EPOCH_SIZE or count != len(total_difficulties):
-        raise ValueError("one hash and one total difficulty per block, at most 8,192")
-    sha = hashlib.sha256
-    layer = [
-        sha(h + td.to_bytes(32, "little")).digest()
-        for h, td in zip(hashes, total_difficulties, strict=True)
-    ]
-    for depth in range(13):
-        if not layer:
-            layer = [_ZERO_HASHES[depth + 1]]
-            continue
-        if len(layer) % 2:
-            layer.append(_ZERO_HASHES[depth])
-        layer = [sha(layer[i] + layer[i + 1]).digest() for i in range(0, len(layer), 2)]
-    return sha(layer[0] + count.to_bytes(32, "little")).digest()
 
 
 _HEADER_FIELDS = ("difficulty", "number", "gas_limit", "gas_used", "timestamp")
@@ -559,48 +506,6 @@ class Era1File:
         return fields
 
 
-# -- writing -----------------------------------------------------------------------------------
-
-
-def era1_bytes(
-    start: int, blocks: Sequence[tuple[bytes, bytes, bytes, int]]
-) -> tuple[bytes, bytes]:
-    """An era1 file's content from RLP blocks: (content, accumulator root).
-
-    Parameters
-    ----------
-    start : int
-        The first block's number.
-    blocks : sequence of (header RLP, body RLP, receipts RLP, total difficulty)
-        In block order, at most 8,192.
-    """
-    if not 0 < len(blocks) <= EPOCH_SIZE:
-        raise ValueError(f"an era1 file holds 1 to {EPOCH_SIZE:,} blocks, not {len(blocks):,}")
-    parts = [record(VERSION, b"")]
-    offset = 8
-    offsets, hashes, tds = [], [], []
-    for header, body, receipts, total_difficulty in blocks:
-        tuple_bytes = b"".join((
-            record(COMPRESSED_HEADER, framed(header)),
-            record(COMPRESSED_BODY, framed(body)),
-            record(COMPRESSED_RECEIPTS, framed(receipts)),
-            record(TOTAL_DIFFICULTY, total_difficulty.to_bytes(32, "little")),
-        ))  # fmt: skip
-        offsets.append(offset)
-        offset += len(tuple_bytes)
-        parts.append(tuple_bytes)
-        hashes.append(keccak(header))
-        tds.append(total_difficulty)
-    root = accumulator_root(hashes, tds)
-    parts.append(record(ACCUMULATOR, root))
-    index_start = offset + 40
-    index = b"".join(
-        [start.to_bytes(8, "little")]
-        + [(o - index_start).to_bytes(8, "little", signed=True) for o in offsets]
-        + [len(offsets).to_bytes(8, "little")]
-    )
-    parts.append(record(BLOCK_INDEX, index))
-    return b"".join(parts), root
 
 
 # -- many files ----------------------------------------------------------------------------------
@@ -710,7 +615,7 @@ def _tip(tx: Any, typed: int | None, base_fee: int) -> int:
     return min(cap, int.from_bytes(tx[3], "big") - base_fee)
 
 
-class Era1Source:
+class Era1Source(SourceBase):
     """Blocks, uncles and fee history read from era1 files, at zero credits.
 
     Parameters
@@ -792,9 +697,9 @@ class Era1Source:
 
     @property
     def chain_spec(self) -> ChainSpec:
-        """Mainnet's :class:`~feeslab.chainspec.ChainSpec`, at the devnet's heights for
+        """Mainnet's :class:`~feeslab.protocol.chainspec.ChainSpec`, at the devnet's heights for
         files the devnet exported."""
-        from feeslab.chainspec import ChainSpec
+        from feeslab.protocol.chainspec import ChainSpec
 
         return ChainSpec.from_chain(1, heights=self.heights)
 
@@ -882,7 +787,7 @@ class Era1Source:
 
     @staticmethod
     def _attrs(frame: pd.DataFrame, network: str) -> pd.DataFrame:
-        from feeslab.chainspec import ChainSpec  # the analysis reads the spec from attrs
+        from feeslab.protocol.chainspec import ChainSpec  # the analysis reads the spec from attrs
 
         spec = ChainSpec.from_chain(1, heights="devnet" if network == "devnet" else "protocol")
         frame.attrs.update({"chain_id": 1, "chain_spec": spec.label, "source": "era1",

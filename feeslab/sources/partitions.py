@@ -19,10 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec
 from feeslab.errors import ConfigError
 from feeslab.frames.partitions import JOB, MANIFEST, concat_partitions, read_partition
-from feeslab.sources.base import require
+from feeslab.protocol.chainspec import ChainSpec
+from feeslab.sources.base import SourceBase, require
 
 __all__ = ["PartitionSource"]
 
@@ -30,7 +30,7 @@ RANGE = ("start", "stop", "blocks")  # what picks the rows, not what they are
 RUN = ("progress", "budget")  # how a run went, not what it computed
 
 
-class PartitionSource:
+class PartitionSource(SourceBase):
     """The partitions of one finished job's folder, read, not asked.
 
     Parameters

@@ -2,7 +2,7 @@
 
 :class:`RpcSource` binds the node client (``feeslab.fetch.node.NodeClient``: cache, ledger,
 chunks), the Gas API client when there is one, and what every frame's ``attrs`` say: the
-chain, its :class:`~feeslab.chainspec.ChainSpec` and the source's label. The datasets
+chain, its :class:`~feeslab.protocol.chainspec.ChainSpec` and the source's label. The datasets
 (``feeslab.datasets``) build the calls and parse the answers; this module knows nothing about
 any one dataset.
 
@@ -21,18 +21,16 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import pandas as pd
 
-from feeslab._costs import method_cost
 from feeslab._json import JsonValue
 from feeslab._redact import register_secrets
-from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError, HistoryPruned
 from feeslab.fetch.cache import MISSING
-from feeslab.fetch.core import Governor
+from feeslab.fetch.core import GOVERNOR_HEADROOM, CreditGovernor, Governor
 from feeslab.fetch.credits import (
     Budget,
     CreditLedger,
@@ -51,10 +49,13 @@ from feeslab.fetch.transport import (
 )
 from feeslab.fetch.ws import WebSocketTransport
 from feeslab.frames.io import frame_from_bytes, frame_to_bytes
-from feeslab.sources.base import GAS_API, JSON_RPC
+from feeslab.protocol.chainspec import ChainSpec, with_chain
+from feeslab.protocol.costs import method_cost
+from feeslab.sources.base import GAS_API, JSON_RPC, SourceBase
 
 __all__ = ["DEVNET_CLIENT", "HISTORY_PROBE", "NodeSpec", "RpcSource", "SharedBucket",
-           "history_plan", "open_node"]  # fmt: skip
+           "history_plan", "open_node", "open_transport", "websocket_root",
+           "websocket_url"]  # fmt: skip
 
 DEVNET_CLIENT = "feeslab-devnet/"  # how a devnet's web3_clientVersion begins
 # a devnet pruned as geth's --history.chain says so, and its chain's cutoff, in its version
@@ -67,7 +68,7 @@ block whose body it serves (eth/api_backend.go ``BlockByNumber``: ``EarliestBloc
 ``HistoryPruningCutoff()``), a node keeping all history with its genesis block."""
 
 
-class RpcSource:
+class RpcSource(SourceBase):
     """A node reached over JSON-RPC, with the Gas API of its service when it has one.
 
     Parameters
@@ -89,14 +90,23 @@ class RpcSource:
         The first block whose body, uncles, receipts and logs the node serves (0: all), when
         known (the embedded devnet); None: learnt when a fetch first needs it, from a
         devnet's version for free, else with one small call (:data:`HISTORY_PROBE`).
+    spec : NodeSpec, optional
+        What it was opened from (:func:`open_node`): what a cluster's workers open, so that
+        they reach the node as this source does. None for a source built by hand.
+    governor : Governor, optional
+        What paces its transport (given to the transport at construction), for
+        :meth:`paced_at`.
     """
 
     def __init__(
         self, node: NodeClient, *, gas: GasClient | None = None,
         open_gas: Callable[[], GasClient] | None = None,
         devnet: bool | None = None, any_node: bool = False, history_cutoff: int | None = None,
+        spec: NodeSpec | None = None, governor: Governor | None = None,
     ) -> None:
         self.node = node
+        self.node_spec = spec
+        self._governor = governor
         self._gas = gas
         self._open_gas = open_gas
         self._gas_lock = threading.Lock()
@@ -111,6 +121,15 @@ class RpcSource:
     def __repr__(self) -> str:
         return f"<RpcSource {self.node!r}>"
 
+    def paced_at(self, timeout: float | None = 5.0) -> float | None:
+        """The plan's rate its requests are paced at [credits/s] (its spec's, or a devnet's
+        own once told: waited for at most ``timeout`` [s]); None when unpaced."""
+        governor = self._governor
+        if governor is None:
+            return None
+        governor.settle(timeout=timeout)
+        return governor.ceiling / GOVERNOR_HEADROOM
+
     def offers(self) -> frozenset[str]:
         """JSON-RPC, and the Gas API where the service has one (``feeslab.sources.base``)."""
         has_gas = self._gas is not None or self._open_gas is not None
@@ -124,6 +143,11 @@ class RpcSource:
                 if self._gas is None:
                     self._gas = self._open_gas()
         return self._gas
+
+    @property
+    def progress(self) -> bool:
+        """Whether long fetches show a bar (the connection's setting)."""
+        return self.node.progress
 
     @property
     def credits(self) -> CreditLedger:
@@ -482,30 +506,24 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
     told = None  # a devnet's own limit, asked while the first requests go
     if spec.devnet_root is not None and spec.api_key and spec.api_key_secret:
         told = ask_devnet_credits_per_second(spec.devnet_root, (spec.api_key, spec.api_key_secret))
-    options: dict[str, Any] = dict(url=spec.url, max_batch=spec.max_batch,
-                                   max_concurrency=spec.max_concurrency,
-                                   credits_per_second=spec.credits_per_second)  # fmt: skip
-    if bucket is None:
-        options["ledger"] = ledger  # the one count of credits
-    else:
-        def charged(calls: Sequence[RpcCall], status: int) -> None:
-            credits = ledger.record_request(calls, status)  # priced by the ledger, once
-            methods = Counter(c.method for c in calls)
-            booked = sum(method_cost(m) * n for m, n in methods.items())
-            bucket.charge(credits, booked, status, dict(methods))
+    governor: Governor | None = bucket  # every batch booked in the shared bucket
+    if bucket is None and spec.credits_per_second:
+        own = CreditGovernor(spec.credits_per_second)
+        if told is not None:
+            own.follow(told)
+        governor = own
+    transport = open_transport(spec, ledger, bucket=bucket, governor=governor)
 
-        options["on_response"] = charged
-    transport: HTTPTransport | WebSocketTransport
-    if spec.websocket:
-        transport = WebSocketTransport(**options)
-    else:
-        transport = HTTPTransport(**options)
-        if bucket is not None:
-            transport.governor = bucket  # every batch booked in the shared bucket
+    def open_websocket(url: str | None) -> WebSocketTransport:
+        ws_url = websocket_url(spec.url) if url is None else url
+        if not ws_url.startswith(("ws://", "wss://")):
+            raise ConfigError(f"a WebSocket URL starts with ws:// or wss://, not "
+                              f"{ws_url.partition(':')[0]!r}")  # fmt: skip
+        ws = open_transport(replace(spec, url=ws_url), ledger)
+        assert isinstance(ws, WebSocketTransport)  # by the scheme
+        return ws
+
     try:
-        governor = getattr(transport, "governor", None)
-        if told is not None and governor is not None:
-            governor.follow(told)
         known: dict[tuple[str, str], JsonValue] = (  # answers known: not asked
             {} if spec.chain_id is None else {("eth_chainId", "[]"): hex(spec.chain_id)})
         if spec.genesis_hash is not None:  # the identity's genesis, as NodeClient asks it
@@ -513,7 +531,7 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
                 "hash": spec.genesis_hash}
         node = NodeClient(transport, ledger=ledger, cache=spec.cache, progress=spec.progress,
                           identity_suffix=spec.identity_suffix, known=known,
-                          head=spec.head)  # fmt: skip
+                          head=spec.head, open_websocket=open_websocket)  # fmt: skip
     except BaseException:
         transport.close()
         raise
@@ -525,4 +543,56 @@ def open_node(spec: NodeSpec, *, bucket: SharedBucket | None = None) -> RpcSourc
                              api_key_secret=spec.api_key_secret, ledger=ledger)  # fmt: skip
 
     return RpcSource(node, open_gas=open_gas, devnet=spec.devnet, any_node=spec.any_node,
-                     history_cutoff=spec.history_cutoff)
+                     history_cutoff=spec.history_cutoff, spec=spec, governor=governor)  # fmt: skip
+
+
+def open_transport(spec: NodeSpec, ledger: CreditLedger, *, bucket: SharedBucket | None = None,
+                   governor: Governor | None = None) -> HTTPTransport | WebSocketTransport:
+    """The transport ``spec`` describes (HTTP or WebSocket by the URL's scheme), paced by
+    ``governor`` (default: the shared ``bucket``, else its own at ``spec.credits_per_second``)
+    and booking every answer in ``ledger``; with ``bucket`` (HTTP only), each answer's cost
+    told to that shared pacer. The node's own transport (:func:`open_node`) and the WebSocket
+    a watch subscribes on (``NodeClient.open_websocket``) are made here."""
+    if governor is None:
+        governor = bucket if bucket is not None else (
+            CreditGovernor(spec.credits_per_second) if spec.credits_per_second else None)
+    options: dict[str, Any] = dict(url=spec.url, max_batch=spec.max_batch,
+                                   max_concurrency=spec.max_concurrency,
+                                   governor=governor)  # fmt: skip
+    if bucket is None:
+        options["ledger"] = ledger  # the one count of credits
+    else:
+        def charged(calls: Sequence[RpcCall], status: int) -> None:
+            credits = ledger.record_request(calls, status)  # priced by the ledger, once
+            methods = Counter(c.method for c in calls)
+            booked = sum(method_cost(m) * n for m, n in methods.items())
+            bucket.charge(credits, booked, status, dict(methods))
+
+        options["on_response"] = charged
+    return (WebSocketTransport if spec.websocket else HTTPTransport)(**options)
+
+
+def websocket_url(url: str) -> str:
+    """The WebSocket twin of a node URL: ``https://h/v3/K`` -> ``wss://h/ws/v3/K`` (the
+    service's and a devnet's layout); another node's URL just changes scheme. The one place
+    this rule is written (``connect(websocket=True)`` and a watch use it).
+
+    Raises
+    ------
+    ConfigError
+        ``url`` is not an ``http(s)://`` URL.
+    """
+    if not url.startswith(("http://", "https://")):
+        scheme = url.partition(":")[0]
+        raise ConfigError(f"websocket=True needs an http(s) or ws(s) node URL, not {scheme!r}")
+    root, sep, rest = url.partition("/v3/")
+    return websocket_root(root) + "/ws/v3/" + rest if sep else websocket_root(url)
+
+
+def websocket_root(url: str) -> str:
+    """The WebSocket root of an HTTP(S) root: ``http://h:p/`` -> ``ws://h:p``."""
+    root = url.rstrip("/")
+    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
+        if root.startswith(http):
+            return ws + root[len(http) :]
+    return root

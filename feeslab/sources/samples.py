@@ -14,14 +14,14 @@ from functools import cached_property
 
 import pandas as pd
 
-from feeslab.chainspec import ChainSpec, with_chain
 from feeslab.errors import ConfigError
-from feeslab.sources.base import require
+from feeslab.protocol.chainspec import ChainSpec, with_chain
+from feeslab.sources.base import SourceBase, require
 
 __all__ = ["SampleSource"]
 
 
-class SampleSource:
+class SampleSource(SourceBase):
     """The shipped samples' blocks and uncles (mainnet blocks 0 .. 8,191), read, not asked.
 
     Attributes
@@ -61,9 +61,12 @@ class SampleSource:
 
         return {"blocks": samples.frontier_blocks(), "uncles": samples.frontier_uncles()}
 
-    def read(self, dataset: str, *, start: int, stop: int, **_: object) -> pd.DataFrame:
+    def read(self, dataset: str, **parameters: object) -> pd.DataFrame:
         """``dataset``'s rows of blocks ``start`` .. ``stop - 1`` (within the samples')."""
         require(self, [dataset], f"the {dataset} dataset")
+        start, stop = parameters["start"], parameters["stop"]
+        if not isinstance(start, int) or not isinstance(stop, int):
+            raise TypeError(f"start and stop must be block numbers, not {start!r} and {stop!r}")
         if not self.start <= start < stop <= self.stop:
             raise ConfigError(f"the samples hold blocks {self.start:,} to {self.stop - 1:,}, "
                               f"not {start:,} to {stop - 1:,}")  # fmt: skip

@@ -18,7 +18,7 @@ import rlp
 from protocol_reference import calc_excess_blob_gas, eip1559_base_fee, fake_exponential
 
 from feeslab.analysis import fees
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mainnet_fork_headers.json"
 CANCUN_FRACTION, PRAGUE_FRACTION = 3_338_477, 5_007_716  # EIP-4844, EIP-7691

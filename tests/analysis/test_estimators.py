@@ -210,9 +210,13 @@ def test_gas_api_fees_are_the_devnets_answers(lab, truth):
     answer = lab.gas.get(1, "suggestedGasFees")
     recorded = estimators.suggested_gas_fees_frame({head: answer}, "medium")
     assert answer == gasapi.suggested_gas_fees(truth)
-    # the rule from the same inputs: the last 5 blocks' tips the service uses, its base fees
+    # the rule from the same inputs: the last 5 blocks' eth_feeHistory rewards the service
+    # uses (over their transactions), its base fees
     numbers = list(range(head - 4, head + 1))
-    table = [truth.priority_fee_percentiles(n, [10, 20, 30]) for n in numbers]
+    rewards = lab.fee_history(head - 4, head + 1, percentiles=[10, 20, 30])
+    assert rewards["block_number"].tolist() == numbers
+    columns = ["reward_p10_wei", "reward_p20_wei", "reward_p30_wei"]
+    table = rewards[columns].astype(int).values.tolist()
     history = _history(
         [truth.base_fee(n) for n in numbers] + [truth.next_base_fee(head)],
         {p: [row[k] for row in table] + [None] for k, p in enumerate((10, 20, 30))},

@@ -20,7 +20,7 @@ import pytest
 
 import feeslab
 from feeslab.analysis import fees
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 CHAINS_JSON = Path(__file__).resolve().parents[2] / "data" / "chains.json"
 INT64_MAX = 2**63 - 1

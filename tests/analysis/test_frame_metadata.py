@@ -18,11 +18,11 @@ import pytest
 import feeslab
 from feeslab.analysis import fees
 from feeslab.analysis import uncles as U
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 SEED = 7  # the session devnet's seed: its chains are built and stored already
 CHAINS = json.loads((Path(__file__).resolve().parents[2] / "data" / "chains.json").read_text())
-DEVNET = {entry["chain_id"]: entry["devnet"] for entry in CHAINS["chains"]}
+DEVNET = {entry["chain_id"]: entry["devnet"] for entry in CHAINS["chains"] if "devnet" in entry}
 NETWORKS = {"mainnet": 1, "sepolia": 11155111, "polygon-mainnet": 137, "base-mainnet": 8453}
 WINDOW = 2_048  # blocks of fee history per chain
 

@@ -184,7 +184,7 @@ def test_forks_between_gas_forks_follow_the_last_one_and_unknown_ones_are_refuse
 
 
 def test_the_base_fee_follows_each_forks_gas_used() -> None:
-    from feeslab._eip1559 import next_base_fee
+    from feeslab.protocol.eip1559 import next_base_fee
 
     # a block at its 15M target before refunds, 12M after: the fee falls under Osaka's
     # accounting and holds under Amsterdam's (EIP-7778)

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from feeslab.analysis import uncles as U
-from feeslab.chainspec import ChainSpec
 from feeslab.errors import ConfigError
+from feeslab.protocol.chainspec import ChainSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

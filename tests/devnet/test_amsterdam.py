@@ -27,7 +27,7 @@ from protocol_reference import geth_rewards
 
 from feeslab.analysis.fees import next_base_fee
 from feeslab.frames.blocks import BLOCK_DTYPES, parse_header_fields
-from feeslab.headers import HEADER_FIELDS, header_hash
+from feeslab.protocol.headers import HEADER_FIELDS, header_hash
 
 SEPOLIA = "sepolia"
 FORK = 58_000  # data/chains.json: chain 11155111's devnet "forks" -> "amsterdam"

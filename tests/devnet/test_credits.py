@@ -6,13 +6,13 @@ import threading
 
 import pytest
 
-from feeslab import _costs
 from feeslab.devnet.credits import (
     SECONDS_PER_DAY,
     CreditLedger,
     payment_required_body,
     too_many_requests_body,
 )
+from feeslab.protocol import costs
 
 
 class Clock:
@@ -29,18 +29,18 @@ def ledger(daily: int = 1_000, cps: float = 100, wall: float = 10.0) -> tuple:
 
 
 def test_cost_table_matches_the_interface_and_reference():
-    assert _costs.method_cost("eth_getStorageAt") == 80
-    assert _costs.method_cost("eth_estimateGas") == 300
-    assert _costs.method_cost("eth_call") == 80
-    assert _costs.method_cost("eth_getUncleByBlockNumberAndIndex") == 150
-    assert _costs.method_cost("eth_getUncleByBlockHashAndIndex") == 150
-    assert _costs.method_cost("eth_chainId") == 5
-    assert _costs.method_cost("eth_subscribe") == 5
-    assert _costs.method_cost("eth_unsubscribe") == 10
-    assert _costs.method_cost("anything_else") == 80
-    assert _costs.gas_api_cost("baseFeeHistory") == 80
-    assert _costs.event_cost("newHeads") == 50
-    assert _costs.batch_cost(["eth_chainId", "eth_call", "eth_estimateGas"]) == 385
+    assert costs.method_cost("eth_getStorageAt") == 80
+    assert costs.method_cost("eth_estimateGas") == 300
+    assert costs.method_cost("eth_call") == 80
+    assert costs.method_cost("eth_getUncleByBlockNumberAndIndex") == 150
+    assert costs.method_cost("eth_getUncleByBlockHashAndIndex") == 150
+    assert costs.method_cost("eth_chainId") == 5
+    assert costs.method_cost("eth_subscribe") == 5
+    assert costs.method_cost("eth_unsubscribe") == 10
+    assert costs.method_cost("anything_else") == 80
+    assert costs.gas_api_cost("baseFeeHistory") == 80
+    assert costs.event_cost("newHeads") == 50
+    assert costs.batch_cost(["eth_chainId", "eth_call", "eth_estimateGas"]) == 385
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_cost_table_matches_the_interface_and_reference():
     [(400, 5), (404, 5), (413, 5), (402, 0), (429, 0), (500, 0), (503, 0), (200, 0)],
 )
 def test_http_status_cost(status, cost):
-    assert _costs.http_status_cost(status) == cost
+    assert costs.http_status_cost(status) == cost
 
 
 def test_admit_charges_every_call_and_keeps_by_method():

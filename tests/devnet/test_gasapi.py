@@ -15,6 +15,7 @@ from decimal import Decimal, localcontext
 
 import httpx
 import pytest
+from protocol_reference import effective_gas_tip, geth_rewards
 from protocol_reference import eip1559_base_fee as eip1559
 
 from feeslab.devnet import gasapi
@@ -88,7 +89,17 @@ def test_percentile_and_busy_threshold(mainnet, window_fees):
     assert median <= busy
 
 
-def test_suggested_gas_fees(mainnet, window_fees):
+def _rewards(rpc, numbers, percentiles) -> list[list[int]]:
+    """geth's eth_feeHistory reward rows of blocks ``numbers``, recomputed here from their
+    full transactions and receipts fetched over HTTP (``protocol_reference.geth_rewards``)."""
+    rows = []
+    for n in numbers:
+        block = rpc("eth_getBlockByNumber", hex(n), True)
+        rows.append(geth_rewards(block, rpc("eth_getBlockReceipts", hex(n)), percentiles))
+    return rows
+
+
+def test_suggested_gas_fees(mainnet, window_fees, rpc):
     fees = gasapi.suggested_gas_fees(mainnet)
     assert set(fees) == {
         "low", "medium", "high", "estimatedBaseFee", "networkCongestion",
@@ -99,7 +110,8 @@ def test_suggested_gas_fees(mainnet, window_fees):
     next_fee = eip1559(head.base_fee_per_gas, head.gas_used, head.gas_limit)
     assert to_wei(fees["estimatedBaseFee"]) == next_fee
     last5 = range(head.number - 4, head.number + 1)
-    recent = [mainnet.priority_fee_percentiles(n, [10, 20, 30]) for n in last5]
+    recent = _rewards(rpc, last5, [10, 20, 30])  # eth_feeHistory(5, latest, [10, 20, 30])
+    assert len({tuple(row) for row in recent}) == 5  # the blocks' own tips, each its own
     settings = {"low": (0, 110, 94, 1.0), "medium": (1, 120, 97, 1.5), "high": (2, 125, 98, 2.0)}
     block_ms = 12_000  # mainnet's slot time
     previous = None
@@ -130,13 +142,53 @@ def test_suggested_gas_fees(mainnet, window_fees):
         min(window_fees),
         max(window_fees),
     ]
-    latest = mainnet.priority_fee_percentiles(head.number, [0, 100])
-    assert [to_wei(x) for x in fees["latestPriorityFeeRange"]] == latest
-    low, high = (to_wei(x) for x in fees["historicalPriorityFeeRange"])
-    assert low <= latest[0] <= latest[1] <= high
-    assert fees["priorityFeeTrend"] in ("up", "down")
+    # the ranges: the blocks' cheapest and dearest tips (rewards at 0 and 100), the trend of
+    # their 50th percentile reward against the last 10 blocks' lower median
+    spans = _rewards(rpc, range(head.number - 9, head.number + 1), [0, 50, 100])
+    head_block = rpc("eth_getBlockByNumber", hex(head.number), True)
+    tips = sorted(effective_gas_tip(tx, head.base_fee_per_gas)
+                  for tx in head_block["transactions"])  # fmt: skip
+    assert spans[-1][0] == tips[0] and spans[-1][2] == tips[-1]
+    assert [to_wei(x) for x in fees["latestPriorityFeeRange"]] == [tips[0], tips[-1]]
+    assert [to_wei(x) for x in fees["historicalPriorityFeeRange"]] == [
+        min(row[0] for row in spans), max(row[2] for row in spans)]  # fmt: skip
+    medians = sorted(row[1] for row in spans)
+    assert fees["priorityFeeTrend"] == ("up" if spans[-1][1] >= medians[4] else "down")
     last10 = sorted(window_fees[-10:])
     assert fees["baseFeeTrend"] == ("up" if next_fee >= last10[4] else "down")
+
+
+class _At:
+    """A chain seen when block ``at`` was its head (the Gas API reads nothing above it)."""
+
+    def __init__(self, chain: Chain, at: int) -> None:
+        self._chain, self.at = chain, at
+
+    def __getattr__(self, name: str):
+        return getattr(self._chain, name)
+
+    def head(self) -> int:
+        return self.at
+
+
+LEVELS = {"low": (0, 110, 94, 10**9), "medium": (1, 120, 97, 15 * 10**8),
+          "high": (2, 125, 98, 2 * 10**9)}  # fmt: skip
+
+
+@pytest.mark.parametrize("at", [120_011, 121_019, 209_247])  # busy heads: tips above the floors
+def test_suggested_tips_are_the_last_blocks_fee_history_rewards(mainnet, rpc, at):
+    fees = gasapi.suggested_gas_fees(_At(mainnet, at))
+    head = mainnet.block(at).header
+    next_fee = eip1559(head.base_fee_per_gas, head.gas_used, head.gas_limit)
+    recent = _rewards(rpc, range(at - 4, at + 1), [10, 20, 30])
+    above = 0
+    for level, (column, base_pct, tip_pct, floor) in LEVELS.items():
+        median = sorted(row[column] for row in recent)[2]  # MetaMask's medianOf: the lower
+        tip = max(median * tip_pct // 100, floor)
+        above += tip > floor
+        assert to_wei(fees[level]["suggestedMaxPriorityFeePerGas"]) == tip, level
+        assert to_wei(fees[level]["suggestedMaxFeePerGas"]) == next_fee * base_pct // 100 + tip
+    assert above >= 2  # the blocks' tips decide, not the floors
 
 
 def short_chain(mainnet: Chain, height: int, london: int | None) -> Chain:
@@ -199,6 +251,7 @@ def test_gas_api_over_http(devnet, mainnet, window_fees):
     head = mainnet.block(mainnet.head()).header
     next_fee = eip1559(head.base_fee_per_gas, head.gas_used, head.gas_limit)
     assert to_wei(suggested["estimatedBaseFee"]) == next_fee
+    assert suggested == gasapi.suggested_gas_fees(mainnet)  # what test_suggested_gas_fees checks
     base_l2 = f"{devnet.url}/v3/{devnet.api_key}/networks/8453/baseFeeHistory"
     l2 = devnet.chains.by_id[8453]
     expected = l2.base_fees(l2.head() - 499, l2.head() + 1)

@@ -11,7 +11,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,8 +31,6 @@ from feeslab.unixfs import CID
 VECTORS = json.loads((Path(__file__).parents[1] / "data" / "unixfs_vectors.json").read_text())
 C = 262_144
 HELLO = "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o"  # kubo's "hello world\n"
-IPFS_CID = shutil.which("ipfs_cid")
-NO_IPFS_CID = "Debian's ipfs_cid is not installed (apt-get install ipfs-cid)"
 
 
 def data(seed: int, size: int) -> bytes:
@@ -313,12 +310,11 @@ def test_add_gives_the_js_importers_cids(node, vector):
     assert cat.body == content
 
 
-@pytest.mark.skipif(IPFS_CID is None, reason=NO_IPFS_CID)
 @pytest.mark.parametrize("size", [C - 1, C + 1, 173 * C + 9, 174 * C, 174 * C + 1])
-def test_add_matches_debian_ipfs_cid(node, size, tmp_path):
+def test_add_matches_debian_ipfs_cid(node, size, tmp_path, ipfs_cid):
     content = data(5000 + size % 991, size)
     (tmp_path / "f").write_bytes(content)
-    out = subprocess.run([IPFS_CID, str(tmp_path / "f")], capture_output=True, check=True)
+    out = subprocess.run([ipfs_cid, str(tmp_path / "f")], capture_output=True, check=True)
     [line] = node.add([("f", content)]).lines()
     assert line["Hash"] == json.loads(out.stdout)["CIDv0"]
 

@@ -324,20 +324,6 @@ def test_new_head_shape(mainnet):
     assert "0x" + keccak(header_rlp(payload)).hex() == payload["hash"]
 
 
-def test_gas_price_and_priority_fee(mainnet):
-    """geth's oracle recomputed: 60th percentile of the 3 cheapest tips of 20 blocks."""
-    head = mainnet.head()
-    samples = []
-    for n in range(head - 19, head + 1):
-        tips = [t for t in mainnet.priority_fee_percentiles(n, [1, 2, 3]) if t >= 2]
-        samples += tips or [10**9]
-    samples.sort()
-    tip = min(samples[(len(samples) - 1) * 60 // 100], 500 * 10**9)
-    assert call(mainnet, "eth_maxPriorityFeePerGas") == hex(tip)
-    base_fee = mainnet.block(head).header.base_fee_per_gas
-    assert call(mainnet, "eth_gasPrice") == hex(tip + base_fee)
-
-
 # -- eth_feeHistory ----------------------------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """The client's credit ledger, fetch plans and budgets.
 
 Prices are written out here from the interface (section 8) and REFERENCE.md ("Credits"), not read
-from ``feeslab._costs``, so a wrong table fails these tests.
+from ``feeslab.protocol.costs``, so a wrong table fails these tests.
 """
 
 from __future__ import annotations

@@ -47,12 +47,12 @@ def test_a_cached_fetch_by_url_against_a_pruned_node_works(pruned, devnet, tmp_p
         assert blocks["block_number"].tolist() == list(range(MERGE, MERGE + 20))
         identity = lab.node.identity
         sent = lab.credits.by_method["eth_getBlockByNumber"]
-    # keyed by a block the node serves whole: the genesis header where the node has geth's
-    # eth_getHeaderByNumber, else its earliest block (geth's "earliest" is its cutoff)
+    # keyed by the genesis header, which the node serves as geth does (eth_getHeaderByNumber):
+    # the same identity as the unpruned node's, from its genesis block
     genesis = _call(devnet, "eth_getBlockByNumber", "0x0", False)["result"]["hash"]
+    assert identity == chain_identity(1, genesis)
     earliest = _call(pruned, "eth_getBlockByNumber", "earliest", False)["result"]
-    assert int(earliest["number"], 16) == CUTOFF
-    assert identity in {chain_identity(1, genesis), chain_identity(1, earliest["hash"])}
+    assert int(earliest["number"], 16) == CUTOFF and earliest["hash"] != genesis
     # a new Lab (a restarted kernel) on the same cache finds it: the blocks are not sent again
     with _lab(pruned, tmp_path) as again:
         blocks_again = again.blocks(MERGE, MERGE + 20)
@@ -60,3 +60,19 @@ def test_a_cached_fetch_by_url_against_a_pruned_node_works(pruned, devnet, tmp_p
         assert blocks_again.equals(blocks)
         # the refused genesis body and the block keying the cache [credits]: none of the range
         assert again.credits.by_method.get("eth_getBlockByNumber", 0) <= 2 * 80 < sent
+
+
+def test_feeslab_identifies_a_pruned_devnet_by_its_genesis_header(pruned, devnet, tmp_path):
+    header = _call(pruned, "eth_getHeaderByNumber", "0x0")["result"]
+    genesis = _call(devnet, "eth_getBlockByNumber", "0x0", False)["result"]
+    assert header["hash"] == genesis["hash"] and "transactions" not in header
+    with _lab(pruned, tmp_path / "pruned") as lab:
+        lab.blocks(MERGE, MERGE + 2)
+        asked = dict(lab.credits.by_method)
+        assert lab.node.identity == chain_identity(1, genesis["hash"])
+    # it asked for the genesis block, was refused (4444), and asked for the header instead
+    assert asked["eth_getHeaderByNumber"] == 80
+    with _lab(devnet, tmp_path / "whole") as whole:  # the unpruned node: the same chain's key
+        whole.blocks(MERGE, MERGE + 2)
+        assert whole.node.identity == chain_identity(1, genesis["hash"])
+        assert "eth_getHeaderByNumber" not in whole.credits.by_method

@@ -12,7 +12,7 @@ import pytest
 import rlp
 from eth_hash.auto import keccak
 
-import feeslab.headers
+import feeslab.protocol.headers
 from feeslab.frames.blocks import (
     BLOCK_DTYPES,
     HEADER_FIELD_DTYPES,
@@ -20,7 +20,7 @@ from feeslab.frames.blocks import (
     parse_header_fields,
     slim_block,
 )
-from feeslab.headers import UnknownHeaderFieldWarning
+from feeslab.protocol.headers import UnknownHeaderFieldWarning
 
 GETH = Path(__file__).parents[1] / "data" / "execution-apis" / "tests" / "eth_getBlockByNumber"
 FORKS = ["get-genesis.io", "get-block-london-fork.io", "get-block-shanghai-fork.io",
@@ -57,7 +57,7 @@ def amsterdam(**more: str) -> dict:
 
 @pytest.fixture(autouse=True)
 def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(feeslab.headers, "_warned", set())
+    monkeypatch.setattr(feeslab.protocol.headers, "_warned", set())
 
 
 def test_every_field_of_every_fork_through_amsterdam_is_parsed_and_verified() -> None:

@@ -10,8 +10,8 @@ from matplotlib.patches import Rectangle
 
 from feeslab import plots
 from feeslab.analysis import fees
-from feeslab.chainspec import ChainSpec
 from feeslab.plots import plot_blob_base_fee, plot_blob_regimes, plot_blob_usage, plot_burn
+from feeslab.protocol.chainspec import ChainSpec
 
 CANCUN_FRACTION = 3_338_477
 

@@ -1,4 +1,4 @@
-"""The pieces the archive readers share (feeslab.sources._e2store), against references."""
+"""The pieces the archive readers share (feeslab.protocol.e2store), against references."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import rlp
 from trie.hexary import HexaryTrie
 
-from feeslab.sources._e2store import first_chunk, framed, ordered_trie_root, snappy_frames
+from feeslab.protocol.e2store import first_chunk, framed, ordered_trie_root, snappy_frames
 
 
 def hexary_root(values: list[bytes]) -> bytes:

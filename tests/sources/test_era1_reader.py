@@ -16,12 +16,12 @@ from eth_hash.auto import keccak
 
 import feeslab
 from feeslab.errors import ConfigError
+from feeslab.protocol.era1 import accumulator_root
 from feeslab.sources import era1 as era1_module
 from feeslab.sources.era1 import (
     Era1Error,
     Era1File,
     Era1Source,
-    accumulator_root,
     effective_rewards,
     era1_files,
 )
@@ -320,7 +320,7 @@ def london_blocks(
 
 
 def test_transactions_root_and_fee_history_tips_from_receipts(tmp_path):
-    from feeslab.sources.era1 import era1_bytes
+    from feeslab.protocol.era1 import era1_bytes
 
     blocks, fields = london_blocks()
     content, root = era1_bytes(0, blocks)

@@ -17,7 +17,7 @@ import rlp
 from trie.hexary import HexaryTrie
 
 from feeslab.errors import FeeslabError
-from feeslab.sources._e2store import keccak, ordered_trie_root
+from feeslab.protocol.e2store import keccak, ordered_trie_root
 from feeslab.sources.era import (
     MAINNET_FORKS,
     EraError,

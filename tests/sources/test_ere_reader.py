@@ -15,7 +15,7 @@ import rlp
 from feeslab.devnet.era1 import epoch_bytes as era1_epoch
 from feeslab.devnet.ere import export_ere
 from feeslab.errors import FeeslabError
-from feeslab.sources._e2store import keccak, rlp_children, rlp_item
+from feeslab.protocol.e2store import keccak, rlp_children, rlp_item
 from feeslab.sources.era import EraFile, era_bytes
 from feeslab.sources.ere import EreError, EreFile, ere_bytes, iter_blocks, slim_receipts_rlp
 

@@ -59,11 +59,23 @@ def chain_half(chain_id: int, heights: Heights) -> dict[str, Any]:
     Raises
     ------
     KeyError
-        If ``data/chains.json`` does not describe ``chain_id``.
+        If ``data/chains.json`` does not describe ``chain_id``, or has no such half of it
+        (a chain the devnet does not simulate has no ``"devnet"`` half).
     ValueError
         ``heights`` is neither ``"protocol"`` nor ``"devnet"``.
     """
     if heights not in HEIGHTS:
         raise ValueError(f"heights must be one of {HEIGHTS}, not {heights!r}")
-    half: dict[str, Any] = chain_entry(int(chain_id))[heights]
+    entry = chain_entry(int(chain_id))
+    if heights not in entry:
+        raise KeyError(no_half(chain_id, entry, heights))
+    half: dict[str, Any] = entry[heights]
     return half
+
+
+def no_half(chain_id: int, entry: dict[str, Any], heights: Heights) -> str:
+    """What to say when ``entry`` (chain ``chain_id``'s) has no ``heights`` half."""
+    name = entry.get("network", chain_id)
+    if heights == "devnet":
+        return f"{name} has no devnet heights: the devnet does not simulate chain {chain_id}"
+    return f"{name} (chain {chain_id}) has no {heights} heights in data/chains.json"

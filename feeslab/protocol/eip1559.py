@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from feeslab._chaindata import Heights, chain_half
+from feeslab.protocol.chaindata import Heights, chain_half
 
 # Chains whose clients pick a fork's EIP-1559 parameters by the parent's number [2], so a
 # fork's parameters first shape the base fee of the block after the fork block. Elsewhere
@@ -161,7 +161,7 @@ def eip1559_schedule(chain_id: int, heights: Heights = "protocol") -> tuple[Eip1
     Raises
     ------
     KeyError, ValueError
-        As :func:`feeslab._chaindata.chain_half`: an unknown chain or ``heights``.
+        As :func:`feeslab.protocol.chaindata.chain_half`: an unknown chain or ``heights``.
     """
     half = chain_half(chain_id, heights)
     shift = 1 if heights == "protocol" and int(chain_id) in _KEYED_BY_PARENT else 0

@@ -30,10 +30,17 @@ from typing import Literal, overload
 
 import pandas as pd
 
-from feeslab._chaindata import HEIGHTS, Heights, chain_entry, load_chains, load_upgrades
-from feeslab._eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
-from feeslab._eip4844 import BlobRule, blob_schedule
 from feeslab.errors import ChainSpecConflict, ConfigError, MissingChainSpec
+from feeslab.protocol.blobs import BlobRule, blob_schedule
+from feeslab.protocol.chaindata import (
+    HEIGHTS,
+    Heights,
+    chain_entry,
+    load_chains,
+    load_upgrades,
+    no_half,
+)
+from feeslab.protocol.eip1559 import Eip1559Rule, eip1559_schedule, initial_base_fee
 
 __all__ = [
     "HEIGHTS",
@@ -101,7 +108,7 @@ class ChainSpec:
         In activation order.
     eip1559 : tuple of Eip1559Rule
         The base-fee rules, oldest first; each applies from the block whose base fee it
-        computes (see :mod:`feeslab._eip1559`). Empty: the chain never had EIP-1559.
+        computes (see :mod:`feeslab.protocol.eip1559`). Empty: the chain never had EIP-1559.
     initial_base_fee_wei : int
         The London block's base fee [wei].
     consensus : tuple of (int, str)
@@ -112,7 +119,7 @@ class ChainSpec:
         The public source of each block reward (the real chain's, which the devnet copies).
     uncles : UncleRules or None
         None on chains that never allowed uncles.
-    blob_schedule : tuple of feeslab._eip4844.BlobRule
+    blob_schedule : tuple of feeslab.protocol.blobs.BlobRule
         The blob parameters of each fork from Cancun on, oldest first (EIP-4844, EIP-7691,
         EIP-7892, EIP-7918); each rule's ``key`` says whether its ``start`` counts
         timestamps (the real chains) or block numbers (the devnet). Empty: no blobs.
@@ -342,6 +349,8 @@ def _build(chain_id: int, heights: Heights) -> ChainSpec:
         entry = chain_entry(chain_id)
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
+    if heights not in entry:
+        raise ConfigError(no_half(chain_id, entry, heights))
     protocol, half = entry["protocol"], entry[heights]
     forks, unscheduled = [], []
     for name, value in half["forks"].items():
@@ -516,7 +525,7 @@ def resolve_spec(
             said = (f"chain {frame_chain}, which data/chains.json does not describe"
                     if frame_chain is not None else "nothing about its chain")  # fmt: skip
             raise MissingChainSpec(
-                f"{what}: pass spec= (a feeslab.chainspec.ChainSpec) or chain_id={others}: "
+                f"{what}: pass spec= (a feeslab.ChainSpec) or chain_id={others}: "
                 f"the frame's attrs say {said}",
                 argument="spec",
             )

@@ -27,7 +27,6 @@ import itertools
 import warnings
 from collections.abc import Mapping
 
-import rlp
 from eth_hash.auto import keccak
 
 __all__ = [
@@ -137,6 +136,8 @@ def header_rlp(block: Mapping[str, object], *, extra: Mapping[str, bool] | None 
     if extra is None:
         extra = {key: not _looks_like_data(block[key]) for key in unknown_header_fields(block)}
     items += [_item(key, block[key], as_int) for key, as_int in extra.items()]
+    import rlp  # on first use: rlp loads eth-utils (0.4 s), which a process reading no header skips
+
     encoded: bytes = rlp.encode(items)  # rlp is untyped
     return encoded
 
