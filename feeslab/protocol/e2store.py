@@ -372,6 +372,21 @@ def _leaf_ref(path: bytes, value: bytes) -> bytes:
     return b"\xa0" + digest
 
 
+@functools.lru_cache(maxsize=65536)
+def _leaf_prefix(path: bytes, n: int) -> bytes | None:
+    """What precedes a value of ``n`` bytes in the leaf ``rlp([path, value])`` (list prefix,
+    path, string prefix), or None where the leaf is short (under 56 bytes) or the value a
+    single byte: those go through :func:`_leaf_ref`. Cached: a block's values share a few
+    lengths and paths."""
+    if n < 56:
+        return None
+    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    head = bytes((0xB7 + len(size),)) + size
+    total = len(path) + len(head) + n
+    size = total.to_bytes((total.bit_length() + 7) // 8, "big")
+    return bytes((0xF7 + len(size),)) + size + path + head
+
+
 def _node(plan: Any, values: Sequence[bytes]) -> bytes:
     kind = plan[0]
     if kind == "leaf":
@@ -381,7 +396,14 @@ def _node(plan: Any, values: Sequence[bytes]) -> bytes:
     slots = [b"\x80"] * 17
     for nibble, child in plan[1]:
         if child[0] == "leaf":
-            slots[nibble] = _leaf_ref(child[1], values[child[2]])
+            value = values[child[2]]
+            prefix = _leaf_prefix(child[1], len(value))
+            if prefix is None:
+                slots[nibble] = _leaf_ref(child[1], value)
+            else:  # the common case: a long value, hashed behind its cached prefix
+                hasher = _hasher(prefix)
+                hasher.update(value)
+                slots[nibble] = b"\xa0" + hasher.digest()
         else:
             slots[nibble] = _ref(_node(child, values))
     return rlp_list(slots)

@@ -504,7 +504,7 @@ class EraFile:
                     raise self._error(f"its block index covers slots {first:,} + {size:,}, not "
                                       f"the era before slot {state_slot:,}", first,
                                       SLOT_INDEX)  # fmt: skip
-                present = np.flatnonzero(relative)
+                present = np.flatnonzero(relative != 0)  # 5x faster than on the integers
                 positions, lengths = self._check_blocks(index_start + relative[present],
                                                         first + present, state_offset)  # fmt: skip
                 if positions:
