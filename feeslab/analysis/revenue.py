@@ -52,7 +52,7 @@ from feeslab.analysis._exact import exact_ints
 from feeslab.analysis._spec import takes_spec
 from feeslab.analysis.blobs import fee_burn
 from feeslab.analysis.uncles import block_reward, uncle_rate
-from feeslab.chainspec import ChainSpec
+from feeslab.protocol.chainspec import ChainSpec
 
 __all__ = [
     "COMPONENTS",
