@@ -17,7 +17,9 @@ Measures, on this machine:
 * the IPFS storage API (``benchmarks/ipfs.py``): ``add`` and ``cat`` of 64 MiB over loopback
   against a ``feeslab serve`` process (goal 50 MiB/s each), and CIDs computed locally;
 * era1 files (``benchmarks/era1.py``): the uncle scan in MiB/s per core on devnet-exported
-  files (goal 100 MiB/s) and on the real first mainnet file;
+  files (goal 100 MiB/s) and on the real first mainnet file; beside it, in the same run, the
+  Ere uncle scan of the same blocks and the Era reader's checked payloads of real beacon
+  blocks (goal: each at least as fast per core as the era1 scan);
 * the devnet's server CPU (``benchmarks/devnet_perf.py``): headers rescanned over 20,000 and
   200,000 blocks and eth_call at 10,000 distinct blocks, before and after issue 14's changes;
 * import weight (``benchmarks/import_weight.py``): ``import feeslab`` in a fresh process, its

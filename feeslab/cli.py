@@ -30,6 +30,8 @@ Subcommands:
   until Ctrl-C or ``--stop-after``; ``-o`` writes the frame (the window filled as it started,
   and the blocks after it).
 - ``feeslab export-era1 --out DIR``: the devnet chain 1's pre-merge blocks as era1 files.
+- ``feeslab export-era --format ere --out DIR``: the devnet chain 1's blocks on both sides of
+  its merge as Ere files (``--format era1``: as ``export-era1``).
 
   Exit status: 0 done; 2 a user mistake (bad option or range, unknown output suffix, missing
   key, a budget the plan exceeds), reported on one line; 1 a failure of the service or the
@@ -195,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fetch_parser(sub)
     _watch_parser(sub)
     _export_era1_parser(sub)
+    _export_era_parser(sub)
     return parser
 
 
@@ -338,6 +341,44 @@ def _run_export_era1(args: argparse.Namespace) -> int:
         return USER_ERROR
     except OSError as exc:
         print(f"feeslab export-era1: error: cannot write {args.out}: {exc}", file=sys.stderr)
+        return FAILURE
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _export_era_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
+    export = sub.add_parser(
+        "export-era",
+        help="write the devnet chain 1's blocks as archive files (Ere or era1)",
+        description="The devnet's chain 1 as archive files of 8,192 blocks: --format ere, every "
+        "block 0 .. 209,999 across the merge (devnet-<epoch>-<last hash>-noproofs.ere, headers, "
+        "bodies, slim receipts, total difficulties, accumulator); --format era1, the pre-merge "
+        "blocks as `feeslab export-era1` writes them.",
+    )
+    export.add_argument("--format", choices=("ere", "era1"), default="ere",
+                        help="file format (default %(default)s)")  # fmt: skip
+    export.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
+    export.add_argument("--start-epoch", type=_non_negative, default=0,
+                        help="first epoch (default %(default)s)")  # fmt: skip
+    export.add_argument("--epochs", type=_non_negative, help="how many (default: all)")
+    export.add_argument("--seed", type=int, default=0, help="devnet seed (default %(default)s)")
+    export.set_defaults(func=_run_export_era)
+
+
+def _run_export_era(args: argparse.Namespace) -> int:
+    if args.format == "era1":
+        return _run_export_era1(args)
+    from feeslab.devnet.ere import export_ere
+
+    try:
+        paths = export_ere(args.out, start_epoch=args.start_epoch, epochs=args.epochs,
+                           seed=args.seed)  # fmt: skip
+    except ValueError as exc:
+        print(f"feeslab export-era: error: {exc}", file=sys.stderr)
+        return USER_ERROR
+    except OSError as exc:
+        print(f"feeslab export-era: error: cannot write {args.out}: {exc}", file=sys.stderr)
         return FAILURE
     for path in paths:
         print(path)

@@ -29,6 +29,11 @@
      │    └── ChainSpecConflict  the arguments contradict each other or the frame's attrs
      ├── Era1Error              (feeslab.sources.era1; also a ValueError) a damaged era1
      │                          file, or a range no file covers: .path, .block
+     ├── EraError               (feeslab.sources.era; also a ValueError) a damaged beacon
+     │                          Era file, a payload whose hash does not match: .path, .slot,
+     │                          .record
+     ├── EreError               (feeslab.sources.ere; also a ValueError) a damaged Ere
+     │                          execution file: .path, .block, .record
      ├── IpfsError              a storage (IPFS) API command failed: .status, .code (kubo's
      │    │                     Code: 1 the caller's mistake), .command, kubo's Message
      │    ├── IpfsStreamError    the failure came after the answer began (X-Stream-Error

@@ -11,6 +11,7 @@ checks run when it was copied.
 ``frontier_uncles()``     the 1,410 uncles those blocks include
 ``blob_market()``         every block's blob fields, Cancun (19,426,587) .. 24,465,653 (Feb 2026)
 ``post_merge_blocks()``   four whole post-merge blocks: headers, transactions, receipts
+``miner_revenue_2021()``  what each block paid its miner, blocks 12,710,000 .. 13,509,999 [wei]
 ========================  =========================================================================
 
 References
@@ -44,11 +45,13 @@ from feeslab.protocol.headers import HEADER_FIELDS
 __all__ = [
     "BLOB_MARKET_ATTRIBUTION",
     "LONDON_BLOCK",
+    "MINER_REVENUE_ATTRIBUTION",
     "PostMergeBlocks",
     "attack_gas_2016",
     "blob_market",
     "frontier_blocks",
     "frontier_uncles",
+    "miner_revenue_2021",
     "post_merge_blocks",
     "uncle_counts_2021",
 ]
@@ -63,6 +66,16 @@ BLOB_MARKET_ATTRIBUTION = (
     "(https://creativecommons.org/licenses/by/4.0/). Changed by feeslab: 705 daily CSV files "
     "joined and stored as Parquet, timestamps in seconds, blob_gas_used derived from blob_count, "
     "blob base fee and fork computed from feeslab's mainnet blob schedule."
+)
+
+#: The credit the MIT licence of the miner-revenue data asks for (also ``attrs["attribution"]``).
+MINER_REVENUE_ATTRIBUTION = (
+    "Miner revenue data: Y. Liu, Y. Lu, K. Nayak, F. Zhang, L. Zhang, Y. Zhao, \"Empirical "
+    "Analysis of EIP-1559: Transaction Fees, Waiting Time, and Consensus Security\", ACM CCS "
+    "2022 (arXiv:2201.05574), replication data SciEcon/EIP1559 "
+    "(https://github.com/SciEcon/EIP1559, commit 4721751835163565f1a4ac6e50c53656a97441f3, "
+    "Data/MEVdata/), Copyright (c) 2022 the authors, MIT licence. Changed by feeslab: 200 "
+    "per-series files joined into one Parquet file, the fee columns split at 1 ETH."
 )
 
 
@@ -92,6 +105,86 @@ def uncle_counts_2021() -> pd.DataFrame:
     """
     frame = _read("uncle_counts_2021.parquet").astype({"uncle_count": "int64"})
     return _attrs(frame, "SciEcon/EIP1559", "Liu et al. 2022, arXiv:2201.05574")
+
+
+_ETH = 10**18
+# the columns past int64 (9.22 ETH): stored as whole ether and the wei below one ether
+_SPLIT_AT_ONE_ETH = ("flashbots_bundle_gas_fee_wei", "other_gas_fee_wei",
+                     "flashbots_coinbase_transfer_wei")  # fmt: skip
+
+
+def miner_revenue_2021() -> pd.DataFrame:
+    """What each of 800,000 mainnet blocks around London paid its miner, exact to the wei.
+
+    Blocks 12,710,000 .. 13,509,999 (June-October 2021; London, EIP-1559, at 12,965,000), the
+    data behind Liu et al.'s miner-revenue figures [1]_. Loads in 1-2 s (12 MB of
+    Parquet).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per block, in block order, RangeIndex:
+
+        ``block_number`` (int64)
+            Every block, none missing.
+        ``static_reward_wei`` (int64) [wei]
+            The block reward, 2 ETH in every block (EIP-1234).
+        ``uncle_inclusion_reward_wei`` (int64) [wei]
+            1/32 of the block reward per uncle included (0, 1 or 2 uncles:
+            :func:`uncle_counts_2021` block for block).
+        ``flashbots_bundle_gas_fee_wei`` (object: Python int) [wei]
+            What the miner earned in gas from the transactions of Flashbots bundles:
+            ``(gas price - base fee) x gas used`` (EIP-1559 transactions: ``min(max priority
+            fee, max fee - base fee) x gas used``), the base fee 0 before London. Before
+            London the whole fee, after it the tips (the burn is not the miner's).
+        ``other_gas_fee_wei`` (object: Python int) [wei]
+            The same, from every other transaction.
+        ``flashbots_coinbase_transfer_wei`` (object: Python int) [wei]
+            What Flashbots bundles paid the miner directly (coinbase transfers).
+
+        The three last columns hold Python ints because values pass int64's 2**63 - 1 wei
+        (9.22 ETH): 1,149 blocks' other fees do, up to 7,676.8 ETH in one block; floats
+        would lose wei above 2**53 (0.009 ETH). The two first fit int64 (at most 2 ETH).
+        ``attrs``: ``chain_id`` 1, ``chain_spec`` ``"mainnet"``, ``source``
+        ``"SciEcon/EIP1559"``, ``reference``, ``licence`` ``"MIT"`` and ``attribution``
+        (:data:`MINER_REVENUE_ATTRIBUTION`: credit it where the data is shown).
+
+    Notes
+    -----
+    The file stores each column past int64 as two exact integer columns, whole ether (int16)
+    and the wei below one ether (int64, below 10**18), which Parquet keeps losslessly and
+    compactly (a decimal type would cost 10-16 bytes a value); the loader adds them back
+    exactly. ``tests/test_samples_revenue.py`` checks every column's sum, to the wei, against
+    the source CSV's, and the whole frame against the CSV's checksum.
+
+    References
+    ----------
+    .. [1] Y. Liu, Y. Lu, K. Nayak, F. Zhang, L. Zhang, Y. Zhao, "Empirical Analysis of
+       EIP-1559: Transaction Fees, Waiting Time, and Consensus Security", ACM CCS 2022,
+       arXiv:2201.05574; replication data SciEcon/EIP1559 @ 47217518, ``Data/MEVdata/``
+       (computed in its ``Data/mev.py``), MIT.
+    .. [2] EIP-1559: Fee market change for ETH 1.0 chain; EIP-1234: Constantinople
+       difficulty bomb delay and block reward adjustment.
+    """
+    stored = _read("miner_revenue_2021.parquet")
+    frame = pd.DataFrame({
+        "block_number": stored["block_number"].to_numpy(dtype=np.int64),
+        "static_reward_wei": stored["static_reward_wei"].to_numpy(dtype=np.int64),
+        "uncle_inclusion_reward_wei": stored["uncle_inclusion_reward_wei"].to_numpy(
+            dtype=np.int64),
+    })  # fmt: skip
+    for name in _SPLIT_AT_ONE_ETH:
+        stem = name.removesuffix("_wei")
+        ether = stored[f"{stem}_eth_part"].to_numpy().astype(object)  # Python ints: exact
+        below = stored[f"{stem}_wei_part"].to_numpy().astype(object)
+        frame[name] = pd.Series(ether * _ETH + below, dtype=object)
+    frame.attrs.update({
+        "chain_id": 1, "chain_spec": "mainnet", "source": "SciEcon/EIP1559",
+        "reference": "Liu et al. 2022, arXiv:2201.05574; SciEcon/EIP1559 @ 47217518, "
+                     "Data/MEVdata/",
+        "licence": "MIT", "attribution": MINER_REVENUE_ATTRIBUTION,
+    })  # fmt: skip
+    return frame
 
 
 def attack_gas_2016() -> pd.DataFrame:

@@ -118,6 +118,12 @@ def _sample(cls: type[BaseException]) -> BaseException:
         return _retryable()
     if cls.__module__ == "feeslab.sources.era1" and cls.__name__ == "Era1Error":
         return cls("damaged record", path="/data/mainnet-00001.era1", block=8_192)
+    if cls.__module__ == "feeslab.sources.era" and cls.__name__ == "EraError":
+        return cls("damaged record", path="/data/mainnet-01054-00000000.era", slot=8_626_176,
+                   record="CompressedSignedBeaconBlock")  # fmt: skip
+    if cls.__module__ == "feeslab.sources.ere" and cls.__name__ == "EreError":
+        return cls("damaged record", path="/data/mainnet-02371-00000000.ere", block=19_426_587,
+                   record="CompressedSlimReceipts")  # fmt: skip
     if issubclass(cls, FeeslabError):
         return cls(LEAKY, secrets=SECRETS)
     return cls("a plain message")

@@ -10,8 +10,30 @@ columns), results go to :mod:`feeslab.plots`. One module per topic::
     feeslab.analysis.backtest  those suggestions scored on history: inclusion, delay, overpayment
     feeslab.analysis.uncles    uncle rates with intervals, depth, rewards, miners, a model
     feeslab.analysis.storage   decoded storage series: balances, proxy upgrades, oracle rounds
+    feeslab.analysis.revenue   what blocks paid their miners: composition, windows, tails, forks
+    feeslab.analysis.events    event studies: before/after with autocorrelation-aware intervals
 """
 
-from feeslab.analysis import backtest, blobs, estimators, fees, gas, storage, uncles
+from feeslab.analysis import (
+    backtest,
+    blobs,
+    estimators,
+    events,
+    fees,
+    gas,
+    revenue,
+    storage,
+    uncles,
+)
 
-__all__ = ["backtest", "blobs", "estimators", "fees", "gas", "storage", "uncles"]
+__all__ = [
+    "backtest",
+    "blobs",
+    "estimators",
+    "events",
+    "fees",
+    "gas",
+    "revenue",
+    "storage",
+    "uncles",
+]

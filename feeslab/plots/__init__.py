@@ -11,6 +11,7 @@ from feeslab.plots import blobs as _blobs
 from feeslab.plots import fees as _fees
 from feeslab.plots import gas as _gas
 from feeslab.plots import gas_rules as _gas_rules
+from feeslab.plots import revenue as _revenue
 from feeslab.plots import source as _source
 from feeslab.plots import storage as _storage
 from feeslab.plots import suggestions as _suggestions
@@ -20,6 +21,7 @@ from feeslab.plots.blobs import *  # noqa: F403
 from feeslab.plots.fees import *  # noqa: F403
 from feeslab.plots.gas import *  # noqa: F403
 from feeslab.plots.gas_rules import *  # noqa: F403
+from feeslab.plots.revenue import *  # noqa: F403
 from feeslab.plots.source import *  # noqa: F403
 from feeslab.plots.storage import *  # noqa: F403
 from feeslab.plots.suggestions import *  # noqa: F403
@@ -32,6 +34,7 @@ __all__ = sorted(
         *_fees.__all__,
         *_gas.__all__,
         *_gas_rules.__all__,
+        *_revenue.__all__,
         *_source.__all__,
         *_storage.__all__,
         *_suggestions.__all__,

@@ -16,6 +16,8 @@ One module per topic:
 ``chaindata``  ``feeslab/_data/chains.json``, which ``chainspec`` and the devnet read
 ``headers``    a block header's RLP fields per fork and its hash
 ``era1``       the era1 archive format (e2store records, the accumulator) read and written
+``e2store``    what the archive formats share: records, snappy framing, keccak, RLP, tries
+``ere``        the Ere archive format (execution history across the merge): records, writer
 ``costs``      the service's credit cost table and plans, charged by the devnet, paid by the client
 ============== ==================================================================================
 

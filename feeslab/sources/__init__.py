@@ -1,4 +1,6 @@
-"""Where blocks come from besides the service: ``era1`` (pre-merge archive files)."""
+"""Where blocks come from besides the service: ``era1`` (pre-merge archive files); the
+readers of ``era`` (the beacon chain's archive, execution payloads since the merge) and ``ere``
+(execution history on both sides of the merge) are imported from their modules."""
 
 from typing import TYPE_CHECKING
 

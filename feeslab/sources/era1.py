@@ -54,6 +54,19 @@ from feeslab.frames import (
     uncle_scan_frame,
     uncles_frame,
 )
+from feeslab.protocol.e2store import (
+    EMPTY_TRIE_ROOT,
+    EMPTY_UNCLES_HASH,
+    decompress_all,
+    ordered_trie_root,
+    rlp_children,
+    rlp_item,
+    rlp_list_size,
+    snappy_frames,
+    u16,
+    u32,
+    uint_column,
+)
 from feeslab.protocol.era1 import (
     ACCUMULATOR,
     BLOCK_INDEX,
@@ -80,9 +93,6 @@ __all__ = [
     "era1_files",
 ]
 
-_STREAM_ID = b"\xff\x06\x00\x00sNaPpY"
-EMPTY_UNCLES_HASH = keccak(b"\xc0")
-EMPTY_TRIE_ROOT = keccak(b"\x80")
 _TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
 
 
@@ -102,92 +112,6 @@ class Era1Error(FeeslabError, ValueError):
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.block = block
-
-
-# -- e2store and snappy ------------------------------------------------------------------------
-
-
-def _snappy_frames(data: bytes | memoryview) -> bytes:
-    """Decode a snappy-framed stream.
-
-    One chunk (every header and most bodies) goes straight to cramjam's raw decoder, or
-    is the data itself when stored uncompressed: cramjam's framed decoder costs ~10 us a
-    call against ~0.4 us for the raw one, and the chunk's CRC is not checked because the
-    content is checked by hash (header hash, ``sha3Uncles``, ``transactionsRoot``) right
-    after. Longer streams use cramjam's framed
-    decoder, CRCs included.
-    """
-    if (
-        len(data) > 18
-        and data[:10] == _STREAM_ID
-        and data[10] in (0, 1)
-        and int.from_bytes(data[11:14], "little") == len(data) - 14
-    ):
-        if data[10] == 1:  # an uncompressed chunk: what compression would not shrink
-            return bytes(data[18:])
-        return bytes(cramjam.snappy.decompress_raw(data[18:]))
-    return bytes(cramjam.snappy.decompress(bytes(data)))
-
-
-def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    pos = pos.astype(np.int64)
-    out: np.ndarray = (
-        buf[pos].astype(np.int64)
-        | buf[pos + 1].astype(np.int64) << 8
-        | buf[pos + 2].astype(np.int64) << 16
-        | buf[pos + 3].astype(np.int64) << 24
-    )
-    return out
-
-
-def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    out: np.ndarray = buf[pos].astype(np.int64) | buf[pos + 1].astype(np.int64) << 8
-    return out
-
-
-# -- RLP -----------------------------------------------------------------------------------------
-
-
-def _item(data: bytes, pos: int, end: int) -> tuple[bool, int, int]:
-    """(is_list, payload start, item end) of the RLP item at ``pos``; ValueError if cut."""
-    if pos >= end:
-        raise ValueError(f"RLP item expected at byte {pos}, the data ends at {end}")
-    b = data[pos]
-    if b < 0x80:
-        is_list, start, stop = False, pos, pos + 1
-    elif b <= 0xB7:
-        is_list, start, stop = False, pos + 1, pos + 1 + b - 0x80
-    elif b <= 0xBF:
-        n = b - 0xB7
-        is_list, start = False, pos + 1 + n
-        stop = start + int.from_bytes(data[pos + 1 : start], "big")
-    elif b <= 0xF7:
-        is_list, start, stop = True, pos + 1, pos + 1 + b - 0xC0
-    else:
-        n = b - 0xF7
-        is_list, start = True, pos + 1 + n
-        stop = start + int.from_bytes(data[pos + 1 : start], "big")
-    if stop > end:
-        raise ValueError(f"RLP item at byte {pos} runs past its end ({stop} > {end})")
-    return is_list, start, stop
-
-
-def _children(data: bytes, start: int, stop: int) -> list[tuple[int, int, int, bool]]:
-    """The items of the list payload ``data[start:stop]``: (item start, payload start, end,
-    is_list)."""
-    out = []
-    pos = start
-    while pos < stop:
-        is_list, payload, end = _item(data, pos, stop)
-        out.append((pos, payload, end, is_list))
-        pos = end
-    return out
-
-
-def _rlp_list_size(payload: int) -> int:
-    if payload < 56:
-        return 1 + payload
-    return 1 + (payload.bit_length() + 7) // 8 + payload
 
 
 _HEADER_FIELDS = ("difficulty", "number", "gas_limit", "gas_used", "timestamp")
@@ -214,26 +138,6 @@ def _decode_header_slow(header: bytes) -> dict[str, Any]:
     return out
 
 
-def _int_field(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised: the canonical RLP integer (at most 8 bytes) at each ``pos``; ``ok`` is
-    cleared where it is not one."""
-    b = buf[pos].astype(np.int64)
-    single = b < 0x80
-    length = np.where(single, 0, b - 0x80)
-    ok &= single | (length <= 8)
-    length = np.where(ok, length, 0)
-    value = np.where(single, b, 0).astype(np.uint64)
-    first = buf[pos + 1]
-    ok &= (length == 0) | (first != 0)  # no leading zero
-    ok &= (length != 1) | (first >= 0x80)  # a byte below 0x80 stands alone
-    for k in range(8):
-        more = length > k
-        if not more.any():
-            break
-        value[more] = (value[more] << np.uint64(8)) | buf[pos[more] + 1 + k].astype(np.uint64)
-    return value, pos + np.where(single, 1, 1 + length)
-
-
 def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray]:
     """Columns of pre-merge headers, walked all at once with numpy.
 
@@ -257,7 +161,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
     pos = np.where(ok, p + 445, starts)
     ints = {}
     for name in _HEADER_FIELDS:
-        ints[name], pos = _int_field(buf, pos, ok)
+        ints[name], pos = uint_column(buf, pos, ok)
     b = buf[pos].astype(np.int64)  # extraData: at most 32 bytes
     ok &= b <= 0xB7
     pos = pos + np.where(b < 0x80, 1, 1 + b - 0x80)
@@ -266,7 +170,7 @@ def _parse_headers(headers: Sequence[bytes]) -> tuple[dict[str, Any], np.ndarray
     pos = np.where(ok, pos + 42, ends)
     has_fee = pos < ends
     fee_ok = ok.copy()
-    base_fee, after = _int_field(buf, np.where(has_fee, pos, starts), fee_ok)
+    base_fee, after = uint_column(buf, np.where(has_fee, pos, starts), fee_ok)
     ok &= ~has_fee | (fee_ok & (after == ends))
     pos = np.where(ok, np.where(has_fee, after, pos), ends)
     ok &= pos == ends
@@ -434,10 +338,10 @@ class Era1File:
             if not fits.all():
                 raise self._error(f"its {RECORD_NAMES[kind]} record starts past the blocks",
                                   self.start + int(np.argmin(fits)))  # fmt: skip
-            type_ok = (_u16(buf, pos) == int.from_bytes(kind, "little")) & (
-                _u16(buf, pos + 6) == 0
+            type_ok = (u16(buf, pos) == int.from_bytes(kind, "little")) & (
+                u16(buf, pos + 6) == 0
             )
-            length = _u32(buf, pos + 2)
+            length = u32(buf, pos + 2)
             if not type_ok.all():
                 i = int(np.argmin(type_ok))
                 raise self._error(f"no {RECORD_NAMES[kind]} record at byte {pos[i]:,}",
@@ -482,7 +386,7 @@ class Era1File:
         offsets, lengths = self._records[kind]
         o = offsets[i]
         try:
-            return _snappy_frames(self._map[o : o + lengths[i]])
+            return snappy_frames(self._map[o : o + lengths[i]])
         except (cramjam.DecompressionError, ValueError) as exc:
             raise self._error(
                 f"its {RECORD_NAMES[kind]} record at byte {o:,} does not decompress ({exc})",
@@ -493,26 +397,7 @@ class Era1File:
         """Every header, hashed and checked: hash chain, total difficulty, accumulator."""
         offsets, lengths = self._records[COMPRESSED_HEADER]
         mm = self._map
-        raw_decode = cramjam.snappy.decompress_raw
-        view = memoryview(mm)
-        where = np.array(offsets, dtype=np.int64)
-        size = np.array(lengths, dtype=np.int64)
-        buf = np.frombuffer(mm, dtype=np.uint8)
-        # one compressed chunk (the usual case): found for all headers at once
-        fast = size > 18
-        near = np.where(fast, where, 0)
-        for k, byte in enumerate(_STREAM_ID):
-            fast &= buf[near + k] == byte
-        kind = buf[near + 10]
-        fast &= (kind <= 1) & ((_u32(buf, near + 10) >> 8) == size - 14)
-        raw = None
-        if fast.all():
-            try:
-                chunks = zip(offsets, lengths, kind.tolist(), strict=True)
-                raw = [bytes(raw_decode(view[o + 18 : o + n])) if k == 0 else
-                       bytes(view[o + 18 : o + n]) for o, n, k in chunks]  # fmt: skip
-            except cramjam.DecompressionError:
-                raw = None
+        raw = decompress_all(mm, offsets, lengths)  # one compressed chunk each: the usual case
         if raw is None:  # record by record, to name the one that fails
             raw = [self._record(COMPRESSED_HEADER, i) for i in range(len(offsets))]
         hashes = list(map(keccak, raw))
@@ -565,14 +450,14 @@ class Era1File:
         number = self.start + i
         data = self._record(COMPRESSED_BODY, i)
         try:
-            is_list, start, stop = _item(data, 0, len(data))
+            is_list, start, stop = rlp_item(data, 0, len(data))
             if not is_list or stop != len(data):
                 raise ValueError("not one RLP list")
-            parts = _children(data, start, stop)
+            parts = rlp_children(data, start, stop)
             if len(parts) < 2 or not parts[0][3] or not parts[1][3]:
                 raise ValueError("not [transactions, uncles]")
-            txs = _children(data, parts[0][1], parts[0][2]) if transactions else []
-            uncles = _children(data, parts[1][1], parts[1][2])
+            txs = rlp_children(data, parts[0][1], parts[0][2]) if transactions else []
+            uncles = rlp_children(data, parts[1][1], parts[1][2])
         except ValueError as exc:
             raise self._error(f"its CompressedBody record is not an RLP block body ({exc})",
                               number) from None  # fmt: skip
@@ -585,7 +470,9 @@ class Era1File:
         if not transactions or self.stand_in_roots:
             return data, txs, uncles, stop - start
         want = bytes(columns["transactions_root"][i])
-        if _transactions_root(data, txs) != want:
+        values = [data[item:end] if is_list else data[payload:end]  # typed: type || payload
+                  for item, payload, end, is_list in txs]  # fmt: skip
+        if ordered_trie_root(values) != want:
             raise self._error(
                 f"its body's transactions do not hash to its transactionsRoot 0x{want.hex()}",
                 number,
@@ -601,8 +488,8 @@ class Era1File:
         data = self._record(COMPRESSED_RECEIPTS, i)
         try:
             decoded = rlp.decode(data)
-            is_list, start, stop = _item(data, 0, len(data))
-            items = _children(data, start, stop) if is_list else []
+            is_list, start, stop = rlp_item(data, 0, len(data))
+            items = rlp_children(data, start, stop) if is_list else []
         except (rlp.exceptions.DecodingError, ValueError) as exc:
             raise self._error(f"its CompressedReceipts record is not RLP ({exc})",
                               number) from None  # fmt: skip
@@ -613,29 +500,12 @@ class Era1File:
             values = [data[a:e] if is_item_list else data[p:e]
                       for a, p, e, is_item_list in items]  # fmt: skip
             want = bytes(headers.columns["receipts_root"][i])
-            if _trie_root(values) != want:
+            if ordered_trie_root(values) != want:
                 raise self._error(f"its receipts do not hash to its receiptsRoot 0x{want.hex()}",
                                   number)  # fmt: skip
         return fields
 
 
-def _transactions_root(data: bytes, txs: list[tuple[int, int, int, bool]]) -> bytes:
-    """The Merkle-Patricia root of a body's transactions (legacy: the RLP list; typed: the
-    byte string's content, ``type || payload``)."""
-    return _trie_root([data[item:end] if is_list else data[payload:end]
-                       for item, payload, end, is_list in txs])  # fmt: skip
-
-
-def _trie_root(values: Sequence[bytes]) -> bytes:
-    """The Merkle-Patricia root of a list keyed by ``rlp(index)`` (transactions, receipts)."""
-    if not values:
-        return EMPTY_TRIE_ROOT
-    from trie.hexary import HexaryTrie
-
-    tree = HexaryTrie(db={})
-    for index, value in enumerate(values):
-        tree[rlp.encode(index)] = value
-    return tree.root_hash
 
 
 # -- many files ----------------------------------------------------------------------------------
@@ -952,7 +822,7 @@ class Era1Source(SourceBase):
             sizes, tx_counts, uncle_hashes = [], [], []
             for i in range(lo, hi):
                 data, txs, uncles, payload = handle.body(i, headers)
-                sizes.append(_rlp_list_size(len(headers.raw[i]) + payload))
+                sizes.append(rlp_list_size(len(headers.raw[i]) + payload))
                 tx_counts.append(len(txs))
                 uncle_hashes.append(tuple("0x" + keccak(data[a:e]).hex() for a, _, e, _ in uncles))
             rows = slice(lo, hi)

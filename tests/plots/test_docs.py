@@ -10,8 +10,8 @@ import pytest
 
 from feeslab import plots
 
-MODULES = {f"feeslab.plots.{name}" for name in ("blobs", "fees", "gas", "gas_rules", "storage",
-                                              "suggestions", "uncles")}
+MODULES = {f"feeslab.plots.{name}" for name in ("blobs", "fees", "gas", "gas_rules", "revenue",
+                                              "storage", "suggestions", "uncles")}
 PLOTS = [
     getattr(plots, name)
     for name in plots.__all__
