@@ -102,9 +102,9 @@ def _base_fee_frame(data: pd.DataFrame | pd.Series, what: str) -> pd.DataFrame:
     )
 
 
-def _carry(out: _Frame, source: object, spec: ChainSpec | None = None) -> _Frame:
-    """``out`` with ``source``'s attrs (the chain it is of), and ``spec`` if one was used."""
-    out.attrs = dict(getattr(source, "attrs", None) or {})
+def _carry(out: _Frame, given: pd.DataFrame | pd.Series, spec: ChainSpec | None = None) -> _Frame:
+    """``out`` with ``given``'s attrs (the chain it is of), and ``spec`` if one was used."""
+    out.attrs = dict(given.attrs)
     if spec is not None:
         out.attrs.update(chain_id=spec.chain_id, chain_spec=spec.label)
     return out
