@@ -85,18 +85,16 @@ class LabDatasets:
 
         Parameters
         ----------
-        source : RpcSource
-            The node (``lab.fee_history`` reads era1 files too, the tips computed from bodies and
-            receipts as geth does: ``feeslab.datasets.registry``).
         start, stop : int
             The blocks, as ``range(start, stop)``.
         percentiles : sequence of float
             Tip percentiles, rising, each a ``reward_p<q>_wei`` column.
         budget : int, optional
-            Refuse (``BudgetExceeded``) before sending if spending so far plus the plan would
-            pass it [credits].
+            Refuse (``BudgetExceeded``) before sending if spending so far plus
+            the plan would pass it [credits]; every request is charged against
+            it as it goes.
         progress : bool, optional
-            A progress bar on long reads of files.
+            A progress bar over the blocks (default: the connection's setting).
 
         Returns
         -------
@@ -111,13 +109,17 @@ class LabDatasets:
         self,
         start: int,
         stop: int,
+        *,
+        percentiles: Sequence[float] = (10, 50, 90),
+        less_cached: bool = True,
     ) -> Plan:
         """base fees, gas used and tip percentiles of --start .. --stop - 1 (eth_feeHistory, 1,024
         blocks a call) (:func:`feeslab.datasets.fee_history.plan`).
 
-        What :func:`get` costs: a call per 1,024 blocks [credits].
+        What the fetch costs before anything is sent [credits].
         """
-        return self.plan("fee_history", start, stop)
+        return self.plan(
+            "fee_history", start, stop, percentiles=percentiles, less_cached=less_cached)
 
     def blocks(
         self,

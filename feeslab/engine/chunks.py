@@ -28,7 +28,7 @@ no thread, file, progress bar or budget check.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import pandas as pd
@@ -109,10 +109,11 @@ class Chunked:
         Blocks a chunk [blocks], at multiples of it.
     ahead : int
         Chunks in flight at once.
-    store : str, optional
+    store : str or callable, optional
         The cache's name for settled chunks' rows (``"transactions/v1"``: bump the version
-        when the rows change); None: rows are not kept (the answers may be). A later fetch of
-        any range reads back the chunks a kept file covers.
+        when the rows change), or ``store(params)`` giving it for the parameters that change
+        the rows (fee history's percentiles); None: rows are not kept (the answers may be). A
+        later fetch of any range reads back the chunks a kept file covers.
     run : int
         Consecutive chunks kept at most in one file; a run is written when it is full, when
         it is ``run_seconds`` old, at a gap and at the end (one file a chunk made a fast first
@@ -127,6 +128,10 @@ class Chunked:
     cut_at_settled : bool
         Cut a chunk where settled blocks end, so that the settled part is kept (it asks the
         node's head first).
+    from_stop : bool
+        Chunks counted from the range's stop down (``stop - size``, ``stop - 2 * size``, ...)
+        rather than at multiples of ``size``: fee history's calls each end at their newest
+        block, so a range's calls are the same whatever cuts it.
     reduce : callable, optional
         Applied to each answer as it arrives (``NodeClient.submit``'s ``reduce``).
     cached_answers : bool
@@ -144,7 +149,7 @@ class Chunked:
     empty: Callable[[Params], pd.DataFrame]
     size: int
     ahead: int = 4
-    store: str | None = None
+    store: str | Callable[[Params], str] | None = None
     reduce: Reduce | None = None
     cached_answers: bool = False
     unit: str = "block"
@@ -154,6 +159,20 @@ class Chunked:
     notes: Notes | None = None
     complete: Callable[[Any], bool] | None = None
     cut_at_settled: bool = False
+    from_stop: bool = False
+
+    @property
+    def store_name(self) -> str | None:
+        """The cache's name for the rows, once :meth:`bound` to the parameters."""
+        if callable(self.store):
+            raise TypeError(f"the {self.name} declaration is not bound to its parameters")
+        return self.store
+
+    def bound(self, params: Params) -> Chunked:
+        """This declaration with its store named for ``params``."""
+        if callable(self.store):
+            return replace(self, store=self.store(params))
+        return self
 
 
 class MissingBlock(LookupError):

@@ -75,24 +75,27 @@ def kept_runs(spec: Chunked, source: RpcSource, start: int, stop: int) -> dict[S
     """The kept runs (any fetch's) that may hold blocks of ``start`` .. ``stop - 1``, with
     their keys: those ending in the range or up to ``spec.run`` chunks past it (a longer
     run is only not reused)."""
-    cache = source.node.cache if source.node.caching and spec.store is not None else None
-    if cache is None or spec.store is None:
+    store = spec.store_name
+    cache = source.node.cache if source.node.caching and store is not None else None
+    if cache is None or store is None:
         return {}
-    keys = cache.chunk_keys(spec.store, start, stop + max(1, spec.run) * spec.size)
+    keys = cache.chunk_keys(store, start, stop + max(1, spec.run) * spec.size)
     return {run: key for key in keys if (run := run_of(key)) is not None and run[0] < stop}
 
 
 def cached(spec: Chunked, source: RpcSource, chunks: Sequence[Span], runs: Mapping[Span, str],
-           *, settled: int) -> dict[Span, pd.DataFrame]:  # fmt: skip
-    """The chunks below ``settled`` whose rows a kept run holds, each file read once."""
+           *, settled: int, params: Mapping[str, object]) -> dict[Span, pd.DataFrame]:  # fmt: skip
+    """The chunks below ``settled`` whose rows a kept run holds, each file read once (a file
+    whose columns are not those of ``params``' rows is left alone)."""
     wanted = [(a, b) for a, b in chunks if b <= settled]
-    if not wanted or not runs or spec.store is None:
+    store = spec.store_name
+    if not wanted or not runs or store is None:
         return {}
     use = covering(list(runs), wanted)
     needed = sorted(set(use.values()))
-    frames = dict(zip(needed, source.cached_frames(spec.store, [runs[r] for r in needed]),
+    frames = dict(zip(needed, source.cached_frames(store, [runs[r] for r in needed]),
                       strict=True))  # fmt: skip
-    columns = list(spec.empty({}).columns)
+    columns = list(spec.empty(params).columns)
     return {chunk: _inside(found, run, chunk) for chunk, run in use.items()
             if (found := frames[run]) is not None and list(found.columns) == columns}
 
@@ -225,9 +228,10 @@ class Keeper:
     def _keep(self, start: int, stop: int, frames: list[pd.DataFrame]) -> None:
         """Keep a run's rows (blocks ``start`` .. ``stop - 1``) as one file, and drop the
         notes it makes useless."""
-        assert self.spec.store is not None
+        store = self.spec.store_name
+        assert store is not None
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        self.source.keep_frames(self.spec.store, [(f"{start}-{stop}", frame, stop - 1)])
+        self.source.keep_frames(store, [(f"{start}-{stop}", frame, stop - 1)])
         if self.spec.notes is not None and self.cache is not None:
             self.cache.drop_chunks(self.spec.notes.store, start, stop)
 

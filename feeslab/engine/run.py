@@ -62,7 +62,7 @@ def check_range(start: int, stop: int) -> None:
 
 
 def _title(spec: Chunked, start: int, stop: int) -> str:
-    return f"{spec.name} of blocks {start:,} to {stop - 1:,}"
+    return f"{spec.name.replace('_', ' ')} of blocks {start:,} to {stop - 1:,}"
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,17 @@ class Layout:
 
 
 def layout(spec: Chunked, source: RpcSource, start: int, stop: int, *,
-           less_cached: bool = True) -> Layout:  # fmt: skip
+           less_cached: bool = True, params: Params | None = None) -> Layout:  # fmt: skip
     """Blocks ``start`` .. ``stop - 1`` cut at the multiples of ``spec.size``, and also, with a
     cache, where kept runs end (of a chunk they hold in part only the rest is fetched) and,
     with ``cut_at_settled``, where settled blocks end (the settled part kept too); the chunks
     a kept run holds are read back (none looked up unless ``less_cached``)."""
     check_range(start, stop)
-    cuts = {start, *range((start // spec.size + 1) * spec.size, stop, spec.size), stop}
+    spec = spec.bound(params or {})
+    if spec.from_stop:
+        cuts = {start, *range(stop - spec.size, start, -spec.size), stop}
+    else:
+        cuts = {start, *range((start // spec.size + 1) * spec.size, stop, spec.size), stop}
     runs = keep.kept_runs(spec, source, start, stop) if less_cached else {}
     cuts.update(edge for run in runs for edge in run if start < edge < stop)
     caching = source.node.caching and spec.store is not None
@@ -93,7 +97,7 @@ def layout(spec: Chunked, source: RpcSource, start: int, stop: int, *,
     if spec.cut_at_settled and start < settled < stop:
         cuts.add(settled)
     chunks = list(itertools.pairwise(sorted(cuts)))
-    found = keep.cached(spec, source, chunks, runs, settled=settled)
+    found = keep.cached(spec, source, chunks, runs, settled=settled, params=params or {})
     return Layout(found, [c for c in chunks if c not in found])
 
 
@@ -111,14 +115,19 @@ def _first_calls(spec: Chunked, chunk: Chunk, params: Params) -> Sequence[RpcCal
 
 
 def plan(spec: Chunked, source: RpcSource, start: int, stop: int, params: Params, *,
-         less_cached: bool = True, laid: Layout | None = None) -> Plan:  # fmt: skip
+         less_cached: bool = True, laid: Layout | None = None,
+         sending: bool = True) -> Plan:  # fmt: skip
     """What :func:`run` costs [credits]: the calls of every chunk the cache does not hold
     (for a staged extract, its first stage's: a dataset whose later stages cost more gives its
     own plan), less the answers the answer cache holds (``cached_answers``).
 
-    ``less_cached=False``: the cost from scratch, the same on every run."""
+    ``less_cached=False``: the cost from scratch, the same on every run. ``sending=False``:
+    nothing is sent, so the cache is left out until it is open (its chain's identity, one
+    request, not yet learnt): the most the fetch can cost."""
     check_range(start, stop)
-    laid = laid or layout(spec, source, start, stop, less_cached=less_cached)
+    spec = spec.bound(params)
+    less_cached = less_cached and (sending or source.node.cache_open)
+    laid = laid or layout(spec, source, start, stop, less_cached=less_cached, params=params)
     calls = [call for a, b in laid.todo for call in _first_calls(spec, Chunk(a, b), params)]
     title = _title(spec, start, stop)
     if spec.cached_answers:
@@ -155,11 +164,15 @@ def run(spec: Chunked, source: RpcSource, start: int, stop: int, params: Params,
         The chunks' rows in block order, ``attrs`` naming the source's chain.
     """
     check_range(start, stop)
-    planned = None if laid is not None else plan(spec, source, start, stop, params)
+    spec = spec.bound(params)
+    # a budget is checked before anything is sent: against what the open cache leaves, or else
+    # against the most the fetch can cost
+    planned = None if laid is not None or budget is None else plan(
+        spec, source, start, stop, params, sending=False)
     with source.budgeted(planned, budget), gc_paused():
         source.prepare()
         source.check_head(stop)
-        laid = laid or layout(spec, source, start, stop)
+        laid = laid or layout(spec, source, start, stop, params=params)
         frames = dict(laid.cached)
         known = keep.noted(spec, source, start, stop) if laid.todo else {}
         bar = _bar(spec, source, laid, progress)

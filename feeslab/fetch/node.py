@@ -258,6 +258,11 @@ class NodeClient:
         """Whether answers and chunks about settled blocks are cached."""
         return self._cache_option is not False
 
+    @property
+    def cache_open(self) -> bool:
+        """Whether the cache can be read without a request (its chain's identity known)."""
+        return self.caching and self._identity is not None
+
     def prepare(self, extra: Sequence[RpcCall] = ()) -> list[RpcResult]:
         """What a fetch needs before it starts, in one round trip: the head and (with a cache)
         the identity when not yet known, together with ``extra`` calls; ``extra``'s answers.
