@@ -110,7 +110,8 @@ def plot_bundle_share(
     _require(windows, ["bundle_share"], "revenue_by_window's frame with bundle columns")
     ax = _axes(ax)
     ax.stairs(100 * windows["bundle_share"].to_numpy(dtype=np.float64),
-              _window_edges(windows, scale), **{"color": "tab:purple", **kwargs})  # fmt: skip
+              _window_edges(windows, scale),
+              **{"color": "tab:purple", "baseline": None, **kwargs})  # fmt: skip
     ax.set_xlabel(f"block number [{'millions' if scale == 1e6 else f'x {scale:g}'}]")
     ax.set_ylabel("bundle share of revenue [%]")
     _events(ax, events, scale)
