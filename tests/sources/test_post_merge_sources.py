@@ -16,6 +16,7 @@ import feeslab
 from feeslab.devnet.era1 import export_era1
 from feeslab.devnet.ere import export_ere
 from feeslab.errors import ConfigError, FeeslabError
+from feeslab.frames.io import frame_from_bytes
 from feeslab.sources.archive import NoReceipts, file_source
 from feeslab.sources.base import SourceMismatch
 from feeslab.sources.combined import CombinedSource
@@ -184,7 +185,13 @@ def test_the_cli_fetches_across_the_merge_from_era1_and_ere(era1_dir, ere_dir, t
     out = tmp_path / "blocks.parquet"
     proc = subprocess.run([sys.executable, "-m", "feeslab.cli", "fetch", "blocks", "--era1",
                            str(era1_dir), "--ere", str(ere_dir), "--start", str(A), "--stop",
-                           str(B), "--out", str(out)], capture_output=True, text=True,
+                           str(B), "--quiet", "-o", str(out)], capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert len(pd.read_parquet(out)) == B - A
+    pd.testing.assert_frame_equal(frame_from_bytes(out.read_bytes()), blocks)
+    proc = subprocess.run([sys.executable, "-m", "feeslab.cli", "fetch", "blocks", "--ere",
+                           str(ere_dir), "--url", "http://127.0.0.1:9", "--api-key", "k", "--start", "1", "--stop",
+                           "2", "-o", str(out)], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 2 and "--ere reads files" in proc.stderr
+    assert "Traceback" not in proc.stderr
