@@ -404,7 +404,7 @@ def open_lab(connection: Connection, devnet: DevnetHandle | None = None, *,
     source: RpcSource | CombinedSource = node
     if _archives(settings):  # the files beside the node: the blocks they hold from them
         try:
-            source = archive_source(settings, node)  # type: ignore[assignment]
+            source = archive_source(settings, node)
         except BaseException:
             node.close()
             raise

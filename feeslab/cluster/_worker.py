@@ -22,7 +22,7 @@ def compute(task: Task, part: Partition, context: Mapping[int, object] | None,
     """One partition (:func:`feeslab.jobs.run_partition`) under ``process_heap``; a
     partition of a file read by the source of that file's format (era1, Ere, Era)."""
     if task.source is None and part.file is not None:
-        from feeslab.sources.archive import file_source
+        from feeslab.sources.combined import file_source
 
         task = replace(task, source=file_source(part.file))
     with process_heap(tune_malloc):

@@ -29,7 +29,7 @@ from feeslab.sources.era1 import archive_files
 if TYPE_CHECKING:
     from feeslab.protocol.chainspec import ChainSpec
 
-__all__ = ["FileArchive", "NoReceipts", "blob_columns", "file_source"]
+__all__ = ["FileArchive", "NoReceipts", "blob_columns"]
 
 
 class NoReceipts(SourceMismatch):
@@ -204,17 +204,3 @@ def blob_columns(rows: Sequence[tuple[int, int, int | None, int | None]],
         ratios.append(used / (rule.max_blobs * GAS_PER_BLOB))
     return fees, ratios
 
-
-def file_source(path: str | Path) -> SourceBase:
-    """The source of one archive file, by its suffix (``.era1``, ``.ere``, ``.era``): what a
-    cluster's worker opens for a partition of files (one a partition)."""
-    from feeslab.sources.era import EraSource
-    from feeslab.sources.era1 import Era1Source
-    from feeslab.sources.ere import EreSource
-
-    kinds: dict[str, type[SourceBase]] = {".era1": Era1Source, ".ere": EreSource,
-                                          ".era": EraSource}  # fmt: skip
-    kind = kinds.get(Path(path).suffix)
-    if kind is None:
-        raise SourceMismatch(f"{path}: not an archive file (.era1, .ere or .era)")
-    return kind(path)  # type: ignore[call-arg]

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from feeslab.protocol.chainspec import ChainSpec
     from feeslab.sources.rpc import RpcSource
 
-__all__ = ["CombinedSource"]
+__all__ = ["CombinedSource", "file_source"]
 
 
 class CombinedSource(SourceBase):
@@ -291,3 +291,18 @@ class CombinedSource(SourceBase):
         finally:
             if self.node_source is not None:
                 self.node_source.close()
+
+
+def file_source(path: str | Path) -> Source:
+    """The source of one archive file, by its suffix (``.era1``, ``.ere``, ``.era``): what a
+    cluster's worker opens for a partition of files (one a partition)."""
+    from feeslab.sources.era import EraSource
+    from feeslab.sources.era1 import Era1Source
+    from feeslab.sources.ere import EreSource
+
+    kinds: dict[str, type[Era1Source | EreSource | EraSource]] = {
+        ".era1": Era1Source, ".ere": EreSource, ".era": EraSource}  # fmt: skip
+    kind = kinds.get(Path(path).suffix)
+    if kind is None:
+        raise SourceMismatch(f"{path}: not an archive file (.era1, .ere or .era)")
+    return kind(path)

@@ -84,7 +84,6 @@ from feeslab.protocol.e2store import (
     u16,
     u32,
 )
-
 from feeslab.sources.archive import FileArchive, NoReceipts, blob_columns
 
 __all__ = [

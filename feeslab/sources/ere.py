@@ -790,7 +790,7 @@ class EreSource(FileArchive):
             "block_number", "hash", "parent_hash", "timestamp", "miner", "difficulty",
             "total_difficulty", "gas_limit", "gas_used", "base_fee_wei", "size_bytes",
             "transaction_count", "uncle_hashes", "blob_gas_used", "excess_blob_gas")}  # fmt: skip
-        for handle, scan, first, after in self._files(start, stop):
+        for handle, _, first, after in self._files(start, stop):
             for number in range(first, after):
                 block = handle.block(number, receipts=False)
                 h = block.header

@@ -17,9 +17,9 @@ from feeslab.devnet.era1 import export_era1
 from feeslab.devnet.ere import export_ere
 from feeslab.errors import ConfigError, FeeslabError
 from feeslab.frames.io import frame_from_bytes
-from feeslab.sources.archive import NoReceipts, file_source
+from feeslab.sources.archive import NoReceipts
 from feeslab.sources.base import SourceMismatch
-from feeslab.sources.combined import CombinedSource
+from feeslab.sources.combined import CombinedSource, file_source
 from feeslab.sources.era import EraFile, EraSource, era_bytes
 from feeslab.sources.era1 import Era1Source
 from feeslab.sources.ere import EreError, EreSource
@@ -97,8 +97,8 @@ def test_ere_files_alone_read_both_sides_of_the_merge(ere_dir, over_rpc):
 
 def test_a_block_no_file_holds_is_named(era1_dir, ere_dir):
     with feeslab.connect(era1=era1_dir, ere=ere_dir, progress=False) as lab, pytest.raises(
-            SourceMismatch, match="blocks 172,032 .. 172,999 of blocks are in no era1 or ere "
-            "file, and no node"):  # fmt: skip
+            SourceMismatch, match=r"blocks 172,032 \.\. 172,999 of blocks are in no era1 or "
+            r"ere file, and no node"):  # fmt: skip
         lab.blocks(170_000, 173_000)
     with pytest.raises(EreError, match="no ere file holds block 172,032"):
         EreSource(ere_dir).blocks(172_000, 172_100)
@@ -190,8 +190,8 @@ def test_the_cli_fetches_across_the_merge_from_era1_and_ere(era1_dir, ere_dir, t
     assert proc.returncode == 0, proc.stderr
     pd.testing.assert_frame_equal(frame_from_bytes(out.read_bytes()), blocks)
     proc = subprocess.run([sys.executable, "-m", "feeslab.cli", "fetch", "blocks", "--ere",
-                           str(ere_dir), "--url", "http://127.0.0.1:9", "--api-key", "k", "--start", "1", "--stop",
-                           "2", "-o", str(out)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+                           str(ere_dir), "--url", "http://127.0.0.1:9", "--api-key", "k",
+                           "--start", "1", "--stop", "2", "-o", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 2 and "--ere reads files" in proc.stderr
     assert "Traceback" not in proc.stderr
