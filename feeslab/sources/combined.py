@@ -82,6 +82,7 @@ class CombinedSource(SourceBase):
         self.archive = archives[0]
         self.node_source = node
         self._checked = False
+        self._dataset = "blocks"  # the last dataset split: whose cuts tag() names
 
     def __repr__(self) -> str:
         parts = [repr(a) for a in self.archives]
@@ -91,7 +92,8 @@ class CombinedSource(SourceBase):
 
     def __getattr__(self, name: str) -> Any:
         # only called for what this class lacks: the node's client, ledger, head, ...
-        if name.startswith("__") or name in ("archive", "archives", "node_source", "_checked"):
+        if name.startswith("__") or name in ("archive", "archives", "node_source", "_checked",
+                                             "_dataset"):
             raise AttributeError(name)
         if self.node_source is None:
             raise AttributeError(f"{self!r} has no node: no {name}")
@@ -226,6 +228,7 @@ class CombinedSource(SourceBase):
         ``(source, (first, stop))`` in block order; the node for all of a dataset no file
         holds, or with no range (``span`` None), given back as ``(node, span)``."""
         holders = [a for a in self.archives if dataset in a.offers()]
+        self._dataset = dataset  # the registry tags the joined rows next
         if span is None or not holders:
             return [(self.node_source if self.node_source is not None else self.archive, span)]
         self._check_chain()
@@ -263,7 +266,8 @@ class CombinedSource(SourceBase):
     def tag(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with the node's ``attrs`` (chain, spec, label; files alone, the first
         archive's, its ``source`` the labels joined) and ``attrs["sources"]``: by label, the
-        first and last block whose rows came from that source."""
+        first and last block whose rows came from that source (as :meth:`split` cut the last
+        dataset it was asked about: the formats hold different datasets)."""
         if self.node_source is not None:
             self.node_source.tag(frame)
         else:
@@ -275,7 +279,8 @@ class CombinedSource(SourceBase):
             return frame
         sources: dict[str, list[int]] = {}
         values = numbers.to_numpy()
-        for a, b, source in self._cuts("blocks", int(values.min()), int(values.max()) + 1):
+        first, stop = int(values.min()), int(values.max()) + 1
+        for a, b, source in self._cuts(self._dataset, first, stop):
             rows = values[(values >= a) & (values < b)]
             if len(rows):
                 span = sources.setdefault(str(source.label), [int(rows.min()), int(rows.max())])

@@ -61,6 +61,7 @@ import rlp
 
 from feeslab.errors import FeeslabError
 from feeslab.frames import blocks_frame, fee_history_frame, gas_used_ratio, reward_column
+from feeslab.frames.transactions import parse_transactions
 from feeslab.protocol.e2store import (
     VERSION,
     decompress_all,
@@ -741,7 +742,7 @@ def iter_blocks(path: str | Path, *, receipts: bool = True) -> Iterator[EreBlock
 
 
 class EreSource(FileArchive):
-    """Blocks and fee history read from Ere files, at zero credits.
+    """Blocks, fee history and transactions read from Ere files, at zero credits.
 
     Parameters
     ----------
@@ -764,7 +765,7 @@ class EreSource(FileArchive):
 
     def offers(self) -> frozenset[str]:
         """The datasets Ere files hold (``feeslab.sources.base``)."""
-        return frozenset({"blocks", "fee_history"})
+        return frozenset({"blocks", "fee_history", "transactions"})
 
     def span_of(self, path: Path) -> tuple[int, int]:
         """The blocks ``path`` holds (its index read)."""
@@ -869,3 +870,64 @@ class EreSource(FileArchive):
             "blob_gas_used_ratio": np.asarray(blob_ratios, dtype=np.float64),
             **{name: table[:, k] for k, name in enumerate(names)},
         }, percentiles))  # fmt: skip
+
+    def transactions(self, start: int, stop: int, *,
+                     progress: bool | None = None) -> pd.DataFrame:  # fmt: skip
+        """Every transaction of blocks ``start`` .. ``stop - 1``, as
+        ``feeslab.frames.parse_transactions`` gives a node's (each transaction decoded from the
+        body, its gas used from the slim receipts' cumulative gas).
+
+        Raises
+        ------
+        NoReceipts
+            Files without receipts (the ``noreceipts`` profile): the gas used is unknown.
+        """
+        blocks: list[dict[str, Any]] = []
+        receipts: list[list[dict[str, Any]]] = []
+        for handle, _, first, after in self._files(start, stop):
+            if COMPRESSED_SLIM_RECEIPTS not in handle._records:
+                raise NoReceipts(f"{handle.path.name} holds no receipts: a transaction's gas "
+                                 "used is in its receipt")  # fmt: skip
+            for number in range(first, after):
+                block = handle.block(number)
+                assert block.receipts is not None
+                fee = block.header.base_fee_per_gas
+                txs, paid = [], []
+                previous = 0
+                for i, (encoded, receipt) in enumerate(zip(block.transactions, block.receipts,
+                                                           strict=True)):  # fmt: skip
+                    tx = _rpc_transaction(encoded, i)
+                    used = receipt.cumulative_gas_used - previous
+                    previous = receipt.cumulative_gas_used
+                    price = transaction_tip(encoded, fee or 0) + (fee or 0)
+                    txs.append(tx)
+                    paid.append({"transactionHash": tx["hash"], "gasUsed": hex(used),
+                                 "effectiveGasPrice": hex(price),
+                                 "transactionIndex": hex(i)})  # fmt: skip
+                blocks.append({"number": hex(number),
+                               "baseFeePerGas": None if fee is None else hex(fee),
+                               "transactions": txs})  # fmt: skip
+                receipts.append(paid)
+        return self.tag(parse_transactions(blocks, receipts))
+
+
+def _rpc_transaction(encoded: bytes, index: int) -> dict[str, Any]:
+    """The fee fields of one transaction (its body encoding) as a node's JSON names them."""
+    typed = encoded[0] < 0xC0
+    fields = rlp.decode(encoded[1:] if typed else encoded)
+    kind = encoded[0] if typed else 0
+
+    def q(i: int) -> str:
+        return hex(int.from_bytes(fields[i], "big"))
+
+    tx: dict[str, Any] = {"hash": "0x" + keccak(encoded).hex(), "type": hex(kind),
+                          "transactionIndex": hex(index)}  # fmt: skip
+    if kind == 0:  # [nonce, gasPrice, gas, ...]
+        tx.update(gasPrice=q(1), gas=q(2))
+    elif kind == 1:  # [chainId, nonce, gasPrice, gas, ...]
+        tx.update(gasPrice=q(2), gas=q(3))
+    else:  # [chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, ...]
+        tx.update(maxPriorityFeePerGas=q(2), maxFeePerGas=q(3), gas=q(4))
+        if kind == 3:  # ..., accessList, maxFeePerBlobGas, blobVersionedHashes, ...
+            tx.update(maxFeePerBlobGas=q(9), blobVersionedHashes=list(fields[10]))
+    return tx

@@ -81,6 +81,21 @@ def test_fee_history_across_the_merge_with_tips_equals_the_devnet(era1_dir, ere_
     assert (after["reward_p50_wei"] > 0).any()
 
 
+def test_transactions_from_ere_files_equal_the_devnets(era1_dir, ere_dir, devnet):
+    """Each transaction decoded from the bodies, its gas used from the slim receipts: the
+    devnet's eth_getBlockByNumber(n, true) and eth_getBlockReceipts, row for row."""
+    with feeslab.connect(url=devnet.url, api_key=devnet.api_key,
+                         api_key_secret=devnet.api_key_secret, cache=False,
+                         progress=False) as node:  # fmt: skip
+        expected = node.transactions(164_900, 165_100)
+    with feeslab.connect(era1=era1_dir, ere=ere_dir, progress=False) as lab:
+        frame = lab.transactions(164_900, 165_100)
+    assert len(frame) > 1000 and set(frame["type"]) == {0, 2}
+    pd.testing.assert_frame_equal(frame, expected)
+    # era1 files hold no transactions dataset: every row is the Ere files', tagged by them
+    assert frame.attrs["source"] == "ere" and frame.attrs["chain_id"] == 1
+
+
 def test_ere_files_alone_read_both_sides_of_the_merge(ere_dir, over_rpc):
     blocks, fees, _ = over_rpc
     source = EreSource(ere_dir)
