@@ -69,7 +69,7 @@ ERA1, NODE, ROOT, SERVICE, EMBEDDED = "era1", "node", "root", "service", "embedd
 NODES = frozenset({NODE, ROOT, SERVICE, EMBEDDED})  # every connection to a node
 EVERYWHERE = NODES | {ERA1}
 _WHAT = {
-    ERA1: "era1= reads archive files: no node, no service",
+    ERA1: "{chooser} reads archive files: no node, no service",
     NODE: "rpc_url= reaches the one chain of any JSON-RPC node, without a key",
     ROOT: "url= is a running devnet's root, with its own chains",
     SERVICE: "{chooser} reaches the real service, not the embedded devnet",
