@@ -727,7 +727,8 @@ def era_bytes(state_slot: int, blocks: dict[int, bytes], state: bytes) -> bytes:
 
 
 class EraSource(FileArchive):
-    """Blocks and fee history read from the beacon chain's Era files, at zero credits.
+    """Blocks, fee history and transactions read from the beacon chain's Era files, at zero
+    credits.
 
     Parameters
     ----------
@@ -743,6 +744,9 @@ class EraSource(FileArchive):
     with ``percentiles=()`` gives the base fees, gas used and blob columns). Nor do they hold
     total difficulty: the blocks frame's ``total_difficulty`` is None (a node answers the final
     one, unchanged since the merge). Pre-merge slots carry no payload and hold no block here.
+    The transactions frame has every column of a node's but ``gas_used``, which is ``<NA>``
+    (``Int64``), its ``attrs["unknown"]`` saying so: the effective gas price and tip of each
+    transaction follow from it and the base fee, the gas it used only from its receipt.
     """
 
     label = "era"
@@ -751,7 +755,7 @@ class EraSource(FileArchive):
 
     def offers(self) -> frozenset[str]:
         """The datasets Era files hold (``feeslab.sources.base``)."""
-        return frozenset({"blocks", "fee_history"})
+        return frozenset({"blocks", "fee_history", "transactions"})
 
     def span_of(self, path: Path) -> tuple[int, int] | None:
         """The execution blocks ``path`` holds: its first and last payload's numbers read
@@ -854,6 +858,33 @@ class EraSource(FileArchive):
             "blob_gas_used_ratio": np.asarray(blob_ratios, dtype=np.float64),
         }))  # fmt: skip
 
+
+    def transactions(self, start: int, stop: int, *,
+                     progress: bool | None = None) -> pd.DataFrame:  # fmt: skip
+        """Every transaction of blocks ``start`` .. ``stop - 1``: the columns of
+        ``feeslab.frames.parse_transactions``, ``gas_used`` ``<NA>`` (no receipts; ``attrs[
+        "unknown"] == ["gas_used"]``), the effective gas price and tip from the fee fields
+        and the base fee (geth's ``EffectiveGasTip``)."""
+        from feeslab.frames.transactions import parse_transactions
+        from feeslab.sources.era1 import transaction_tip
+        from feeslab.sources.ere import rpc_transaction
+
+        blocks, receipts = [], []
+        for p in self._payloads(start, stop):
+            fee = p.base_fee_per_gas
+            txs = [rpc_transaction(encoded, i) for i, encoded in enumerate(p.transactions)]
+            blocks.append({"number": hex(p.block_number), "baseFeePerGas": hex(fee),
+                           "transactions": txs})  # fmt: skip
+            # a stand-in gas used of 0, replaced by <NA> below: no receipt says it
+            receipts.append([{"transactionHash": tx["hash"], "gasUsed": "0x0",
+                              "effectiveGasPrice": hex(fee + transaction_tip(encoded, fee)),
+                              "transactionIndex": tx["transactionIndex"]}
+                             for tx, encoded in zip(txs, p.transactions, strict=True)])
+        frame = parse_transactions(blocks, receipts)
+        frame["gas_used"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+        frame = self.tag(frame)
+        frame.attrs["unknown"] = ["gas_used"]  # Era files hold no receipts
+        return frame
 
 def block_size(payload: ExecutionPayload) -> int:
     """The size of the execution block's RLP ``[header, transactions, uncles, withdrawals?]``

@@ -115,6 +115,7 @@ __all__ = [
     "ere_bytes",
     "iter_blocks",
     "logs_bloom",
+    "rpc_transaction",
     "slim_receipts_rlp",
 ]
 
@@ -896,7 +897,7 @@ class EreSource(FileArchive):
                 previous = 0
                 for i, (encoded, receipt) in enumerate(zip(block.transactions, block.receipts,
                                                            strict=True)):  # fmt: skip
-                    tx = _rpc_transaction(encoded, i)
+                    tx = rpc_transaction(encoded, i)
                     used = receipt.cumulative_gas_used - previous
                     previous = receipt.cumulative_gas_used
                     price = transaction_tip(encoded, fee or 0) + (fee or 0)
@@ -911,7 +912,7 @@ class EreSource(FileArchive):
         return self.tag(parse_transactions(blocks, receipts))
 
 
-def _rpc_transaction(encoded: bytes, index: int) -> dict[str, Any]:
+def rpc_transaction(encoded: bytes, index: int) -> dict[str, Any]:
     """The fee fields of one transaction (its body encoding) as a node's JSON names them."""
     typed = encoded[0] < 0xC0
     fields = rlp.decode(encoded[1:] if typed else encoded)

@@ -210,3 +210,22 @@ def test_the_cli_fetches_across_the_merge_from_era1_and_ere(era1_dir, ere_dir, t
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 2 and "--ere reads files" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_era_transactions_are_the_ere_files_but_for_the_gas_used(era_file, tmp_path):
+    """The same real block (mainnet 19,426,587) from its beacon block and from an Ere file with
+    its receipts: every column equal but gas_used, which the Era files cannot know."""
+    from feeslab.sources.ere import ere_bytes
+    from tests.sources.test_ere_reader import real_block
+
+    header, body, receipts = real_block()
+    content, last, _ = ere_bytes(19426587, [(header, body, receipts, None)])
+    ere = tmp_path / f"mainnet-02371-{last[:4].hex()}-noproofs.ere"
+    ere.write_bytes(content)
+    full = EreSource(ere).transactions(19_426_587, 19_426_588)
+    frame = EraSource(era_file).transactions(19_426_587, 19_426_588)
+    assert len(frame) == 37 and frame.attrs["unknown"] == ["gas_used"]
+    assert frame["gas_used"].isna().all() and (full["gas_used"] > 0).all()
+    same = [c for c in full.columns if c != "gas_used"]
+    pd.testing.assert_frame_equal(frame[same], full[same])
+    assert (frame["effective_tip_wei"] >= 0).all()
