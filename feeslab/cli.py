@@ -22,7 +22,9 @@ Subcommands:
   credit bucket and ledger (printed per key, as "key 1", "key 2": never the key itself), one
   ``--budget`` for all; ``--url`` once for every key, or once per key in the same order;
   ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
-  credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
+  credits, ``--ere PATH`` Ere files and ``--era PATH`` the beacon chain's Era files, one or
+  several formats across the merge (a damaged file, a range no file covers, or tips asked of
+  files without receipts, is a user mistake: exit 2).
   ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
   worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
   OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
