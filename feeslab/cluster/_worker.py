@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from feeslab.cluster import _governor
@@ -19,12 +18,7 @@ __all__ = ["compute", "paced_node", "settle"]
 
 def compute(task: Task, part: Partition, context: Mapping[int, object] | None,
             tune_malloc: bool) -> dict[str, Any]:
-    """One partition (:func:`feeslab.jobs.run_partition`) under ``process_heap``; a
-    partition of a file read by the source of that file's format (era1, Ere, Era)."""
-    if task.source is None and part.file is not None:
-        from feeslab.sources.combined import file_source
-
-        task = replace(task, source=file_source(part.file))
+    """One partition (:func:`feeslab.jobs.run_partition`) under ``process_heap``."""
     with process_heap(tune_malloc):
         return run_partition(task, part, context)
 
