@@ -22,7 +22,9 @@ Subcommands:
   credit bucket and ledger (printed per key, as "key 1", "key 2": never the key itself), one
   ``--budget`` for all; ``--url`` once for every key, or once per key in the same order;
   ``--era1 PATH`` (a file, a directory or a glob) reads era1 archive files instead, at zero
-  credits (a damaged file, or a range no file covers, is a user mistake: exit 2).
+  credits, ``--ere PATH`` Ere files and ``--era PATH`` the beacon chain's Era files, one or
+  several formats across the merge (a damaged file, a range no file covers, or tips asked of
+  files without receipts, is a user mistake: exit 2).
   ``--scheduler ADDRESS`` (a running dask scheduler) or ``--workers N`` (a local cluster of N
   worker processes) fetch in partitions (``feeslab.cluster``): one Parquet file a partition in
   OUTPUT's stem + ``.parts/``, which a rerun resumes; every kind but the Gas API's base fees.
@@ -594,6 +596,19 @@ def _fetch_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
         "credits; with --url or a key, the blocks the files hold from them and the rest from "
         "the node (a node with expired history, EIP-4444)",
     )
+    where.add_argument(
+        "--ere",
+        metavar="PATH",
+        help="read Ere files (execution history with receipts, on both sides of the merge), "
+        "named as --era1; with --era1, the era1 files give the blocks they hold and the Ere "
+        "files the rest; beside a node as --era1",
+    )
+    where.add_argument(
+        "--era",
+        metavar="PATH",
+        help="read the beacon chain's Era files (execution payloads since the merge, no "
+        "receipts: fee history needs --percentiles with no value), named as --era1",
+    )
     run = common.add_argument_group("running")
     run.add_argument(
         "--budget",
@@ -681,8 +696,9 @@ def _check_args(args: argparse.Namespace, environment: Environment) -> _Checked:
     if args.url is not None and len(args.url) not in (1, max(1, len(keys))):
         raise UsageError(f"--url given {len(args.url)} times for {len(keys)} API keys: give it "
                          "once (every key) or once per key")  # fmt: skip
-    if args.era1 is not None and args.url is not None:
-        raise UsageError("--era1 reads files: it takes no --url")
+    for name in ("era1", "ere", "era"):
+        if getattr(args, name) is not None and args.url is not None:
+            raise UsageError(f"--{name} reads files: it takes no --url")
     dataset = REGISTRY[args.dataset]
     given = {o.dest: getattr(args, o.dest) for o in dataset.options}
     written = {o.dest: given.pop(o.dest) for o in dataset.options if o.written_only}
@@ -864,6 +880,8 @@ def _run_fetch(args: argparse.Namespace) -> int:
                 progress=not args.quiet,
                 credits_per_second=args.credits_per_second,
                 era1=args.era1,
+                ere=args.ere,
+                era=args.era,
             ), environment))  # fmt: skip
         lab = labs[0]
         params["labs"] = labs[1:]

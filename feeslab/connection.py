@@ -69,7 +69,7 @@ ERA1, NODE, ROOT, SERVICE, EMBEDDED = "era1", "node", "root", "service", "embedd
 NODES = frozenset({NODE, ROOT, SERVICE, EMBEDDED})  # every connection to a node
 EVERYWHERE = NODES | {ERA1}
 _WHAT = {
-    ERA1: "era1= reads archive files: no node, no service",
+    ERA1: "{chooser} reads archive files: no node, no service",
     NODE: "rpc_url= reaches the one chain of any JSON-RPC node, without a key",
     ROOT: "url= is a running devnet's root, with its own chains",
     SERVICE: "{chooser} reaches the real service, not the embedded devnet",
@@ -153,6 +153,18 @@ class Settings:
         "from them and the rest from the node, in one frame whose ``attrs[\"sources\"]`` say "
         "which blocks each gave (``feeslab.sources.combined``): what a node with expired "
         "history (EIP-4444) needs.", on=frozenset({ERA1, NODE, ROOT, SERVICE}))
+    ere: str | Path | Sequence[str | Path] | None = _option(  # noqa: RUF009
+        None, "Read blocks and fee history from Ere files (execution history on both sides "
+        "of the merge, with receipts: ``feeslab.sources.ere.EreSource``), named as ``era1`` "
+        "is; with ``era1``, the era1 files give the blocks they hold and the Ere files the "
+        "rest (after the merge); alone or beside a node as ``era1``.",
+        on=frozenset({ERA1, NODE, ROOT, SERVICE}))
+    era: str | Path | Sequence[str | Path] | None = _option(  # noqa: RUF009
+        None, "Read blocks and fee history from the beacon chain's Era files (the execution "
+        "payloads since the merge: ``feeslab.sources.era.EraSource``), named as ``era1`` is. "
+        "They hold no receipts: tip percentiles raise ``NoReceipts`` (pass "
+        "``percentiles=()``). Alone, with ``era1``/``ere``, or beside a node as ``era1``.",
+        on=frozenset({ERA1, NODE, ROOT, SERVICE}))
     history: str = _option(
         "all", "Which history the embedded devnet serves, as geth's ``--history.chain`` "
         "(EIP-4444): ``\"all\"``, or ``\"postmerge\"``: the bodies, uncles and receipts of "
@@ -311,9 +323,9 @@ class Connection:
         files join it); a key in the environment reaches the service, or goes with ``url``.
         """
         environment = Environment.read() if environment is None else environment
-        if settings.era1 is not None and not (settings.rpc_url or settings.url
-                                              or settings.api_key):  # fmt: skip
-            route, chooser = ERA1, "era1="
+        if _archives(settings) and not (settings.rpc_url or settings.url
+                                        or settings.api_key):  # fmt: skip
+            route, chooser = ERA1, "=, ".join(name for name, _ in _archives(settings)) + "="
         elif settings.rpc_url is not None:
             route, chooser = NODE, "rpc_url="
         elif settings.url is not None:
@@ -376,10 +388,10 @@ def open_lab(connection: Connection, devnet: DevnetHandle | None = None, *,
     (a running embedded devnet, which the Lab stops on closing if it ``owns`` it), else as
     the connection says."""
     settings = connection.settings
-    if connection.route == ERA1 and settings.era1 is not None:  # era1= alone
-        from feeslab.sources.era1 import Era1Source
-
-        return Lab(Era1Source(settings.era1), credits=CreditLedger())
+    if connection.route == ERA1:  # files alone
+        files = archive_source(settings)
+        assert files is not None
+        return Lab(files, credits=files.credits if files.composite else CreditLedger())
     if devnet is None and connection.route == EMBEDDED:
         devnet = _start_devnet(settings)
         try:
@@ -390,12 +402,9 @@ def open_lab(connection: Connection, devnet: DevnetHandle | None = None, *,
     where = endpoints(connection)
     node = open_node(_node_spec(connection, where, devnet))
     source: RpcSource | CombinedSource = node
-    if settings.era1 is not None:  # the files beside the node: old blocks from them
-        from feeslab.sources.combined import CombinedSource
-        from feeslab.sources.era1 import Era1Source
-
+    if _archives(settings):  # the files beside the node: the blocks they hold from them
         try:
-            source = CombinedSource(Era1Source(settings.era1), node)
+            source = archive_source(settings, node)
         except BaseException:
             node.close()
             raise
@@ -415,6 +424,30 @@ def open_lab(connection: Connection, devnet: DevnetHandle | None = None, *,
     return Lab(source, credits=source.credits, ipfs=ipfs, wallet_url=where.wallet,
                devnet=devnet, owns_devnet=owns, network=settings.network,
                rpc_url=settings.rpc_url, reconnect=reconnect)  # fmt: skip
+
+
+def _archives(settings: Settings) -> list[tuple[str, Any]]:
+    """The archive options given, (name, value), in order of preference: era1, Ere, Era."""
+    return [(name, getattr(settings, name)) for name in ("era1", "ere", "era")
+            if getattr(settings, name) is not None]  # fmt: skip
+
+
+def archive_source(settings: Settings, node: RpcSource | None = None) -> Any:
+    """The source of ``settings``' archive files (None: none given), beside ``node``: one
+    format alone as its own source; several, or any beside a node, a ``CombinedSource``
+    (era1 files below the merge, Ere or Era files above it, the node for the rest)."""
+    from feeslab.sources.combined import CombinedSource
+    from feeslab.sources.era import EraSource
+    from feeslab.sources.era1 import Era1Source
+    from feeslab.sources.ere import EreSource
+
+    kinds = {"era1": Era1Source, "ere": EreSource, "era": EraSource}
+    archives = [kinds[name](value) for name, value in _archives(settings)]
+    if not archives:
+        return None
+    if len(archives) == 1 and node is None:
+        return archives[0]
+    return CombinedSource(archives, node)
 
 
 def _node_spec(connection: Connection, where: Endpoints,

@@ -559,9 +559,9 @@ def _part_source(task: Task, path: str) -> Source:
     """The source of one file of the job's (the driver's own in process)."""
     if task.source is not None:
         return task.source.part(path)
-    from feeslab.sources.era1 import Era1Source  # a worker: the job's files are era1's
+    from feeslab.sources.combined import file_source  # a worker: the source of its format
 
-    return Era1Source(path)
+    return file_source(path)
 
 
 def _node_source(task: Task) -> Node:

@@ -57,15 +57,17 @@ import itertools
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import cramjam
 import numpy as np
+import pandas as pd
 
 from feeslab.errors import FeeslabError
+from feeslab.frames import blocks_frame, fee_history_frame, gas_used_ratio
 from feeslab.protocol.e2store import (
     EMPTY_UNCLES_HASH,
     VERSION,
@@ -77,10 +79,12 @@ from feeslab.protocol.e2store import (
     rlp_bytes,
     rlp_int,
     rlp_list,
+    rlp_list_size,
     snappy_frames,
     u16,
     u32,
 )
+from feeslab.sources.archive import FileArchive, NoReceipts, blob_columns
 
 __all__ = [
     "COMPRESSED_BEACON_STATE",
@@ -90,8 +94,10 @@ __all__ = [
     "SLOT_INDEX",
     "EraError",
     "EraFile",
+    "EraSource",
     "ExecutionPayload",
     "Withdrawal",
+    "block_size",
     "era_bytes",
     "fork_at",
     "iter_payloads",
@@ -715,3 +721,179 @@ def era_bytes(state_slot: int, blocks: dict[int, bytes], state: bytes) -> bytes:
         pos += len(part)
     parts.append(_slot_index(state_slot, [state_offset], pos))
     return b"".join(parts)
+
+
+# -- a source of frames ---------------------------------------------------------------------------
+
+
+class EraSource(FileArchive):
+    """Blocks, fee history and transactions read from the beacon chain's Era files, at zero
+    credits.
+
+    Parameters
+    ----------
+    path : str, Path, or a sequence of them
+        A file, a directory of ``*.era`` files, or a glob pattern.
+
+    Notes
+    -----
+    An Era file holds the execution payloads of the beacon blocks of its eras: every header
+    field (the header is rebuilt from the payload and checked against its hash), the
+    transactions and the withdrawals, but no receipts. So what needs the gas each transaction
+    used cannot be had from them: tip percentiles raise :class:`NoReceipts` (``fee_history``
+    with ``percentiles=()`` gives the base fees, gas used and blob columns). Nor do they hold
+    total difficulty: the blocks frame's ``total_difficulty`` is None (a node answers the final
+    one, unchanged since the merge). Pre-merge slots carry no payload and hold no block here.
+    The transactions frame has every column of a node's but ``gas_used``, which is ``<NA>``
+    (``Int64``), its ``attrs["unknown"]`` saying so: the effective gas price and tip of each
+    transaction follow from it and the base fee, the gas it used only from its receipt.
+    """
+
+    label = "era"
+    suffix = "era"
+    error = EraError
+
+    def offers(self) -> frozenset[str]:
+        """The datasets Era files hold (``feeslab.sources.base``)."""
+        return frozenset({"blocks", "fee_history", "transactions"})
+
+    def span_of(self, path: Path) -> tuple[int, int] | None:
+        """The execution blocks ``path`` holds: its first and last payload's numbers read
+        (None: only pre-merge slots)."""
+        with EraFile(path) as handle:
+            slots = list(handle.slots())
+            first = next((p for p in map(handle.payload, slots) if p is not None), None)
+            if first is None:
+                return None
+            last = next(p for p in map(handle.payload, reversed(slots)) if p is not None)
+            return first.block_number, last.block_number + 1
+
+    def _payloads(self, start: int, stop: int) -> Iterator[ExecutionPayload]:
+        """The checked payloads of blocks ``start`` .. ``stop - 1``, in order, each linked to
+        the one before (its ``parent_hash``), every block present."""
+        previous: bytes | None = None
+        expected = start
+        spans = {path: (lo, hi) for lo, hi, path in self.ranges()}
+        for path, first, after in self.covering(start, stop):
+            with EraFile(path) as handle:
+                first_parent = last = None
+                for payload in handle.payloads():
+                    n = payload.block_number
+                    if n == first:
+                        first_parent = payload.parent_hash
+                    if n < first or n >= after:
+                        continue
+                    if n != expected:
+                        raise handle._error(f"holds execution block {n:,} where block "
+                                            f"{expected:,} was due: a block is missing",
+                                            payload.slot)  # fmt: skip
+                    if expected > first and payload.parent_hash != last:
+                        raise handle._error(f"holds execution block {n:,} whose parent_hash "
+                                            "is not the previous block's hash", payload.slot)
+                    last = payload.block_hash
+                    expected += 1
+                    yield payload
+                lo, hi = spans[path]
+                self.note(path, first_parent if first == lo else None,
+                          last if after == hi else None, previous)
+                previous = last
+
+    def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
+        """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them
+        (``total_difficulty`` None: Era files hold none)."""
+        columns: dict[str, list[object]] = {name: [] for name in (
+            "block_number", "hash", "parent_hash", "timestamp", "miner", "difficulty",
+            "total_difficulty", "gas_limit", "gas_used", "base_fee_wei", "size_bytes",
+            "transaction_count", "uncle_hashes", "blob_gas_used", "excess_blob_gas")}  # fmt: skip
+        for p in self._payloads(start, stop):
+            row = {
+                "block_number": p.block_number, "hash": "0x" + p.block_hash.hex(),
+                "parent_hash": "0x" + p.parent_hash.hex(), "timestamp": p.timestamp,
+                "miner": "0x" + p.fee_recipient.hex(), "difficulty": 0,
+                "total_difficulty": None, "gas_limit": p.gas_limit, "gas_used": p.gas_used,
+                "base_fee_wei": p.base_fee_per_gas, "size_bytes": block_size(p),
+                "transaction_count": len(p.transactions), "uncle_hashes": (),
+                "blob_gas_used": p.blob_gas_used, "excess_blob_gas": p.excess_blob_gas,
+            }  # fmt: skip
+            for name, value in row.items():
+                columns[name].append(value)
+        return self.tag(blocks_frame(columns))
+
+    def fee_history(
+        self,
+        start: int,
+        stop: int,
+        *,
+        percentiles: Sequence[float] = (10, 50, 90),
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """Base fees, gas used ratios and blob fees of blocks ``start`` .. ``stop - 1``, as
+        ``Lab.fee_history(..., percentiles=())`` gives them.
+
+        Raises
+        ------
+        NoReceipts
+            Any percentile: a tip percentile is weighted by the gas each transaction used,
+            which only its receipt says, and Era files hold no receipts.
+        """
+        if len(percentiles):
+            raise NoReceipts(
+                f"tip percentiles {list(percentiles)} from Era files: they hold no receipts, "
+                "so the gas each transaction used (which weighs each tip) is unknown; pass "
+                "percentiles=() for base fees and gas used, or read Ere or era1 files, or a "
+                "node")  # fmt: skip
+        rows, fees, used, limits = [], [], [], []
+        for p in self._payloads(start, stop):
+            rows.append((p.block_number, p.timestamp, p.blob_gas_used, p.excess_blob_gas))
+            fees.append(p.base_fee_per_gas)
+            used.append(p.gas_used)
+            limits.append(p.gas_limit)
+        blob_fees, blob_ratios = blob_columns(rows, self.chain_spec)
+        return self.tag(fee_history_frame({
+            "block_number": np.asarray([r[0] for r in rows], dtype=np.int64),
+            "base_fee_wei": np.asarray(fees, dtype=np.int64),
+            "gas_used_ratio": gas_used_ratio(np.asarray(used, dtype=np.int64),
+                                             np.asarray(limits, dtype=np.int64)),
+            "base_fee_per_blob_gas_wei": blob_fees,
+            "blob_gas_used_ratio": np.asarray(blob_ratios, dtype=np.float64),
+        }))  # fmt: skip
+
+
+    def transactions(self, start: int, stop: int, *,
+                     progress: bool | None = None) -> pd.DataFrame:  # fmt: skip
+        """Every transaction of blocks ``start`` .. ``stop - 1``: the columns of
+        ``feeslab.frames.parse_transactions``, ``gas_used`` ``<NA>`` (no receipts; ``attrs[
+        "unknown"] == ["gas_used"]``), the effective gas price and tip from the fee fields
+        and the base fee (geth's ``EffectiveGasTip``)."""
+        from feeslab.frames.transactions import parse_transactions
+        from feeslab.sources.era1 import transaction_tip
+        from feeslab.sources.ere import rpc_transaction
+
+        blocks, receipts = [], []
+        for p in self._payloads(start, stop):
+            fee = p.base_fee_per_gas
+            txs = [rpc_transaction(encoded, i) for i, encoded in enumerate(p.transactions)]
+            blocks.append({"number": hex(p.block_number), "baseFeePerGas": hex(fee),
+                           "transactions": txs})  # fmt: skip
+            # a stand-in gas used of 0, replaced by <NA> below: no receipt says it
+            receipts.append([{"transactionHash": tx["hash"], "gasUsed": "0x0",
+                              "effectiveGasPrice": hex(fee + transaction_tip(encoded, fee)),
+                              "transactionIndex": tx["transactionIndex"]}
+                             for tx, encoded in zip(txs, p.transactions, strict=True)])
+        frame = parse_transactions(blocks, receipts)
+        frame["gas_used"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+        frame = self.tag(frame)
+        frame.attrs["unknown"] = ["gas_used"]  # Era files hold no receipts
+        return frame
+
+def block_size(payload: ExecutionPayload) -> int:
+    """The size of the execution block's RLP ``[header, transactions, uncles, withdrawals?]``
+    [bytes], as a node's ``size`` says (typed transactions as byte strings in the body)."""
+    txs = sum(len(tx) if tx[0] >= 0xC0 else len(rlp_bytes(tx)) for tx in payload.transactions)
+    body = rlp_list_size(txs) + 1  # the transactions, then no uncles (0xc0)
+    if payload.withdrawals is not None:
+        body += rlp_list_size(sum(
+            len(rlp_list((rlp_int(w.index), rlp_int(w.validator_index), rlp_bytes(w.address),
+                          rlp_int(w.amount_gwei))))
+            for w in payload.withdrawals))  # fmt: skip
+    return rlp_list_size(len(payload.header_rlp()) + body)

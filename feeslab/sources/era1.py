@@ -89,8 +89,10 @@ __all__ = [
     "Era1Error",
     "Era1File",
     "Era1Source",
+    "archive_files",
     "effective_rewards",
     "era1_files",
+    "transaction_tip",
 ]
 
 _TUPLE = (COMPRESSED_HEADER, COMPRESSED_BODY, COMPRESSED_RECEIPTS, TOTAL_DIFFICULTY)
@@ -519,13 +521,26 @@ def era1_files(path: str | Path | Iterable[str | Path]) -> list[Path]:
     Era1Error
         When it names no era1 file.
     """
+    return archive_files(path, "era1", Era1Error)
+
+
+def archive_files(path: str | Path | Iterable[str | Path], suffix: str,
+                  error: type[FeeslabError]) -> list[Path]:  # fmt: skip
+    """The archive files a path names: a file, a directory (its ``*.<suffix>``), a glob
+    pattern, or a sequence of them (era1, Ere and Era files are named alike).
+
+    Raises
+    ------
+    FeeslabError
+        ``error`` (the format's), with ``path``, when it names no such file.
+    """
     if not isinstance(path, str | Path):
-        found = [f for p in path for f in era1_files(p)]
+        found = [f for p in path for f in archive_files(p, suffix, error)]
         return sorted(set(found))
     text = str(path)
     candidate = Path(text).expanduser()
     if candidate.is_dir():
-        found = sorted(candidate.glob("*.era1"))
+        found = sorted(candidate.glob(f"*.{suffix}"))
         where = f"the directory {text}"
     elif candidate.is_file():
         found = [candidate]
@@ -534,7 +549,7 @@ def era1_files(path: str | Path | Iterable[str | Path]) -> list[Path]:
         found = sorted(Path(p) for p in _glob.glob(str(candidate)) if Path(p).is_file())
         where = f"the pattern {text}" if _glob.has_magic(text) else text
     if not found:
-        raise Era1Error(f"no era1 file in {where}", path=text)
+        raise error(f"no {suffix} file in {where}", path=text)  # type: ignore[call-arg]
     return found
 
 
@@ -604,6 +619,22 @@ def effective_rewards(
             total += gas[order[index]]
         out.append(rewards[order[index]])
     return out
+
+
+def transaction_tip(encoded: bytes, base_fee: int) -> int:
+    """The effective tip of one transaction in its block-body encoding (the RLP list of a
+    legacy one, ``type || rlp`` of a typed one), as geth's ``EffectiveGasTip`` [wei].
+
+    Parameters
+    ----------
+    encoded : bytes
+        The transaction as a block body holds it.
+    base_fee : int
+        Its block's base fee [wei] (0 before London).
+    """
+    if encoded[0] >= 0xC0:
+        return _tip(rlp.decode(encoded), None, base_fee)
+    return _tip(rlp.decode(encoded[1:]), encoded[0], base_fee)
 
 
 def _tip(tx: Any, typed: int | None, base_fee: int) -> int:
@@ -879,8 +910,9 @@ class Era1Source(SourceBase):
                 "block_number": np.arange(handle.start + lo, handle.start + hi, dtype=np.int64),
                 "base_fee_wei": fee,
                 "gas_used_ratio": gas_used_ratio(gas_used, c["gas_limit"][lo:hi]),
-                "base_fee_per_blob_gas_wei": [None] * (hi - lo),
-                "blob_gas_used_ratio": np.full(hi - lo, np.nan),
+                # before Cancun: geth's eth_feeHistory answers zeros, not nulls
+                "base_fee_per_blob_gas_wei": np.zeros(hi - lo, dtype=np.int64),
+                "blob_gas_used_ratio": np.zeros(hi - lo),
                 **{name: rewards[:, k] for k, name in enumerate(names)},
             }, percentiles))  # fmt: skip
         return self._attrs(pd.concat(pieces, ignore_index=True), self.network)

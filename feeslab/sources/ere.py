@@ -56,9 +56,12 @@ from typing import Any, NamedTuple
 
 import cramjam
 import numpy as np
+import pandas as pd
 import rlp
 
 from feeslab.errors import FeeslabError
+from feeslab.frames import blocks_frame, fee_history_frame, gas_used_ratio, reward_column
+from feeslab.frames.transactions import parse_transactions
 from feeslab.protocol.e2store import (
     VERSION,
     decompress_all,
@@ -69,6 +72,7 @@ from feeslab.protocol.e2store import (
     rlp_int,
     rlp_item,
     rlp_list,
+    rlp_list_size,
     snappy_frames,
     u16,
     u32,
@@ -89,6 +93,8 @@ from feeslab.protocol.ere import (
     ere_bytes,
     slim_receipts_rlp,
 )
+from feeslab.sources.archive import FileArchive, NoReceipts, blob_columns
+from feeslab.sources.era1 import effective_rewards, transaction_tip
 
 __all__ = [
     "ACCUMULATOR",
@@ -101,6 +107,7 @@ __all__ = [
     "EreBlock",
     "EreError",
     "EreFile",
+    "EreSource",
     "Header",
     "HeaderScan",
     "SlimReceipt",
@@ -108,6 +115,7 @@ __all__ = [
     "ere_bytes",
     "iter_blocks",
     "logs_bloom",
+    "rpc_transaction",
     "slim_receipts_rlp",
 ]
 
@@ -729,3 +737,198 @@ def iter_blocks(path: str | Path, *, receipts: bool = True) -> Iterator[EreBlock
         yield from handle.blocks(receipts=receipts)
 
 
+
+
+# -- a source of frames ---------------------------------------------------------------------------
+
+
+class EreSource(FileArchive):
+    """Blocks, fee history and transactions read from Ere files, at zero credits.
+
+    Parameters
+    ----------
+    path : str, Path, or a sequence of them
+        A file, a directory of ``*.ere`` files, or a glob pattern (``"~/ere/mainnet-*.ere"``).
+
+    Notes
+    -----
+    Ere files hold both sides of the merge, so they serve any block they hold; beside era1
+    files (``feeslab.sources.combined.CombinedSource``) they give the blocks from the merge
+    on. Every file a range touches has its headers checked (:meth:`EreFile.scan`); ``blocks``
+    decodes every body of the range (the size and counts need them), ``fee_history`` the bodies
+    and receipts of blocks that used gas. The frames are built by the functions of
+    ``feeslab.frames`` a node's are, so the columns and dtypes are a node's.
+    """
+
+    label = "ere"
+    suffix = "ere"
+    error = EreError
+
+    def offers(self) -> frozenset[str]:
+        """The datasets Ere files hold (``feeslab.sources.base``)."""
+        return frozenset({"blocks", "fee_history", "transactions"})
+
+    def span_of(self, path: Path) -> tuple[int, int]:
+        """The blocks ``path`` holds (its index read)."""
+        with EreFile(path) as handle:
+            return handle.start, handle.stop
+
+    def _files(self, start: int, stop: int) -> Iterator[tuple[EreFile, HeaderScan, int, int]]:
+        """(open file, its checked headers, first block, block after the last) per file, the
+        links between files checked and noted."""
+        previous: bytes | None = None
+        for path, first, after in self.covering(start, stop):
+            with EreFile(path) as handle:
+                scan = handle.scan()
+                parent = scan.raws[0][4:36] if first == handle.start else None
+                last = scan.hashes[-1] if after == handle.stop else None
+                self.note(path, parent, last, previous)
+                previous = last
+                yield handle, scan, first, after
+
+    def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
+        """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them."""
+        columns: dict[str, list[Any]] = {name: [] for name in (
+            "block_number", "hash", "parent_hash", "timestamp", "miner", "difficulty",
+            "total_difficulty", "gas_limit", "gas_used", "base_fee_wei", "size_bytes",
+            "transaction_count", "uncle_hashes", "blob_gas_used", "excess_blob_gas")}  # fmt: skip
+        for handle, _, first, after in self._files(start, stop):
+            for number in range(first, after):
+                block = handle.block(number, receipts=False)
+                h = block.header
+                body = handle.body_rlp(number)
+                _, payload, end = rlp_item(body, 0, len(body))
+                row = {
+                    "block_number": number, "hash": "0x" + block.hash.hex(),
+                    "parent_hash": "0x" + h.parent_hash.hex(), "timestamp": h.timestamp,
+                    "miner": "0x" + h.miner.hex(), "difficulty": h.difficulty,
+                    "total_difficulty": block.total_difficulty, "gas_limit": h.gas_limit,
+                    "gas_used": h.gas_used, "base_fee_wei": h.base_fee_per_gas,
+                    # a block's RLP: [header, transactions, uncles, withdrawals?]
+                    "size_bytes": rlp_list_size(len(block.header_rlp) + end - payload),
+                    "transaction_count": len(block.transactions),
+                    "uncle_hashes": tuple("0x" + keccak(u).hex() for u in block.uncles),
+                    "blob_gas_used": h.blob_gas_used, "excess_blob_gas": h.excess_blob_gas,
+                }  # fmt: skip
+                for name, value in row.items():
+                    columns[name].append(value)
+        return self.tag(blocks_frame(columns))
+
+    def fee_history(
+        self,
+        start: int,
+        stop: int,
+        *,
+        percentiles: Sequence[float] = (10, 50, 90),
+        progress: bool | None = None,
+    ) -> pd.DataFrame:
+        """Base fees, gas used ratios, blob fees and tip percentiles of blocks ``start`` ..
+        ``stop - 1``, as ``Lab.fee_history`` gives them: the tips from the bodies and slim
+        receipts as geth's ``eth_feeHistory`` computes them
+        (``feeslab.sources.era1.effective_rewards``).
+
+        Raises
+        ------
+        NoReceipts
+            Percentiles asked of files without receipts (the ``noreceipts`` profile).
+        """
+        if list(percentiles) != sorted(percentiles):
+            raise ValueError(f"percentiles must rise, got {list(percentiles)}")
+        names = [reward_column(p) for p in percentiles]
+        rows: list[tuple[int, int, int | None, int | None]] = []
+        fees, used, limits = [], [], []
+        rewards: list[list[int]] = []
+        for handle, _, first, after in self._files(start, stop):
+            if percentiles and COMPRESSED_SLIM_RECEIPTS not in handle._records:
+                raise NoReceipts(f"{handle.path.name} holds no receipts: tip percentiles "
+                                 "need the gas each transaction used; pass percentiles=()")
+            for number in range(first, after):
+                h = handle.header(number)
+                fee = h.base_fee_per_gas or 0
+                rows.append((number, h.timestamp, h.blob_gas_used, h.excess_blob_gas))
+                fees.append(fee)
+                used.append(h.gas_used)
+                limits.append(h.gas_limit)
+                if not percentiles:
+                    continue
+                if not h.gas_used:  # no transaction: every tip 0, as geth answers
+                    rewards.append([0] * len(percentiles))
+                    continue
+                block = handle.block(number)
+                assert block.receipts is not None  # the file holds them (checked above)
+                cumulative = [r.cumulative_gas_used for r in block.receipts]
+                gas = [b - a for a, b in zip([0, *cumulative[:-1]], cumulative, strict=True)]
+                tips = [transaction_tip(tx, fee) for tx in block.transactions]
+                rewards.append(effective_rewards(h.gas_used, tips, gas, percentiles))
+        blob_fees, blob_ratios = blob_columns(rows, self.chain_spec)
+        table = np.asarray(rewards, dtype=np.int64).reshape(len(rewards), len(names))
+        return self.tag(fee_history_frame({
+            "block_number": np.asarray([r[0] for r in rows], dtype=np.int64),
+            "base_fee_wei": np.asarray(fees, dtype=np.int64),
+            "gas_used_ratio": gas_used_ratio(np.asarray(used, dtype=np.int64),
+                                             np.asarray(limits, dtype=np.int64)),
+            "base_fee_per_blob_gas_wei": blob_fees,
+            "blob_gas_used_ratio": np.asarray(blob_ratios, dtype=np.float64),
+            **{name: table[:, k] for k, name in enumerate(names)},
+        }, percentiles))  # fmt: skip
+
+    def transactions(self, start: int, stop: int, *,
+                     progress: bool | None = None) -> pd.DataFrame:  # fmt: skip
+        """Every transaction of blocks ``start`` .. ``stop - 1``, as
+        ``feeslab.frames.parse_transactions`` gives a node's (each transaction decoded from the
+        body, its gas used from the slim receipts' cumulative gas).
+
+        Raises
+        ------
+        NoReceipts
+            Files without receipts (the ``noreceipts`` profile): the gas used is unknown.
+        """
+        blocks: list[dict[str, Any]] = []
+        receipts: list[list[dict[str, Any]]] = []
+        for handle, _, first, after in self._files(start, stop):
+            if COMPRESSED_SLIM_RECEIPTS not in handle._records:
+                raise NoReceipts(f"{handle.path.name} holds no receipts: a transaction's gas "
+                                 "used is in its receipt")  # fmt: skip
+            for number in range(first, after):
+                block = handle.block(number)
+                assert block.receipts is not None
+                fee = block.header.base_fee_per_gas
+                txs, paid = [], []
+                previous = 0
+                for i, (encoded, receipt) in enumerate(zip(block.transactions, block.receipts,
+                                                           strict=True)):  # fmt: skip
+                    tx = rpc_transaction(encoded, i)
+                    used = receipt.cumulative_gas_used - previous
+                    previous = receipt.cumulative_gas_used
+                    price = transaction_tip(encoded, fee or 0) + (fee or 0)
+                    txs.append(tx)
+                    paid.append({"transactionHash": tx["hash"], "gasUsed": hex(used),
+                                 "effectiveGasPrice": hex(price),
+                                 "transactionIndex": hex(i)})  # fmt: skip
+                blocks.append({"number": hex(number),
+                               "baseFeePerGas": None if fee is None else hex(fee),
+                               "transactions": txs})  # fmt: skip
+                receipts.append(paid)
+        return self.tag(parse_transactions(blocks, receipts))
+
+
+def rpc_transaction(encoded: bytes, index: int) -> dict[str, Any]:
+    """The fee fields of one transaction (its body encoding) as a node's JSON names them."""
+    typed = encoded[0] < 0xC0
+    fields = rlp.decode(encoded[1:] if typed else encoded)
+    kind = encoded[0] if typed else 0
+
+    def q(i: int) -> str:
+        return hex(int.from_bytes(fields[i], "big"))
+
+    tx: dict[str, Any] = {"hash": "0x" + keccak(encoded).hex(), "type": hex(kind),
+                          "transactionIndex": hex(index)}  # fmt: skip
+    if kind == 0:  # [nonce, gasPrice, gas, ...]
+        tx.update(gasPrice=q(1), gas=q(2))
+    elif kind == 1:  # [chainId, nonce, gasPrice, gas, ...]
+        tx.update(gasPrice=q(2), gas=q(3))
+    else:  # [chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, ...]
+        tx.update(maxPriorityFeePerGas=q(2), maxFeePerGas=q(3), gas=q(4))
+        if kind == 3:  # ..., accessList, maxFeePerBlobGas, blobVersionedHashes, ...
+            tx.update(maxFeePerBlobGas=q(9), blobVersionedHashes=list(fields[10]))
+    return tx
