@@ -1,4 +1,4 @@
-"""Argument checks the datasets share (no I/O)."""
+"""Argument checks the datasets share (no I/O; a block range: ``feeslab.engine.check_range``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,6 @@ from feeslab.sources.base import JSON_RPC, Source, require
 from feeslab.sources.rpc import RpcSource
 
 BLOCK_TAGS = ("latest", "pending", "safe", "finalized", "earliest")
-
-
-def check_range(start: int, stop: int) -> None:
-    """``start`` .. ``stop - 1`` must be a non-empty range of block numbers, as ``range()``."""
-    # checked at run time too: a notebook passes whatever it has (a float, a bool, a numpy int)
-    for name, value in (("start", start), ("stop", stop)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative block number, not {value!r}")
-    if stop <= start:
-        raise ValueError(f"stop ({stop}) must be greater than start ({start}), as in range()")
 
 
 def address(value: object, name: str) -> str:

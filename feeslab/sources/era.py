@@ -51,7 +51,6 @@ References
 from __future__ import annotations
 
 import bisect
-import contextlib
 import hashlib
 import itertools
 import mmap
@@ -84,6 +83,7 @@ from feeslab.protocol.e2store import (
     u16,
     u32,
 )
+from feeslab.sources._mapped import MappedFile
 from feeslab.sources.archive import FileArchive, NoReceipts, blob_columns
 
 __all__ = [
@@ -410,7 +410,7 @@ class _Group(NamedTuple):
     size: int  # the slots the block index covers (8,192; 0 for the genesis era)
 
 
-class EraFile:
+class EraFile(MappedFile):
     """One Era file: its slot indexes read and checked on opening, its blocks on demand.
 
     Parameters
@@ -430,36 +430,18 @@ class EraFile:
         merge, skipped) and ``empty_slots`` (slots without a block).
     """
 
+    KIND, MIN_SIZE, ERROR = "an Era file", 8 + 32, EraError
+
     def __init__(self, path: str | Path,
                  forks: tuple[tuple[str, int], ...] = MAINNET_FORKS) -> None:  # fmt: skip
-        self.path = Path(path)
         self.forks = forks
         self.counts = {"blocks": 0, "payloads": 0, "pre_merge": 0, "empty_slots": 0}
-        try:
-            with open(self.path, "rb") as handle:
-                size = handle.seek(0, 2)
-                if size < 8 + 32:
-                    raise self._error(f"{size} bytes: too short for an Era file")
-                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except OSError as exc:
-            raise EraError(f"{self.path}: cannot read: {exc.strerror or exc}",
-                           path=self.path) from None  # fmt: skip
+        self._open(path)
         self.groups = self._layout()
 
     def __repr__(self) -> str:
         slots = [g.start_slot for g in self.groups]
         return f"<EraFile {self.path.name}: {len(self.groups)} eras from slot {min(slots):,}>"
-
-    def close(self) -> None:
-        """Unmap the file."""
-        with contextlib.suppress(BufferError):
-            self._map.close()
-
-    def __enter__(self) -> EraFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _error(self, message: str, slot: int | None = None,
                kind: bytes | None = None) -> EraError:  # fmt: skip

@@ -31,9 +31,7 @@ References
 
 from __future__ import annotations
 
-import contextlib
 import glob as _glob
-import mmap
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -80,6 +78,7 @@ from feeslab.protocol.era1 import (
     accumulator_root,
     keccak,
 )
+from feeslab.sources._mapped import MappedFile
 from feeslab.sources.base import SourceBase, require
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ class _Headers:
     total_difficulty: list[int]
 
 
-class Era1File:
+class Era1File(MappedFile):
     """One era1 file: its layout read and checked on opening, its blocks on demand.
 
     Parameters
@@ -271,18 +270,11 @@ class Era1File:
         that one check is left out for them (every other check still runs).
     """
 
+    KIND, MIN_SIZE, ERROR = "an era1 file", 8, Era1Error
+
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.stand_in_roots = self.path.name.startswith("devnet-")
-        try:
-            with open(self.path, "rb") as handle:
-                size = handle.seek(0, 2)
-                if size < 8:
-                    raise self._error(f"{size} bytes: too short for an era1 file")
-                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except OSError as exc:
-            raise Era1Error(f"{self.path}: cannot read: {exc.strerror or exc}",
-                            path=self.path) from None  # fmt: skip
+        self.stand_in_roots = Path(path).name.startswith("devnet-")
+        self._open(path)
         self._layout()
 
     def __repr__(self) -> str:
@@ -292,17 +284,6 @@ class Era1File:
     def stop(self) -> int:
         """The block after the last one it holds."""
         return self.start + self.count
-
-    def close(self) -> None:
-        """Unmap the file (at once, or when the last array or traceback still using it goes)."""
-        with contextlib.suppress(BufferError):
-            self._map.close()
-
-    def __enter__(self) -> Era1File:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _error(self, message: str, block: int | None = None) -> Era1Error:
         where = "" if block is None else f"block {block:,}: "

@@ -45,8 +45,6 @@ References
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -93,6 +91,7 @@ from feeslab.protocol.ere import (
     ere_bytes,
     slim_receipts_rlp,
 )
+from feeslab.sources._mapped import MappedFile
 from feeslab.sources.archive import FileArchive, NoReceipts, blob_columns
 from feeslab.sources.era1 import effective_rewards, transaction_tip
 
@@ -329,7 +328,7 @@ def _logs(data: bytes, start: int, stop: int) -> tuple[_Log, ...]:
     return tuple(out)
 
 
-class EreFile:
+class EreFile(MappedFile):
     """One Ere file: its index read and checked on opening, its blocks on demand.
 
     Parameters
@@ -354,18 +353,11 @@ class EreFile:
         roots are not checked.
     """
 
+    KIND, MIN_SIZE, ERROR = "an Ere file", 8 + 8 + 24, EreError
+
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.stand_in_roots = self.path.name.startswith("devnet-")
-        try:
-            with open(self.path, "rb") as handle:
-                size = handle.seek(0, 2)
-                if size < 8 + 8 + 24:
-                    raise self._error(f"{size} bytes: too short for an Ere file")
-                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except OSError as exc:
-            raise EreError(f"{self.path}: cannot read: {exc.strerror or exc}",
-                           path=self.path) from None  # fmt: skip
+        self.stand_in_roots = Path(path).name.startswith("devnet-")
+        self._open(path)
         self._scan: HeaderScan | None = None
         self._layout()
 
@@ -376,17 +368,6 @@ class EreFile:
     def stop(self) -> int:
         """The block after the last one it holds."""
         return self.start + self.count
-
-    def close(self) -> None:
-        """Unmap the file."""
-        with contextlib.suppress(BufferError):
-            self._map.close()
-
-    def __enter__(self) -> EreFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _error(self, message: str, block: int | None = None,
                kind: bytes | None = None) -> EreError:  # fmt: skip
