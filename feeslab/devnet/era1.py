@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
 from feeslab.devnet.transactions import block_body
 from feeslab.protocol.era1 import EPOCH_SIZE, era1_bytes
 
-__all__ = ["epoch_bytes", "export_era1", "premerge_blocks"]
+__all__ = ["epoch_bytes", "export_epochs", "export_era1", "premerge_blocks"]
 
 NETWORK = "devnet"
 
@@ -79,18 +80,31 @@ def export_era1(
     list of Path
         The files written, each atomically (temporary file, then rename).
     """
+    def era1_file(epoch: int) -> tuple[str, bytes]:
+        content, root = epoch_bytes(epoch, seed=seed)
+        return f"{NETWORK}-{epoch:05d}-{root[:4].hex()}.era1", content
+
     total = -(-premerge_blocks(seed) // EPOCH_SIZE)
+    return export_epochs(out, total, start_epoch, epochs, era1_file)
+
+
+def export_epochs(out: str | Path, total: int, start_epoch: int, epochs: int | None,
+                  file_of: Callable[[int], tuple[str, bytes]]) -> list[Path]:  # fmt: skip
+    """Write epochs ``start_epoch`` .. (``epochs`` of them, default to ``total``) into the
+    directory ``out`` (made if missing), ``file_of(epoch)`` giving each file's name and
+    content, each written atomically (temporary file, then rename): the era1 and Ere
+    exports' one loop."""
     if start_epoch < 0 or start_epoch >= total:
         raise ValueError(f"start_epoch must be in 0..{total - 1}, got {start_epoch}")
-    last = total if epochs is None else min(total, start_epoch + epochs)
     if epochs is not None and epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
+    last = total if epochs is None else min(total, start_epoch + epochs)
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for epoch in range(start_epoch, last):
-        content, root = epoch_bytes(epoch, seed=seed)
-        path = directory / f"{NETWORK}-{epoch:05d}-{root[:4].hex()}.era1"
+        name, content = file_of(epoch)
+        path = directory / name
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
         try:
             with os.fdopen(handle, "wb") as stream:

@@ -19,11 +19,10 @@ References
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from feeslab.devnet.chain import devnet_params, history, rlp_list_of_encoded
+from feeslab.devnet.era1 import export_epochs
 from feeslab.devnet.transactions import block_body
 from feeslab.protocol.e2store import rlp_int
 from feeslab.protocol.era1 import EPOCH_SIZE
@@ -83,25 +82,9 @@ def export_ere(
     list of Path
         The files written, each atomically (temporary file, then rename).
     """
-    total = -(-height(seed) // EPOCH_SIZE)
-    if start_epoch < 0 or start_epoch >= total:
-        raise ValueError(f"start_epoch must be in 0..{total - 1}, got {start_epoch}")
-    if epochs is not None and epochs < 1:
-        raise ValueError(f"epochs must be at least 1, got {epochs}")
-    last = total if epochs is None else min(total, start_epoch + epochs)
-    directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for epoch in range(start_epoch, last):
+    def ere_file(epoch: int) -> tuple[str, bytes]:
         content, last_hash, _ = epoch_bytes(epoch, seed=seed)
-        path = directory / f"{NETWORK}-{epoch:05d}-{last_hash[:4].hex()}-noproofs.ere"
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(content)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        written.append(path)
-    return written
+        return f"{NETWORK}-{epoch:05d}-{last_hash[:4].hex()}-noproofs.ere", content
+
+    total = -(-height(seed) // EPOCH_SIZE)
+    return export_epochs(out, total, start_epoch, epochs, ere_file)
