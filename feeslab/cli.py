@@ -324,29 +324,40 @@ def _export_era1_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
         description="The devnet's chain 1, blocks 0 .. 164,999, as era1 files of 8,192 blocks "
         "(devnet-<epoch>-<root>.era1), readable by `feeslab fetch --era1` and other era1 tools.",
     )
+    _export_options(export, all_epochs="all 21")
+    export.set_defaults(func=_run_export_era1)
+
+
+def _export_options(export: argparse.ArgumentParser, *, all_epochs: str) -> None:
+    """The options both export commands take: where, which epochs, which devnet."""
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
     export.add_argument("--start-epoch", type=_non_negative, default=0,
                         help="first epoch (default %(default)s)")  # fmt: skip
-    export.add_argument("--epochs", type=_non_negative, help="how many (default: all 21)")
+    export.add_argument("--epochs", type=_non_negative, help=f"how many (default: {all_epochs})")
     export.add_argument("--seed", type=int, default=0, help="devnet seed (default %(default)s)")
-    export.set_defaults(func=_run_export_era1)
+
+
+def _exported(command: str, export: Callable[..., list[Path]], args: argparse.Namespace) -> int:
+    """Run an export (``feeslab.devnet.era1.export_era1``, ``...ere.export_ere``) on ``args``:
+    the files written, one a line; a bad epoch exits 2 and a write that failed 1."""
+    try:
+        paths = export(args.out, start_epoch=args.start_epoch, epochs=args.epochs,
+                       seed=args.seed)  # fmt: skip
+    except ValueError as exc:
+        print(f"feeslab {command}: error: {exc}", file=sys.stderr)
+        return USER_ERROR
+    except OSError as exc:
+        print(f"feeslab {command}: error: cannot write {args.out}: {exc}", file=sys.stderr)
+        return FAILURE
+    for path in paths:
+        print(path)
+    return 0
 
 
 def _run_export_era1(args: argparse.Namespace) -> int:
     from feeslab.devnet.era1 import export_era1
 
-    try:
-        paths = export_era1(args.out, start_epoch=args.start_epoch, epochs=args.epochs,
-                            seed=args.seed)  # fmt: skip
-    except ValueError as exc:
-        print(f"feeslab export-era1: error: {exc}", file=sys.stderr)
-        return USER_ERROR
-    except OSError as exc:
-        print(f"feeslab export-era1: error: cannot write {args.out}: {exc}", file=sys.stderr)
-        return FAILURE
-    for path in paths:
-        print(path)
-    return 0
+    return _exported("export-era1", export_era1, args)
 
 
 def _export_era_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
@@ -360,11 +371,7 @@ def _export_era_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     )
     export.add_argument("--format", choices=("ere", "era1"), default="ere",
                         help="file format (default %(default)s)")  # fmt: skip
-    export.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
-    export.add_argument("--start-epoch", type=_non_negative, default=0,
-                        help="first epoch (default %(default)s)")  # fmt: skip
-    export.add_argument("--epochs", type=_non_negative, help="how many (default: all)")
-    export.add_argument("--seed", type=int, default=0, help="devnet seed (default %(default)s)")
+    _export_options(export, all_epochs="all")
     export.set_defaults(func=_run_export_era)
 
 
@@ -373,18 +380,7 @@ def _run_export_era(args: argparse.Namespace) -> int:
         return _run_export_era1(args)
     from feeslab.devnet.ere import export_ere
 
-    try:
-        paths = export_ere(args.out, start_epoch=args.start_epoch, epochs=args.epochs,
-                           seed=args.seed)  # fmt: skip
-    except ValueError as exc:
-        print(f"feeslab export-era: error: {exc}", file=sys.stderr)
-        return USER_ERROR
-    except OSError as exc:
-        print(f"feeslab export-era: error: cannot write {args.out}: {exc}", file=sys.stderr)
-        return FAILURE
-    for path in paths:
-        print(path)
-    return 0
+    return _exported("export-era", export_ere, args)
 
 
 def _history_lines(devnet: Devnet) -> list[str]:
