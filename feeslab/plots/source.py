@@ -17,7 +17,9 @@ __all__ = ["add_source", "describe_source"]
 SIMULATED = "devnet (simulated)"
 
 
-def describe_source(frame: pd.DataFrame, *, column: str = "block_number") -> str:
+def describe_source(
+    frame: pd.DataFrame, *, column: str = "block_number", date_column: str = "timestamp"
+) -> str:
     """Say where ``frame``'s rows come from, as a figure's source line should.
 
     Parameters
@@ -29,11 +31,18 @@ def describe_source(frame: pd.DataFrame, *, column: str = "block_number") -> str
     column : str, default "block_number"
         The column (or index level) of block numbers whose range is named; left out when absent.
 
+    date_column : str, default "timestamp"
+        The column of UTC times whose first and last day are named for a real chain (left out
+        when absent; the devnet's dates are simulated and never named).
+
     Returns
     -------
     str
-        ``"devnet (simulated), blocks a-b"`` for the simulator, else ``"<network>, blocks a-b
-        (<source>)"``, e.g. ``"mainnet, blocks 0-8,191 (era1)"``.
+        ``"devnet (simulated), blocks a-b"`` for the simulator, else ``"<network>, blocks a-b,
+        <first day> to <last day> (<source>)"``, e.g. ``"mainnet, blocks 0-8,191, 2015-07-30 to
+        2015-08-03 (era1)"``. Blocks that do not fill their range are not called a range: up to
+        five are listed (``"blocks 1, 5 and 9"``), more are counted (``"1,024 blocks of
+        1-99,999"``).
 
     Raises
     ------
@@ -56,7 +65,7 @@ def describe_source(frame: pd.DataFrame, *, column: str = "block_number") -> str
     network = (
         attrs.get("network") or spec.split("@")[0] or _NETWORKS.get(chain_id, f"chain {chain_id}")
     )
-    return f"{network}{blocks} ({source})"
+    return f"{network}{blocks}{_days(frame, date_column)} ({source})"
 
 
 _NETWORKS = {1: "mainnet", 11155111: "sepolia", 137: "polygon-mainnet", 8453: "base-mainnet"}
@@ -69,10 +78,28 @@ def _block_range(frame: pd.DataFrame, column: str) -> str:
         values = frame.index.get_level_values(column).to_series()
     else:
         return ""
-    values = values.dropna()
-    if values.empty:
+    numbers = sorted({int(value) for value in values.dropna()})
+    if not numbers:
         return ""
-    return f", blocks {int(values.min()):,}-{int(values.max()):,}"
+    first, last = numbers[0], numbers[-1]
+    if len(numbers) == last - first + 1:
+        return f", blocks {first:,}-{last:,}"
+    if len(numbers) <= 5:  # a few blocks are named, never called a range
+        named = [f"{number:,}" for number in numbers]
+        return f", blocks {', '.join(named[:-1])} and {named[-1]}"
+    return f", {len(numbers):,} blocks of {first:,}-{last:,}"
+
+
+def _days(frame: pd.DataFrame, column: str) -> str:
+    """``", <first day> to <last day>"`` of a UTC time column (one day once), else ``""``."""
+    if column not in frame.columns or not pd.api.types.is_datetime64_any_dtype(frame[column]):
+        return ""
+    times = frame[column].dropna()
+    times = times[times.dt.year > 1970]  # mainnet's genesis header says 0 (1970-01-01)
+    if times.empty:
+        return ""
+    first, last = (f"{moment:%Y-%m-%d}" for moment in (times.min(), times.max()))
+    return f", {first}" if first == last else f", {first} to {last}"
 
 
 def add_source(target: Axes | Figure | SubFigure, text: str, **kwargs: Any) -> Figure | SubFigure:

@@ -14,14 +14,29 @@ from feeslab import plots, samples
 
 
 def test_the_devnet_is_named_simulated() -> None:
-    frame = pd.DataFrame({"block_number": [200_001, 199_990, 210_000]})
+    frame = pd.DataFrame({"block_number": range(210_000, 199_989, -1)})
+    frame["timestamp"] = pd.Timestamp("2024-01-01", tz="UTC")  # simulated: never named
     frame.attrs.update({"chain_id": 1, "chain_spec": "mainnet@devnet", "source": "devnet"})
     assert plots.describe_source(frame) == "devnet (simulated), blocks 199,990-210,000"
 
 
 def test_a_real_sample_is_named_by_network_blocks_and_source() -> None:
     frontier = samples.frontier_blocks()
-    assert plots.describe_source(frontier) == "mainnet, blocks 0-8,191 (era1)"
+    assert plots.describe_source(frontier) == (
+        "mainnet, blocks 0-8,191, 2015-07-30 to 2015-07-31 (era1)"  # genesis says 1970
+    )
+
+
+def test_blocks_that_do_not_fill_their_range_are_listed_or_counted_never_called_a_range() -> None:
+    frontier = samples.frontier_blocks()
+    four = frontier.iloc[[0, 10, 500, 8_191]]
+    four.attrs = frontier.attrs
+    assert plots.describe_source(four) == (
+        "mainnet, blocks 0, 10, 500 and 8,191, 2015-07-30 to 2015-07-31 (era1)"
+    )
+    sparse = frontier.iloc[::2]
+    sparse.attrs = frontier.attrs
+    assert plots.describe_source(sparse).startswith("mainnet, 4,096 blocks of 0-8,190, ")
 
 
 def test_the_network_comes_from_the_chain_when_attrs_do_not_name_it() -> None:
