@@ -116,10 +116,16 @@ def _name(ax: Axes, panels: list[Axes]) -> str:
     for index, panel in enumerate(panels, start=1):
         twins = getattr(panel, "_twinned_axes", None)
         if ax is panel or (twins is not None and twins.joined(ax, panel)):
-            title = _titles(panel)
-            return f"panel {index}" + (f" ({title[0]!r})" if title else "")
+            titles = _titles(panel)
+            return f"panel {index}" + (f" ({_short(titles[0])!r})" if titles else "")
     label = ax.get_ylabel() or ax.get_xlabel()
     return "the colorbar" + (f" ({label!r})" if label else "")
+
+
+def _short(text: str, width: int = 48) -> str:
+    """``text`` on one line, cut to ``width`` characters (a panel named by its title)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _titles(ax: Axes) -> list[str]:
