@@ -14,6 +14,8 @@ STAMP := $(VENV)/.installed-py$(PY_VERSION)
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 NPM_STAMP := node_modules/.installed-stamp
+# the IPython directory of make test's notebook kernels: it loads the figure audit
+AUDIT_IPYTHONDIR := $(CURDIR)/build/ipython-audit
 
 .PHONY: lab test lint bench serve install clean contracts render chromium ipfs-cid
 
@@ -64,8 +66,13 @@ ipfs-cid:
 test: $(STAMP) $(NPM_STAMP) chromium ipfs-cid lint
 	# worker processes overlap the tests that wait (paced scans, servers); a file's tests share a worker
 	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile tests
-	# a notebook a worker (each its own kernel): 96 s -> 51 s on two cores, outputs unchanged
-	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval \
+	# a notebook a worker (each its own kernel): 96 s -> 51 s on two cores, outputs unchanged.
+	# Every figure a notebook displays is audited (feeslab.plots.audit: title "Figure N. ", bars
+	# from zero, log axes labelled, no legend on data): the kernels load the audit from the
+	# IPYTHONDIR written here (absolute: each kernel starts in its notebook's folder), and a
+	# figure breaking a rule fails its cell, naming the rule
+	$(BIN)/python -m feeslab.plots.audit $(AUDIT_IPYTHONDIR)
+	IPYTHONDIR=$(AUDIT_IPYTHONDIR) $(BIN)/python -m pytest -n 2 --dist loadfile --nbval \
 		--nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks
 
 lint: $(STAMP)

@@ -34,6 +34,8 @@
      │                          .record
      ├── EreError               (feeslab.sources.ere; also a ValueError) a damaged Ere
      │                          execution file: .path, .block, .record
+     ├── FigureRuleError        (feeslab.plots.audit) a displayed figure breaks the course's
+     │                          figure rules (title, bars, log labels, legends): each named
      ├── IpfsError              a storage (IPFS) API command failed: .status, .code (kubo's
      │    │                     Code: 1 the caller's mistake), .command, kubo's Message
      │    ├── IpfsStreamError    the failure came after the answer began (X-Stream-Error
