@@ -82,6 +82,8 @@ def _block_range(frame: pd.DataFrame, column: str) -> str:
     if not numbers:
         return ""
     first, last = numbers[0], numbers[-1]
+    if first == last:
+        return f", block {first:,}"
     if len(numbers) == last - first + 1:
         return f", blocks {first:,}-{last:,}"
     if len(numbers) <= 5:  # a few blocks are named, never called a range

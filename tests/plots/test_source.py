@@ -42,7 +42,7 @@ def test_blocks_that_do_not_fill_their_range_are_listed_or_counted_never_called_
 def test_the_network_comes_from_the_chain_when_attrs_do_not_name_it() -> None:
     frame = pd.DataFrame({"x": [1]}, index=pd.Index([5, 9], name="block_number")[:1])
     frame.attrs.update({"chain_id": 8453, "source": "infura"})
-    assert plots.describe_source(frame) == "base-mainnet, blocks 5-5 (infura)"
+    assert plots.describe_source(frame) == "base-mainnet, block 5 (infura)"
 
 
 def test_a_frame_without_a_source_is_refused() -> None:
