@@ -67,10 +67,10 @@ EXERCISES = (
             'method="garwood")` and read the `rate` of bin 10, as a fraction (uncles per block).'
         ),
         explanation=(
-            "The heaviest tenth forked at about 0.279 uncles per block, above the heaviest fifth's "
-            "0.259 and nearly twice the lightest bins' rate: more attack gas, slower blocks, more "
-            "forks. Its Garwood interval (about 0.258-0.301) overlaps the fifth's, so the gap "
-            "between them is not established."
+            "The heaviest tenth forked at about 0.279 uncles per block, twice the lightest tenth's "
+            "0.136, and above the heaviest fifth's 0.259, though their Garwood intervals overlap. "
+            "The ten bins do not rise in order of gas either (bin 5 forked about as little as bin "
+            "1): attack gas is one cause of delay among several."
         ),
         mistakes=(
             Mistake(
