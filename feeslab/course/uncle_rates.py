@@ -36,13 +36,16 @@ def _depth_two_byzantium_eth() -> float:
     return (8 - 2) * block_reward // 8 / _WEI_PER_ETH
 
 
-def _most_common_frontier_depth() -> int:
-    """The depth at which most uncles of Frontier's first 8,192 blocks sit [blocks]."""
+def _miners_stale_above_the_largest() -> int:
+    """Frontier's miners (100 blocks or more) whose stale-rate interval lies wholly above the
+    largest miner's."""
     from feeslab import samples
     from feeslab.analysis import uncles
 
-    depth = uncles.depth_distribution(samples.frontier_uncles())
-    return int(depth["uncles"].idxmax())
+    by_miner = uncles.miner_uncles(samples.frontier_blocks(), samples.frontier_uncles())
+    large = by_miner[by_miner["blocks"] >= 100]
+    largest = large["blocks"].idxmax()
+    return int((large["stale_lower"] > large.loc[largest, "stale_upper"]).sum())
 
 
 EXERCISES = (
@@ -111,23 +114,30 @@ EXERCISES = (
         number="6.3",
         kind="read a figure",
         question=(
-            "Read Figure 2: at which depth [blocks] do most uncles of Frontier's first 8,192 "
-            "mainnet blocks sit?"
+            "Read Figure 4's right-hand panel: of the other miners drawn there, how many have a "
+            "stale-rate interval lying wholly above the largest miner's (the bottom of their "
+            "error bar above the top of its bar)?"
         ),
-        answer=Number(expected=_most_common_frontier_depth, unit="blocks"),
+        answer=Number(expected=_miners_stale_above_the_largest, unit="miners"),
         hint=(
-            "read the right-hand panel (mainnet), not the left (devnet), and find its tallest bar."
+            "the largest miner is the rightmost point; note the top of its error bar (about 0.09) "
+            "and count the other error bars whose bottom end lies above it."
         ),
         explanation=(
-            "Three in four of Frontier's uncles sit at depth 2 and none at depth 1: the clients "
-            "of July 2015 included a stale sibling two or more blocks later. The devnet's "
-            "simulation puts most at depth 1, which real mainnet did not show."
+            "Seven of the twelve other miners went stale more often than the largest beyond the "
+            "uncertainty of either rate, and none went stale less beyond it: 'less than most' "
+            "holds for the intervals, not only for the points."
         ),
         mistakes=(
             Mistake(
-                1,
-                "depth 1 is the tallest bar of the devnet's simulated panel; the "
-                "question asks about real mainnet (the right-hand panel).",
+                9,
+                "9 miners have a rate (the point) above the largest miner's interval, but "
+                "for two of them the error bar reaches down into it: compare whole intervals.",
+            ),
+            Mistake(
+                12,
+                "that counts every other miner; some error bars overlap the largest "
+                "miner's, so their stale rates are not known to be higher.",
             ),
         ),
     ),

@@ -128,7 +128,7 @@ EXERCISES = (
             "and read it on the y axis, as a fraction."
         ),
         explanation=(
-            "The highest window, 13,400,000-13,424,999 (October 2021), had about 0.060 uncles per "
+            "The highest window, 13,400,000-13,424,999, had about 0.060 uncles per "
             "block, a quarter more than the 0.048 before London: the rise came some 400,000 blocks "
             "after London, not at it."
         ),

@@ -56,13 +56,29 @@ def test_6_2_a_depth_2_uncle_of_byzantium_earned_six_eighths_of_3_eth():
     assert "depth 1" in repr(exercise("6.2").check(3 * 7 / 8))
 
 
-def test_6_3_most_of_frontiers_uncles_sit_at_depth_2_and_depth_1_is_the_devnets():
+def test_6_3_seven_miners_go_stale_more_than_the_largest_beyond_both_intervals(frontier):
     uncles = samples.frontier_uncles()
-    depths = (uncles["block_number"] - uncles["uncle_number"]).value_counts()
-    assert 1 not in depths.index  # none at depth 1 in July 2015
-    answer = int(depths.idxmax())
-    assert answer == 2
-    assert exercise("6.3").check(answer)
-    refused = exercise("6.3").check(1)
-    assert not refused and "devnet" in repr(refused)
-    assert "whole number" in repr(exercise("6.3").check(2.5))
+    canonical = frontier["miner"].value_counts()
+    stale = uncles["miner"].value_counts().reindex(canonical.index, fill_value=0)
+    large = canonical[canonical >= 100].index
+    bounds = {}
+    for miner in large:  # Wilson's interval of stale / (canonical + stale), written out
+        n = int(canonical[miner] + stale[miner])
+        p = stale[miner] / n
+        centre = p + Z**2 / (2 * n)
+        spread = Z * math.sqrt(p * (1 - p) / n + Z**2 / (4 * n**2))
+        bounds[miner] = ((centre - spread) / (1 + Z**2 / n), (centre + spread) / (1 + Z**2 / n))
+    largest = canonical.idxmax()
+    above = [m for m in large if m != largest and bounds[m][0] > bounds[largest][1]]
+    points_above = [
+        m
+        for m in large
+        if m != largest and stale[m] / (canonical[m] + stale[m]) > bounds[largest][1]
+    ]
+    assert len(large) == 13
+    assert exercise("6.3").check(len(above))
+    refused = exercise("6.3").check(len(points_above))
+    assert len(points_above) != len(above)
+    assert not refused and "whole intervals" in repr(refused)
+    assert "every other miner" in repr(exercise("6.3").check(len(large) - 1))
+    assert "whole number" in repr(exercise("6.3").check(7.5))
