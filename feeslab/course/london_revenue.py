@@ -93,7 +93,7 @@ EXERCISES = (
         "Read Figure 2: what share of all the gas fees paid after London went to the top 1 % "
         "of blocks (by their gas fees)? Answer in percent, e.g. 50 for half.",
         Number(_top_percent_after_london, abs=3.0, unit="%"),
-        hint="Find 1 % (0.01) on the horizontal axis (a log scale: each step is ten times the "
+        hint="Find 1 % on the horizontal axis (a log scale: each step is ten times the "
         "one before), go up to the line after London, and read the share on the left axis, "
         "in percent.",
         explanation="about 35 %: after London 1 % of the blocks earned a third of all the fees "
