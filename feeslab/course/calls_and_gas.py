@@ -71,8 +71,8 @@ EXERCISES = (
         "array of three items have?",
         explanation="the three items are `items[0]`, `items[1]` and `items[2]`; index 3 is past "
         "the end, and the compiler's bounds check reverts with Panic(0x32) instead of reading "
-        "whatever lies beyond. The call costs nothing, which is why a wallet runs `eth_call` "
-        "before it asks you to sign.",
+        "whatever lies beyond. A call is never sent and spends no ether, which is why a wallet "
+        "runs `eth_call` before it asks you to sign.",
         mistakes=(
             Mistake("a", "indices count from 0: `items[3]` is not the third item, `items[2]` is."),
             Mistake(
