@@ -116,8 +116,8 @@ EXERCISES = (
         "The lesson found the proxy's upgrade by sampling the EIP-1967 slot every 100 blocks, "
         "then reading every block between the last sample of the old implementation and the "
         "first of the new. Predict how many single-block reads that second step needs if the "
-        "slot is sampled every 1,000 blocks instead (from the same first block); then rerun "
-        "the two cells with `range(START, HEAD + 1, 1_000)` and count.",
+        "slot is sampled every 1,000 blocks instead (from the same first block); then set "
+        "`PROXY_BLOCKS = range(START, HEAD + 1, 1_000)`, rerun the two proxy cells and count.",
         Number(1_000, unit="reads"),
         hint="The upgrade lies after the last sample of the old implementation and at or "
         "before the first sample of the new; the lesson reads every block of that interval, "
