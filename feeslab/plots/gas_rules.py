@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter
 
 from feeslab.plots._base import _axes, _documented, _require
 
 __all__ = ["plot_fork_gas", "plot_intrinsic_and_floor"]
 
+_THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")  # 4,000,000 rather than 4 and "1e6"
 _UNITS = {"gas": ("gas", "gas charged [gas]"), "ETH": ("cost_eth", "cost at the base fee [ETH]")}
 
 
@@ -72,6 +74,8 @@ def plot_fork_gas(
     ax.set_xlabel("fork")
     ax.set_ylabel(label)
     ax.set_ylim(0, float(np.nanmax(frame[column].to_numpy(np.float64))) * 1.3)  # label room
+    if unit == "gas":
+        ax.yaxis.set_major_formatter(_THOUSANDS)
     if len(names) > 1:
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
@@ -99,7 +103,7 @@ def plot_intrinsic_and_floor(
     -------
     matplotlib.axes.Axes
         Two bar containers (``ax.containers``: ``intrinsic gas``, ``calldata floor``), the
-        floor's height NaN (no bar, labelled "no floor") before Prague; each bar labelled
+        floor's height NaN before Prague (no bar: "no floor" is written in its place); each bar labelled
         with its value; a legend right of the axes.
 
     Raises
@@ -121,13 +125,19 @@ def plot_intrinsic_and_floor(
                                                ("floor_gas", "#d6604d", "calldata floor"))):
         values = rows[column].astype("float64").to_numpy(na_value=np.nan)
         bars = ax.bar(x + (i - 0.5) * width, values, width, color=colour, label=name, **kwargs)
-        text = ["no floor" if np.isnan(v) else f"{v:,.0f}" for v in values]
+        text = ["" if np.isnan(v) else f"{v:,.0f}" for v in values]
         ax.bar_label(bars, text, padding=2, fontsize="x-small", rotation=90)
+        for bar, value in zip(bars, values, strict=True):
+            if np.isnan(value):  # no bar: say why
+                ax.annotate("no floor", (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 2),
+                            textcoords="offset points", ha="center", va="bottom",
+                            fontsize="x-small", rotation=90)  # fmt: skip
     ax.set_xticks(x, forks)
     ax.set_xlabel("fork")
     ax.set_ylabel("gas [gas]")
     parts = rows[["intrinsic_gas", "floor_gas"]].astype("float64")
     top = np.nanmax(parts.to_numpy(na_value=np.nan))
     ax.set_ylim(0, float(top) * 1.3)  # room for the labels
+    ax.yaxis.set_major_formatter(_THOUSANDS)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
