@@ -103,8 +103,8 @@ def plot_intrinsic_and_floor(
     -------
     matplotlib.axes.Axes
         Two bar containers (``ax.containers``: ``intrinsic gas``, ``calldata floor``), the
-        floor's height NaN before Prague (no bar: "no floor" is written in its place); each bar labelled
-        with its value; a legend right of the axes.
+        floor's height NaN before Prague (no bar: "no floor" is written in its place); each
+        bar labelled with its value; a legend right of the axes.
 
     Raises
     ------
