@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from feeslab.course import _data
 from feeslab.course._exercise import Choice, Exercise, Mistake, Number
 from feeslab.protocol import blobs
 
@@ -31,9 +32,7 @@ def _fee_after_full_blocks() -> int:
 @functools.cache  # checked several times, computed once
 def _early_2025_floor_days() -> float:
     """Share of UTC days, 1 January to 6 May 2025, whose median blob base fee was 1 wei."""
-    from feeslab import samples  # the sample loads when checked, not when the course is listed
-
-    market = samples.blob_market()
+    market = _data.blob_market()
     days = market[market["timestamp"].between("2025-01-01", "2025-05-07", inclusive="left")]
     median = days.groupby(days["timestamp"].dt.floor("D"))["blob_base_fee_wei"].median()
     return float((median == blobs.MIN_BASE_FEE_PER_BLOB_GAS).mean())

@@ -12,6 +12,7 @@ import functools
 import pandas as pd
 
 from feeslab.analysis import backtest, estimators
+from feeslab.course import _data
 from feeslab.course._exercise import Choice, Exercise, Mistake, Number
 
 __all__ = ["EXERCISES"]
@@ -34,9 +35,7 @@ def _viem_max_fee() -> int:
 @functools.cache  # checked several times, computed once
 def _bpo2_next_block_share() -> float:
     """Share of BPO2 blocks whose next block's blob base fee was at most ``_K`` times theirs."""
-    from feeslab import samples  # the sample loads when checked, not when the course is listed
-
-    market = samples.blob_market()
+    market = _data.blob_market()
     needed = backtest.blob_multiples(market[["block_number", "blob_base_fee_wei", "fork"]],
                                      within=1)  # fmt: skip
     bpo2 = needed[needed["fork"] == "bpo2"]

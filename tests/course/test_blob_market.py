@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from feeslab import samples
-from feeslab.course import exercise
+from feeslab.course import _data, exercise
 
 
 def _fake_exponential(factor, numerator, denominator):
@@ -34,7 +33,7 @@ def test_3_1_the_fee_after_ten_full_bpo2_blocks():
 
 @pytest.fixture(scope="module")
 def market():
-    return samples.blob_market()
+    return _data.blob_market()  # the frame the checks read, loaded once
 
 
 def test_3_2_the_share_of_early_2025_days_at_the_floor(market):

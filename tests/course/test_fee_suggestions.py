@@ -4,8 +4,7 @@ refused with their hints."""
 
 from __future__ import annotations
 
-from feeslab import samples
-from feeslab.course import exercise
+from feeslab.course import _data, exercise
 
 
 def test_4_1_metamask_high_overpays_most():
@@ -25,7 +24,7 @@ def test_4_2_viem_floors_a_fifth_more_than_the_base_fee_and_adds_the_tip():
 
 
 def test_4_3_the_share_of_bpo2_blocks_a_5_percent_margin_gets_into_the_next_block():
-    market = samples.blob_market()
+    market = _data.blob_market()  # the frame the checks read, loaded once
     fees = market.loc[market["fork"] == "bpo2", "blob_base_fee_wei"].to_numpy()
     assert (market["fork"].iloc[-len(fees) :] == "bpo2").all()  # BPO2 closes the sample
     covered = fees[1:] * 100 <= fees[:-1] * 105  # next fee <= 1.05 x this one, in integers
