@@ -126,7 +126,7 @@ def plot_blob_usage(
                 label="carried")  # fmt: skip
     ax.set_xlabel("block number")
     ax.set_ylabel("blobs per block [blobs]")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     return ax
 
 
@@ -186,7 +186,7 @@ def plot_burn(daily: pd.DataFrame, *, ax: Axes | None = None, **kwargs: Any) -> 
     hourly = period < pd.Timedelta(days=1)
     ax.set_xlabel("hour (UTC)" if hourly else "day (UTC)")
     ax.set_ylabel(f"ETH per {'hour' if hourly else 'day'} [ETH]")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     ax.tick_params(axis="x", labelrotation=30)
     return ax
 
@@ -224,7 +224,8 @@ def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kw
     Returns
     -------
     matplotlib.axes.Axes
-        Log y axis ``blob base fee [wei / blob gas]``; the band is ``ax.collections[0]``.
+        Log y axis ``blob base fee [wei / blob gas] (log scale)``; the band is
+        ``ax.collections[0]``; the legend right of the axes, off the data.
     """
     _require(frame, ["min_blob_base_fee_wei", "median_blob_base_fee_wei",
                      "max_blob_base_fee_wei"], "blob_market_by_period's frame")  # fmt: skip
@@ -236,10 +237,10 @@ def plot_blob_fee_by_period(frame: pd.DataFrame, *, ax: Axes | None = None, **kw
     ax.plot(x, frame["median_blob_base_fee_wei"].to_numpy(dtype=float),
             **{"color": "#08519c", "lw": 0.9, "label": "median", **kwargs})  # fmt: skip
     ax.set_yscale("log")
-    ax.set_ylabel("blob base fee [wei / blob gas]")
+    ax.set_ylabel("blob base fee [wei / blob gas] (log scale)")
     ax.set_xlabel("day (UTC)")
     _period_forks(ax, frame)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     return ax
 
 
@@ -276,7 +277,7 @@ def plot_blob_counts_by_period(
     ax.set_ylabel("blobs per block [blobs]")
     ax.set_xlabel("day (UTC)")
     _period_forks(ax, frame)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     return ax
 
 
@@ -310,7 +311,7 @@ def plot_excess_branches(frame: pd.DataFrame, *, ax: Axes | None = None, **kwarg
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of blocks [%]")
     ax.set_xlabel("day (UTC)")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     return ax
 
 
@@ -345,8 +346,8 @@ def plot_blob_fee_vs_reserve(frame: pd.DataFrame, *, ax: Axes | None = None, **k
             color="#d6604d", lw=0.8, label="reserve price: base fee / 16")  # fmt: skip
     ax.set_yscale("log")
     ax.set_xlabel("block number")
-    ax.set_ylabel("price [wei / blob gas]")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set_ylabel("price [wei / blob gas] (log scale)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # off the data
     return ax
 
 

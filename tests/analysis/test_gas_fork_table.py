@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from feeslab.analysis import gas
-from feeslab.plots.gas_rules import plot_fork_gas
+from feeslab.plots.gas_rules import plot_fork_gas, plot_intrinsic_and_floor
 
 POST = bytes([7]) * 100_000
 
@@ -41,11 +42,20 @@ def test_the_figure_draws_one_bar_per_transaction_and_fork() -> None:
     assert [c.get_label() for c in ax.containers] == ["transfer", "post"]
     heights = [bar.get_height() for bar in ax.containers[1]]
     assert heights == table[table["transaction"] == "post"]["gas"].tolist()
-    assert ax.get_yscale() == "log" and "[gas]" in ax.get_ylabel()
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0 and "[gas]" in ax.get_ylabel()
     eth = plot_fork_gas(table, unit="ETH")
     assert "[ETH]" in eth.get_ylabel()
     with pytest.raises(ValueError, match="unit"):
         plot_fork_gas(table, unit="wei")
     with pytest.raises(TypeError, match="fork_gas_table"):
         plot_fork_gas(table.drop(columns="gas"))
+    parts = plot_intrinsic_and_floor(table, "post")
+    intrinsic, floor = parts.containers
+    assert [bar.get_height() for bar in intrinsic] == table[table["transaction"] == "post"][
+        "intrinsic_gas"].tolist()
+    floors = [bar.get_height() for bar in floor]
+    assert np.isnan(floors[0]) and floors[-1] == table["floor_gas"].iloc[-1]  # none at London
+    assert parts.get_ylim()[0] == 0
+    with pytest.raises(ValueError, match="no transaction 'swap'"):
+        plot_intrinsic_and_floor(table, "swap")
     plt.close("all")

@@ -109,7 +109,8 @@ def test_plot_blob_fee_by_period_draws_the_range_and_the_median_and_marks_forks(
     assert median.get_ydata().tolist() == [1.0, 100.0, 20.0]
     assert len(ax.collections) == 1  # the min-max band
     assert [t.get_text() for t in ax.texts] == ["prague"]  # where the fork changes
-    assert ax.get_ylabel() == "blob base fee [wei / blob gas]"
+    assert ax.get_ylabel() == "blob base fee [wei / blob gas] (log scale)"
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # off the data
 
 
 def test_plot_blob_fee_by_period_puts_the_names_of_close_forks_either_side_of_their_lines():

@@ -35,19 +35,33 @@ def test_plot_overpayment_and_tradeoff_draw_the_medians():
     ax = suggestions.plot_tradeoff(TABLE)
     points = np.concatenate([c.get_offsets() for c in ax.collections])
     assert points.tolist() == [[1.0, 0.5], [4.0, 0.9]]  # shares, on a logit axis in percent
-    assert ax.get_yscale() == "logit"
+    assert ax.get_yscale() == "logit" and ax.get_ylabel().endswith("(logit scale)")
     assert ax.yaxis.get_major_formatter()(0.9, 0) == "90 %"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
     with pytest.raises(TypeError, match="backtest"):
         suggestions.plot_tradeoff(TABLE.drop(columns="within_1"))
 
 
-def test_plot_blob_k_bars_are_k():
+def test_plot_blob_k_bars_are_the_margins_k_minus_1_from_zero():
     table = pd.DataFrame({"fork": ["cancun", "prague"], "k": [1.125, 1.0667],
                           "share_at_1": [0.881, 0.981]})
     ax = suggestions.plot_blob_k(table)
-    assert [round(p.get_height(), 9) for p in ax.patches] == [1.125, 1.0667]
-    assert [t.get_text() for t in ax.texts] == ["88% at k=1", "98% at k=1"]
+    assert [round(p.get_height(), 9) for p in ax.patches] == [12.5, 6.67]
+    assert ax.get_ylim()[0] == 0
+    assert [t.get_text() for t in ax.texts] == ["k = 1.125\n88% at k = 1",
+                                                "k = 1.067\n98% at k = 1"]
+
+
+def test_plot_missed_draws_what_each_estimator_missed_on_a_log_axis_and_none_at_the_edge():
+    table = TABLE.assign(suggestions=4)
+    ax = suggestions.plot_missed(table)
+    assert ax.get_xscale() == "log" and "(log scale)" in ax.get_xlabel()
+    within_1, within_3, within_10, hollow = ax.collections
+    assert np.allclose(within_1.get_offsets()[:, 0], [50.0, 10.0])
+    assert within_3.get_offsets()[:, 0].tolist() == [25.0]  # b got all in: not on the log axis
+    assert len(within_10.get_offsets()) == 0
+    assert hollow.get_offsets()[:, 0].tolist() == [12.5, 12.5, 12.5]  # half of one of 4, [%]
+    assert ax.get_xlim()[0] < 12.5
 
 
 def test_plot_tradeoff_draws_coinciding_estimators_once_and_names_them_together():
