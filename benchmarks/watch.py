@@ -11,7 +11,7 @@ the WebSocket and fetches the headers it misses and each batch's ``eth_feeHistor
 * **Frame read** [s]: ``watch.frame`` of 10,000 rows, each read after the rows changed (a
   new block), so each builds the DataFrame from the ring's column arrays
   (``feeslab.frames.watch.WatchRing``); the median of ``READS`` reads. Goal: at most
-  ``FRAME_GOAL``, on a chain of ``READ_BLOCK_TIME`` blocks (notebook 09's pace; mainnet's is
+  ``FRAME_GOAL``, on a chain of ``READ_BLOCK_TIME`` blocks (Lesson 11's pace; mainnet's is
   12 s). The same reads while the watch follows 200 blocks a second are reported beside it:
   there the reading thread shares the GIL with the watch's thread and the loop thread, both
   busy, so it waits for its turns. Before the ring, the frame was built from row dicts: 483 ms.

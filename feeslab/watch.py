@@ -20,7 +20,11 @@ A :class:`Watch` puts together the layers below it:
   column (:data:`WATCH_DTYPES`), so reading :attr:`Watch.frame` is cheap and a reorg replaces
   rows in place;
 - the figure is ``feeslab.plots.watch.plot_watch``, one panel per column, shown in JupyterLab
-  as an ``ipywidgets.Image`` whose PNG is replaced in place (docs/watch.md says why);
+  as an ``ipywidgets.Image`` whose PNG is replaced in place (docs/watch.md says why). The same
+  output also carries a still of the figure as it was when shown (``image/png``, and the status
+  line as ``text/plain``): a static page (nbconvert's HTML, the course's site), which has no
+  kernel to run the widget, shows the still instead of a blank space; :meth:`Watch.still`
+  gives it at any time;
 - ``feeslab watch`` (``feeslab.cli``) prints a line per block.
 
 Why a thread of its own: the follower runs on the shared loop, and the watch's thread takes
@@ -40,6 +44,7 @@ References
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import threading
@@ -110,6 +115,7 @@ class WatchOptions(TypedDict, total=False):
     stop_after: int | None
     retry: Retry | None
     on_block: Callable[[Mapping[str, object]], None] | None
+    title: str | None
     start: bool
 
 
@@ -141,6 +147,9 @@ class Watch:
     latencies : list of float
         For the last 4,096 new rows, from the header's arrival at the client to the row in
         the frame [s] (a batch's rows count from its oldest header: a bound).
+    title : str
+        The figure's title (its source line, under it, says the blocks and where they come
+        from).
     """
 
     def __init__(
@@ -156,6 +165,7 @@ class Watch:
         stop_after: int | None = None,
         retry: Retry | None = None,
         on_block: Callable[[Mapping[str, object]], None] | None = None,
+        title: str | None = None,
         start: bool = True,
     ) -> None:
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
@@ -182,6 +192,7 @@ class Watch:
         self.redraw = redraw
         self.stop_after = stop_after
         self.on_block = on_block
+        self.title = f"The chain's last {blocks:,} blocks, live" if title is None else title
         self._rewards = [reward_column(p) for p in percentiles]
         self._spec = lab.chain_spec  # each block's gas target by its chain's EIP-1559 rule
         self._credits_at_start = lab.credits.spent
@@ -325,16 +336,29 @@ class Watch:
     def __repr__(self) -> str:
         return f"<Watch {self.status()}>"
 
+    def still(self) -> bytes:
+        """The figure as it is now: a PNG of the rows held, titled :attr:`title`, with its
+        source line (the blocks, and devnet or chain) [PNG bytes]."""
+        return _Chart(self.columns).png(self.frame, self.title)
+
     def _ipython_display_(self) -> None:
+        """One output: the live figure (the widget) where a kernel runs it, and beside it
+        a still of the figure now (``image/png``) and the status line (``text/plain``), which
+        a static page shows instead."""
         from IPython.display import display
 
         try:
             view = self._view or _View(self)
-        except ImportError:  # no ipywidgets: the text line
-            display(self.status())
-            return
-        self._view = view
-        display(view.widget)
+        except ImportError:  # no ipywidgets: the still and the text line
+            still = self.still()
+            live: dict[str, object] = {}
+        else:
+            self._view = view
+            still = bytes(view.image.value)
+            live = dict(view.widget._repr_mimebundle_())
+        bundle = {**live, "image/png": base64.b64encode(still).decode("ascii"),
+                  "text/plain": repr(self)}  # fmt: skip
+        display(bundle, raw=True)
 
     # -- the watch's thread --------------------------------------------------------------------
 
@@ -482,21 +506,9 @@ class _View:
         if version == self._drawn:
             return
         frame = self.watch.frame
-        self.image.value = self._chart.png(frame, _source_title(self.watch.lab, frame))
+        self.image.value = self._chart.png(frame, self.watch.title)
         self._drawn = version
         self.draws += 1
-
-
-def _source_title(lab: Watched, frame: pd.DataFrame) -> str:
-    """What the figure's data are: ``"devnet (simulated), mainnet, blocks a-b"`` or
-    ``"mainnet, blocks a-b"``."""
-    where = lab.network
-    if frame.attrs.get("source") == "devnet":
-        where = f"devnet (simulated), {where}"
-    if len(frame):
-        first, last = frame["block_number"].iloc[0], frame["block_number"].iloc[-1]
-        where += f", blocks {first:,}-{last:,}"
-    return where
 
 
 class _Chart:
@@ -509,15 +521,21 @@ class _Chart:
         from matplotlib.figure import Figure
 
         self.columns = tuple(columns)
-        # fixed margins: the constrained layout engine doubled a draw's time
-        self.figure = Figure(figsize=(9, 1.0 + 1.6 * len(self.columns)), dpi=80)
-        self.figure.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.12, hspace=0.12)
+        # fixed margins: the constrained layout engine doubled a draw's time; the title's
+        # and the x labels' and source line's room in inches, whatever the panels
+        height = 1.4 + 1.6 * len(self.columns)
+        self.figure = Figure(figsize=(9, height), dpi=80)
+        self.figure.subplots_adjust(left=0.1, right=0.98, top=1 - 0.45 / height,
+                                    bottom=0.8 / height, hspace=0.12)  # fmt: skip
         FigureCanvasAgg(self.figure)
         axes = self.figure.subplots(len(self.columns), 1, sharex=True, squeeze=False)[:, 0]
         self.axes = list(axes)
         self._styled = False
 
     def png(self, frame: pd.DataFrame, title: str) -> bytes:
+        """The panels drawn with ``frame``'s rows, titled ``title``, the source line under
+        them (:func:`feeslab.plots.describe_source`), as PNG bytes."""
+        from feeslab.plots import add_source, describe_source
         from feeslab.plots.watch import plot_watch
 
         for ax, column in zip(self.axes, self.columns, strict=True):
@@ -531,6 +549,7 @@ class _Chart:
             self.axes[-1].xaxis.label.set_fontsize(8)
             self._styled = True
         self.figure.suptitle(title, fontsize=9)
+        add_source(self.figure, describe_source(frame) if len(frame) else "no block yet")
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png")
         return buffer.getvalue()
@@ -573,6 +592,9 @@ def watch(lab: Watched, **options: Unpack[WatchOptions]) -> Watch:
         How a lost connection is opened again (default the fetch layer's policy).
     on_block : callable, optional
         ``on_block(row)`` for each row added after the prefill, on the watch's thread.
+    title : str, optional
+        The figure's title (default ``"The chain's last <blocks> blocks, live"``); a notebook
+        numbers it (``"Figure 2. ..."``). The source line under it names the blocks.
     start : bool
         Start at once (default); else call :meth:`Watch.start`.
 

@@ -53,8 +53,13 @@ def browser() -> str | None:
 def render(path: Path, *, execute: bool, chrome: str | None) -> Path:
     notebook = nbformat.read(path, as_version=4)
     if execute:  # a fresh kernel in the notebook's folder, as nbval runs it
+        # without the widgets' state a page shows what a static page can: a live watch's
+        # still (image/png) instead of a widget it has no kernel to run (docs/watch.md)
         NotebookClient(
-            notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}
+            notebook,
+            timeout=600,
+            resources={"metadata": {"path": str(path.parent)}},
+            store_widget_state=False,
         ).execute()
     target = OUT / path.stem
     shutil.rmtree(target, ignore_errors=True)

@@ -270,3 +270,46 @@ def test_the_cli_prints_a_line_per_block_and_writes_the_frame(tmp_path):
     frame = frame_from_bytes(out.read_bytes())
     assert frame["block_number"].tolist()[-len(numbers):] == numbers
     assert frame.attrs["source"] == "devnet" and str(frame["base_fee_wei"].dtype) == "Int64"
+
+
+def test_the_display_carries_a_still_of_the_figure_for_a_static_page(monkeypatch):
+    # one output: the widget where a kernel runs it, and a PNG and the status line that a
+    # static page (nbconvert's HTML) shows instead of a blank space
+    import base64
+
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda obj, raw=False: shown.append((obj, raw)))  # fmt: skip
+    with (
+        start(seed=7, **LIMITS) as fixed,
+        _connect(fixed) as lab,
+        watch(lab, blocks=16, columns=["base_fee_gwei"], title="Figure 2. Sixteen blocks") as w,
+    ):
+        w._ipython_display_()
+        still = w.still()
+    [(bundle, raw)] = shown
+    assert raw and bundle["text/plain"].startswith("<Watch running, websocket: 16 of 16 rows")
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    png = base64.b64decode(bundle["image/png"])
+    assert png.startswith(b"\x89PNG") and still.startswith(b"\x89PNG")
+    head = fixed.chains.by_id[1].head()
+    assert f"blocks {head - 15:,}-{head:,}" in bundle["text/plain"]
+
+
+def test_the_still_is_titled_and_names_its_source():
+    from feeslab.watch import _Chart
+
+    columns = ["base_fee_gwei", "blob_count"]
+    with (
+        start(seed=7, **LIMITS) as fixed,
+        _connect(fixed) as lab,
+        watch(lab, blocks=8, columns=columns, title="Figure 3. Eight blocks") as w,
+    ):
+        chart = _Chart(w.columns)
+        chart.png(w.frame, w.title)
+        head = fixed.chains.by_id[1].head()
+    assert chart.figure.get_suptitle() == "Figure 3. Eight blocks"
+    source = f"Source: devnet (simulated), blocks {head - 7:,}-{head:,}"
+    assert chart.figure.get_supxlabel() == source
