@@ -28,6 +28,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
+import json
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -49,6 +50,7 @@ __all__ = [
     "PostMergeBlocks",
     "attack_gas_2016",
     "blob_market",
+    "fork_headers",
     "frontier_blocks",
     "frontier_uncles",
     "miner_revenue_2021",
@@ -486,6 +488,62 @@ class PostMergeBlocks(NamedTuple):
     """One row per block, the columns of ``Lab.blocks`` (:func:`feeslab.frames.parse_blocks`)."""
     transactions: pd.DataFrame
     """One row per transaction (:func:`feeslab.frames.transactions.parse_transactions`)."""
+
+
+def fork_headers() -> pd.DataFrame:
+    """Real mainnet headers at the forks since the merge: parent and child at each boundary.
+
+    Shanghai (17,034,869-17,034,870), Cancun (19,426,586-19,426,587) and Prague
+    (22,431,083-22,431,084), the pair 19,999,999-20,000,000 and the single headers 22,162,263 and
+    22,869,878: their RLP unchanged, decoded here into the fields a node answers, with the
+    same names as a node's answers, so a child's base fee can be checked against its parent's by
+    the rule.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per header, by block number: ``block_number`` (int64), ``hash`` and
+        ``parent_hash`` (str), ``timestamp`` (UTC), ``gas_limit`` and ``gas_used`` (int64)
+        [gas], ``base_fee_wei`` (Int64) [wei per gas], ``blob_gas_used`` and
+        ``excess_blob_gas`` (Int64, from Cancun) [blob gas], with the dtypes of
+        :func:`feeslab.frames.parse_blocks`. ``attrs``: ``chain_id`` 1, ``chain_spec``
+        ``"mainnet"``, ``source`` ``"ethereum/portal-spec-tests"``, ``reference``,
+        ``licence`` ``"MIT"``.
+
+    References
+    ----------
+    .. [1] ethereum/portal-spec-tests @ 938744a8, ``tests/mainnet/history/block_data/`` and
+       ``tests/mainnet/history/ephemeral_headers/20000000-findcontent.yaml`` (MIT, Copyright
+       (c) 2025 Portal Network Contributors).
+    """
+    resource = (
+        resources.files("feeslab._data").joinpath("samples").joinpath("mainnet_fork_headers.json")
+    )
+    stored = json.loads(resource.read_text(encoding="utf-8"))
+    headers = [bytes.fromhex(item["header_rlp"][2:]) for item in stored["headers"]]
+    rows = []
+    for header in headers:  # headers alone: no size, transactions or uncles to parse
+        block = _header_json(header)
+        quantity = lambda name: int(block[name], 16) if name in block else None  # noqa: E731
+        rows.append({
+            "block_number": quantity("number"), "hash": block["hash"],
+            "parent_hash": block["parentHash"],
+            "timestamp": pd.Timestamp(quantity("timestamp"), unit="s", tz="UTC"),
+            "gas_limit": quantity("gasLimit"), "gas_used": quantity("gasUsed"),
+            "base_fee_wei": quantity("baseFeePerGas"),
+            "blob_gas_used": quantity("blobGasUsed"),
+            "excess_blob_gas": quantity("excessBlobGas"),
+        })  # fmt: skip
+    frame = pd.DataFrame(rows).sort_values("block_number", ignore_index=True)
+    frame = frame.astype({"block_number": "int64", "gas_limit": "int64", "gas_used": "int64",
+                          "base_fee_wei": "Int64", "blob_gas_used": "Int64",
+                          "excess_blob_gas": "Int64",
+                          "timestamp": "datetime64[ns, UTC]"})  # fmt: skip
+    frame.attrs.update({
+        "chain_id": 1, "chain_spec": "mainnet", "source": "ethereum/portal-spec-tests",
+        "reference": f"{stored['repository']} @ {stored['commit'][:8]}", "licence": "MIT",
+    })  # fmt: skip
+    return frame
 
 
 def post_merge_blocks() -> PostMergeBlocks:

@@ -149,3 +149,24 @@ def test_blob_fields_equal_the_blob_market_rows():
         assert header["excess_blob_gas"] == row.excess_blob_gas
         assert header["blob_gas_used"] == GAS_PER_BLOB * row.blob_count
         assert header["timestamp"].timestamp() == row.timestamp
+
+
+def test_the_fork_headers_chain_parent_to_child_and_each_child_pays_the_rules_base_fee():
+    headers = samples.fork_headers()
+    assert headers["block_number"].is_monotonic_increasing and len(headers) == 10
+    assert str(headers["timestamp"].dtype) == "datetime64[ns, UTC]"
+    by_number = headers.set_index("block_number")
+    pairs = [(17_034_869, 17_034_870), (19_426_586, 19_426_587), (19_999_999, 20_000_000),
+             (22_431_083, 22_431_084)]  # fmt: skip
+    for parent, child in pairs:
+        assert by_number.at[child, "parent_hash"] == by_number.at[parent, "hash"]
+        # EIP-1559 written out here (elasticity 2, denominator 8), not feeslab's rule
+        base, used, target = (int(by_number.at[parent, name]) for name in
+                              ("base_fee_wei", "gas_used", "gas_limit"))  # fmt: skip
+        target //= 2
+        if used > target:
+            expected = base + max(base * (used - target) // target // 8, 1)
+        else:
+            expected = base - base * (target - used) // target // 8
+        assert int(by_number.at[child, "base_fee_wei"]) == expected, child
+    assert headers.attrs["source"] == "ethereum/portal-spec-tests"

@@ -1,6 +1,6 @@
 """The blob rules against real mainnet headers, EIP-4844's reference and the devnet.
 
-Real headers: tests/data/mainnet_fork_headers.json (ethereum/portal-spec-tests, see SOURCES.md),
+Real headers: data/samples/mainnet_fork_headers.json (ethereum/portal-spec-tests, see SOURCES.md),
 around Shanghai, Cancun (19,426,587) and Prague (22,431,084). The reference rules come from
 ``protocol_reference`` (transcribed from the EIPs), never from feeslab.
 """
@@ -20,7 +20,7 @@ from protocol_reference import calc_excess_blob_gas, eip1559_base_fee, fake_expo
 from feeslab.analysis import fees
 from feeslab.protocol.chainspec import ChainSpec
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "mainnet_fork_headers.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "samples" / "mainnet_fork_headers.json"
 CANCUN_FRACTION, PRAGUE_FRACTION = 3_338_477, 5_007_716  # EIP-4844, EIP-7691
 
 

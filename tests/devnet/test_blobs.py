@@ -1,6 +1,6 @@
 """The devnet after the merge: Shanghai, Cancun, Prague, Osaka and the BPO forks.
 
-Header layouts are checked against real mainnet headers (tests/data/mainnet_fork_headers.json,
+Header layouts are checked against real mainnet headers (data/samples/mainnet_fork_headers.json,
 see SOURCES.md) and recomputed with ``rlp``/``eth_hash``; blob fees with EIP-4844's reference
 code transcribed in ``protocol_reference``; the blob parameters are read from chains.json here,
 not through feeslab.
@@ -26,7 +26,7 @@ from trie import HexaryTrie
 
 from feeslab.devnet.chain import Header
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 CHAINS = json.loads((Path(__file__).resolve().parents[2] / "data" / "chains.json").read_text())
 INT_FIELDS = {7, 8, 9, 10, 11, 15, 17, 18}  # quantities among a header's RLP items
 
@@ -45,7 +45,7 @@ def schedule_at(chain_id: int, number: int) -> dict | None:
 
 
 def real_headers() -> list[bytes]:
-    data = json.loads((DATA / "mainnet_fork_headers.json").read_text())
+    data = json.loads((SAMPLES / "mainnet_fork_headers.json").read_text())
     return [bytes.fromhex(h["header_rlp"][2:]) for h in data["headers"]]
 
 

@@ -148,7 +148,7 @@ def _real_header_json(number: int) -> dict:
 
     import rlp
 
-    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "mainnet_fork_headers.json")
+    data = json.loads((Path(__file__).resolve().parents[2] / "data" / "samples" / "mainnet_fork_headers.json")
                       .read_text())  # fmt: skip
     raw = next(h for h in data["headers"] if h["number"] == number)["header_rlp"]
     items = rlp.decode(bytes.fromhex(raw[2:]))
