@@ -27,8 +27,8 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import json
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -524,7 +524,10 @@ def fork_headers() -> pd.DataFrame:
     rows = []
     for header in headers:  # headers alone: no size, transactions or uncles to parse
         block = _header_json(header)
-        quantity = lambda name: int(block[name], 16) if name in block else None  # noqa: E731
+
+        def quantity(name: str, block: dict[str, Any] = block) -> int | None:
+            return int(block[name], 16) if name in block else None
+
         rows.append({
             "block_number": quantity("number"), "hash": block["hash"],
             "parent_hash": block["parentHash"],

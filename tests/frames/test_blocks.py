@@ -148,8 +148,8 @@ def _real_header_json(number: int) -> dict:
 
     import rlp
 
-    data = json.loads((Path(__file__).resolve().parents[2] / "data" / "samples" / "mainnet_fork_headers.json")
-                      .read_text())  # fmt: skip
+    samples = Path(__file__).resolve().parents[2] / "data" / "samples"
+    data = json.loads((samples / "mainnet_fork_headers.json").read_text())
     raw = next(h for h in data["headers"] if h["number"] == number)["header_rlp"]
     items = rlp.decode(bytes.fromhex(raw[2:]))
     names = ["parentHash", "sha3Uncles", "miner", "stateRoot", "transactionsRoot", "receiptsRoot",
