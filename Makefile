@@ -43,8 +43,8 @@ install: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=$(LAB_IP) --port=$(LAB_PORT)
 
-# Debian's headless Chromium, for the browser tests (tests/test_watch_browser.py, tests/test_site_browser.py)
-# and make render
+# Debian's headless Chromium, for the browser tests (tests/test_watch_browser.py and
+# tests/test_site_browser.py) and make render
 chromium:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || { \
