@@ -409,14 +409,14 @@ def figures_page(pages: Sequence[Page]) -> str:
     return _shell("feeslab: the course's figures", "\n".join(body))
 
 
-def thumbnail(png: bytes, width: int = 480) -> bytes:
-    """``png`` scaled down to ``width`` pixels (never up)."""
+def thumbnail(png: bytes, width: int = 360) -> bytes:
+    """``png`` scaled down to ``width`` pixels (never up), in 128 colours: a small file."""
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
         image.thumbnail((width, width * 4))
         out = io.BytesIO()
-        image.save(out, format="PNG", optimize=True)
+        image.convert("RGB").quantize(128).save(out, format="PNG")
     return out.getvalue()
 
 
