@@ -305,6 +305,9 @@ def export(
     the image files ``files`` names (by figure index), each with its anchor (``figure-K``) and
     title; ``nav`` above and below."""
     notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:  # a display emptied in place (a finished progress bar): nothing
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if o.get("data", True)]
     for output, figure in figures(notebook):
         output.metadata["feeslab_figure"] = {"anchor": figure.anchor, "alt": figure.label}
         if files and figure.index in files:
