@@ -51,6 +51,8 @@ ROOT = HERE.parent
 OUT = ROOT / "build" / "site"
 SOLUTIONS = "solutions"
 """The folder of the solutions, beside the lessons: never part of the site."""
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+"""A widget's output, which needs the widgets' JavaScript from a CDN: its fallback is shown."""
 FIGURE = re.compile(r"Figure (\d+)\. +(.*)", re.S)
 """A figure's title in a cell's source: ``"Figure N. <title>"``."""
 
@@ -305,8 +307,11 @@ def export(
     the image files ``files`` names (by figure index), each with its anchor (``figure-K``) and
     title; ``nav`` above and below."""
     notebook = copy.deepcopy(notebook)
-    for cell in notebook.cells:  # a display emptied in place (a finished progress bar): nothing
-        if "outputs" in cell:
+    notebook.metadata.pop("widgets", None)  # no widget runs offline: its still or text shows
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
+        if "outputs" in cell:  # a display emptied (a finished progress bar) shows nothing
             cell.outputs = [o for o in cell.outputs if o.get("data", True)]
     for output, figure in figures(notebook):
         output.metadata["feeslab_figure"] = {"anchor": figure.anchor, "alt": figure.label}

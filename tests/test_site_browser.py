@@ -70,7 +70,7 @@ def _stream(text: str) -> dict:
     return {"output_type": "stream", "name": "stdout", "text": [text]}
 
 
-def _write(path: Path, cells: list[tuple[str, str, list[dict]]]) -> None:
+def _write(path: Path, cells: list[tuple[str, str, list[dict]]], **metadata) -> None:
     notebook = {
         "cells": [
             {"cell_type": kind, "id": f"cell-{k}", "metadata": {}, "source": source,
@@ -78,7 +78,7 @@ def _write(path: Path, cells: list[tuple[str, str, list[dict]]]) -> None:
             for k, (kind, source, outputs) in enumerate(cells)
         ],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
+                                    "language": "python"}, **metadata},
         "nbformat": 4, "nbformat_minor": 5,
     }  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +103,7 @@ SMALL_TITLES = {
     "01_second": ["Figure 1. Fees over … blocks", "Figure 2. Tips, in gwei",
                   "Figure 3. After a magic"],
     "02_third": [],
-    "90_tour": ["Figure (output 1, untitled)"],
+    "90_tour": ["Figure (output 1, untitled)", "Figure (output 2, untitled)"],
 }  # fmt: skip
 
 
@@ -133,10 +133,29 @@ def _small_course(folder: Path) -> None:
         ("code", "1 + 1", [{"output_type": "execute_result", "execution_count": 1,
                             "metadata": {}, "data": {"text/plain": ["2"]}}]),
     ])  # fmt: skip
+    # a live widget with a still of its figure, and the widget's state saved: the still shows
+    view = {"model_id": "a1", "version_major": 2, "version_minor": 0}
+    live = _image("white")
+    live["data"]["application/vnd.jupyter.widget-view+json"] = view
+    state = {
+        "application/vnd.jupyter.widget-state+json": {
+            "state": {
+                "a1": {
+                    "model_name": "ImageModel",
+                    "model_module": "@jupyter-widgets/controls",
+                    "model_module_version": "2.0.0",
+                    "state": {},
+                }
+            },
+            "version_major": 2,
+            "version_minor": 0,
+        }
+    }
     _write(folder / "90_tour.ipynb", [
         ("markdown", "# Tour: an appendix\n\nA tour beside the lessons.", []),
         ("code", "plt.plot([1, 2])", [_image("black")]),
-    ])  # fmt: skip
+        ("code", "w = watch(lab)\nw", [live]),
+    ], widgets=state)  # fmt: skip
     _write(folder / "solutions" / "01_second.ipynb", [
         ("markdown", "# Solutions · Lesson 1 · The second lesson", []),
         ("code", 'exercise("1.1").check(3)', [_stream("Exercise 1.1: right. Three.\n")]),
