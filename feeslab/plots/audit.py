@@ -25,7 +25,7 @@ Examples
 >>> problems(fig)
 []
 >>> _ = ax.set_ylim(2, 5)
->>> print(*problems(fig), sep="\n")  # doctest: +ELLIPSIS
+>>> print(*problems(fig))  # doctest: +ELLIPSIS
 bars: the value axis (y) of panel 1 ('Figure 1. Two bars') starts at 2, above zero: bars start ...
 """
 
