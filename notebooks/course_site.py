@@ -181,9 +181,13 @@ def audit_env(directory: Path) -> dict[str, str]:
 
 
 def execute(notebook: NotebookNode, path: Path, *, env: dict[str, str] | None = None) -> None:
-    """Run ``notebook`` in a fresh kernel started in its folder, as nbval does."""
+    """Run ``notebook`` in a fresh kernel started in its folder, as nbval does; without the
+    widgets' state, so a page shows what a static page can (a live watch's still)."""
     client = NotebookClient(
-        notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}
+        notebook,
+        timeout=600,
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=False,
     )
     client.execute(**({"env": env} if env is not None else {}))
 
