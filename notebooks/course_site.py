@@ -95,6 +95,7 @@ nav.feeslab-nav { display: flex; gap: 1.5em; flex-wrap: wrap; align-items: basel
 nav.feeslab-nav:last-child { border-bottom: none; border-top: 1px solid #ddd; }
 nav.feeslab-nav .feeslab-next { margin-left: auto; }
 body.feeslab-index { font: 16px/1.5 sans-serif; max-width: 960px; margin: 0 auto; padding: 1em; }
+.feeslab-index ol.feeslab-lessons { list-style: none; padding-left: 0; }
 .feeslab-index ol.feeslab-lessons > li { margin-bottom: 1.2em; }
 .feeslab-index .feeslab-time { color: #555; font-style: italic; }
 .feeslab-figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr));
