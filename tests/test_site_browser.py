@@ -317,4 +317,10 @@ def test_the_course_site_opens_page_by_page(browser, tmp_path):
     pages = builder.build(tmp_path / "site", lessons=lessons, appendices=appendices,
                           folder=NOTEBOOKS, log=lambda _: None)  # fmt: skip
     assert [p.notebook for p in pages] == [x.notebook for x in (*lessons, *appendices)]
+    for page in pages[: len(lessons)]:  # a lesson's figures' title literals count 1, 2, ...
+        numbers = [figure.number for figure in page.figures]
+        assert numbers == [str(k) for k in range(1, len(numbers) + 1)], (
+            f"{page.notebook}: its figures' titles number them {numbers} (each cell showing a "
+            "figure holds its 'Figure N. ' literal, N counting 1, 2, ... in order)"
+        )
     _check_site(browser, tmp_path / "site", lessons, appendices, NOTEBOOKS)
