@@ -10,7 +10,7 @@ every lesson's). On both: every page answers 200 with no console error and loads
 another host, the index lists every lesson in order and links every page, every image loads,
 each page shows as many figures as its notebook has image outputs, the figures index lists
 every figure and links each to its anchor, the pages link to the previous and next, and no
-solution appears.
+solution appears. The real lessons also number their figures 1, 2, ... in order.
 
 Without ``/usr/bin/chromium`` (``make test`` installs Debian's package) or the ``playwright``
 package of the dev extra the test fails, saying which is missing: a browser test that skips
