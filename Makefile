@@ -17,7 +17,7 @@ NPM_STAMP := node_modules/.installed-stamp
 # the IPython directory of make test's notebook kernels: it loads the figure audit
 AUDIT_IPYTHONDIR := $(CURDIR)/build/ipython-audit
 
-.PHONY: lab test lint bench serve install clean contracts render chromium ipfs-cid
+.PHONY: lab test lint bench serve install clean contracts render site chromium ipfs-cid
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY_VERSION)" || { echo "PYTHON=$(PYTHON) is not a runnable Python" >&2; exit 2; }
@@ -43,7 +43,8 @@ install: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=$(LAB_IP) --port=$(LAB_PORT)
 
-# Debian's headless Chromium, for the browser test (tests/test_watch_browser.py) and make render
+# Debian's headless Chromium, for the browser tests (tests/test_watch_browser.py and
+# tests/test_site_browser.py) and make render
 chromium:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || { \
@@ -81,10 +82,18 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --config tests/import_cycles.toml  # no cycle, TYPE_CHECKING imports counted
 	$(BIN)/mypy  # strict over feeslab/ except the devnet: pyproject.toml [tool.mypy]
 
-# every notebook as a reader sees it: HTML, each figure as PNG, a page screenshot (headless Chromium)
-# under build/render/; RENDER_FLAGS=--execute restarts and runs each notebook first
+# every notebook as a reader sees it: HTML, each figure as PNG, a screenshot of the whole page
+# (headless Chromium through Playwright) under build/render/; RENDER_FLAGS=--execute restarts and
+# runs each notebook first
 render: $(STAMP)
 	$(BIN)/python notebooks/render.py $(RENDER_FLAGS)
+
+# the course as a static site under build/site/ (open build/site/index.html; offline, no CDN): the
+# lessons in reading order with their goals, a page per lesson and appendix, every figure an image
+# and in an index of figures; never the solutions. From the saved outputs, which nbval checks;
+# SITE_FLAGS=--execute runs each notebook first, with make test's figure audit
+site: $(STAMP)
+	$(BIN)/python notebooks/course_site.py $(SITE_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -1,9 +1,11 @@
-"""Render every notebook as a reader sees it: HTML, each figure as PNG and a page screenshot.
+"""Render every notebook as a reader sees it: HTML, each figure as PNG and a full-page screenshot.
 
 Usage: ``python notebooks/render.py [--execute] [--no-screenshot] [NOTEBOOK ...]``
 (``make render``).
-Writes ``build/render/<notebook>/`` (git-ignored): ``<notebook>.html``, ``figure-NN.png`` (one per
-figure, in order) and ``page.png`` (headless Chromium's screenshot of the HTML).
+Writes ``build/render/<notebook>/`` (git-ignored): ``<notebook>.html`` (the page ``make site``
+makes, figures embedded, nothing loaded from the network), ``figure-NN.png`` (one per figure, in
+order) and ``page.png`` (headless Chromium's screenshot of the whole page, however long, through
+Playwright).
 Without ``--execute`` it renders the outputs saved in the notebook (what nbval checks); with it, it
 restarts and runs every cell first, one notebook at a time. Look at every figure before committing.
 """
@@ -11,20 +13,25 @@ restarts and runs every cell first, one notebook at a time. Look at every figure
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import nbformat
-from nbclient import NotebookClient
-from nbconvert import HTMLExporter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from course_site import execute, export, exporter, figures
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "build" / "render"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+WIDTH = 1100
+"""The screenshots' width [CSS px]; their height is the page's."""
 
 
 def browser() -> str | None:
@@ -50,48 +57,44 @@ def browser() -> str | None:
     return shutil.which("chromium")
 
 
-def render(path: Path, *, execute: bool, chrome: str | None) -> Path:
+@contextmanager
+def camera(chrome: str | None) -> Iterator[Any]:
+    """A Playwright page in headless ``chrome`` (None when there is no browser or Playwright)."""
+    if chrome is None:
+        yield None
+        return
+    try:
+        from playwright.sync_api import sync_playwright  # the dev extra's (no browser download)
+    except ImportError:
+        print("no playwright (pip install -e '.[dev]'): skipping page screenshots", file=sys.stderr)
+        yield None
+        return
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(
+            executable_path=chrome, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield launched.new_page(viewport={"width": WIDTH, "height": 900})
+        finally:
+            launched.close()
+
+
+def render(path: Path, *, run: bool, page: Any = None) -> Path:
     notebook = nbformat.read(path, as_version=4)
-    if execute:  # a fresh kernel in the notebook's folder, as nbval runs it
-        # without the widgets' state a page shows what a static page can: a live watch's
-        # still (image/png) instead of a widget it has no kernel to run (docs/watch.md)
-        NotebookClient(
-            notebook,
-            timeout=600,
-            resources={"metadata": {"path": str(path.parent)}},
-            store_widget_state=False,
-        ).execute()
+    if run:  # a fresh kernel in the notebook's folder, as nbval runs it
+        execute(notebook, path)
     target = OUT / path.stem
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    figures = 0
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            png = output.get("data", {}).get("image/png")
-            if png:
-                figures += 1
-                (target / f"figure-{figures:02d}.png").write_bytes(base64.b64decode(png))
-    html, _ = HTMLExporter().from_notebook_node(notebook)
-    page = target / f"{path.stem}.html"
-    page.write_text(html, encoding="utf-8")
-    if chrome:
-        subprocess.run(
-            [
-                chrome,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                "--window-size=1100,12000",
-                f"--screenshot={target / 'page.png'}",
-                page.as_uri(),
-            ],
-            check=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=120,
-        )
-    print(f"{path.name}: {figures} figures -> {target}")
+    found = [figure for _, figure in figures(notebook)]
+    for figure in found:
+        (target / f"figure-{figure.index:02d}.png").write_bytes(figure.png)
+    html = target / f"{path.stem}.html"
+    html.write_text(export(notebook, name=path.stem, html_exporter=exporter()), encoding="utf-8")
+    if page is not None:
+        page.goto(html.as_uri(), wait_until="load")
+        page.screenshot(path=str(target / "page.png"), full_page=True)
+    print(f"{path.name}: {len(found)} figures -> {target}")
     return target
 
 
@@ -109,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.exit(2, f"render: no such notebook: {', '.join(missing)}\n")
-    chrome = None if args.no_screenshot else browser()
-    for path in paths:
-        render(path.resolve(), execute=args.execute, chrome=chrome)
+    with camera(None if args.no_screenshot else browser()) as page:
+        for path in paths:
+            render(path.resolve(), run=args.execute, page=page)
     return 0
 
 

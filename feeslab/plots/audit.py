@@ -25,8 +25,8 @@ Examples
 >>> problems(fig)
 []
 >>> _ = ax.set_ylim(2, 5)
->>> problems(fig)  # doctest: +ELLIPSIS
-['bars: the value axis (y) of panel 1 ... starts at 2, above zero: bars start from zero ...']
+>>> print(*problems(fig))  # doctest: +ELLIPSIS
+bars: the value axis (y) of panel 1 ('Figure 1. Two bars') starts at 2, above zero: bars start ...
 """
 
 from __future__ import annotations

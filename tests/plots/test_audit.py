@@ -315,10 +315,12 @@ def test_under_nbval_a_figure_breaking_a_rule_fails_its_cell_and_a_clean_one_pas
 
 
 def test_the_extension_checks_the_figures_ipython_prints():
-    from IPython.core import pylabtools
-    from IPython.core.interactiveshell import InteractiveShell
+    from types import SimpleNamespace
 
-    shell = InteractiveShell.instance()
+    from IPython.core import pylabtools
+    from IPython.core.formatters import DisplayFormatter
+
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())  # what the extension uses
     original = pylabtools.print_figure
     try:
         pylabtools.select_figure_formats(shell, {"png"})  # made before the extension: remade
@@ -335,4 +337,3 @@ def test_the_extension_checks_the_figures_ipython_prints():
         assert png.type_printers[type(fig)](plt.figure()) is None  # empty: printed as nothing
     finally:
         pylabtools.print_figure = original
-        InteractiveShell.clear_instance()
