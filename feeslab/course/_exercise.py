@@ -218,7 +218,24 @@ class Function(Answer):
         return None
 
     def matches(self, answer: Any, wrong: Any) -> bool:
-        return answer is wrong
+        """Whether the reader's function behaves as the known wrong one on every case (to
+        within 1e-9 for numbers: the same wrong formula written in another order)."""
+        if answer is wrong:
+            return True
+        if not (callable(answer) and callable(wrong)):
+            return False
+        cases = self.cases() if callable(self.cases) else self.cases
+        try:
+            return all(_close(answer(*case), wrong(*case)) for case in cases)
+        except Exception:  # the reader's code raised: not this mistake
+            return False
+
+
+def _close(got: Any, want: Any) -> bool:
+    one, other = _number(got), _number(want)
+    if one is None or other is None:
+        return bool(got == want)
+    return math.isclose(one, other, rel_tol=1e-9, abs_tol=0.0)
 
 
 @dataclass(frozen=True)

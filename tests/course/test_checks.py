@@ -73,3 +73,15 @@ def test_a_function_is_run_on_every_case_and_its_error_is_reported_not_raised():
 def test_an_unknown_kind_is_refused_when_the_exercise_is_written():
     with pytest.raises(ValueError, match="kind 'guess'"):
         Exercise("1.1", "guess", "?", Number(1), hint="", explanation="")
+
+
+def test_a_function_that_behaves_as_a_known_mistake_gets_that_mistakes_hint():
+    def floats(a, b):
+        return (a + b) * 1.0 + 0.5
+
+    one = _exercise(Function(lambda a, b: a + b, cases=[(1, 2), (10, 20)]),
+                    Mistake(floats, "the half is extra"))  # fmt: skip
+    said = repr(one.check(lambda a, b: 0.5 + b + a))  # the same mistake, written otherwise
+    assert said.endswith("Hint: the half is extra")
+    other = repr(one.check(lambda a, b: a * b))
+    assert other.endswith("Hint: think again") and "For (1, 2) it returns 2, not 3" in other
