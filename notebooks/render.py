@@ -79,11 +79,13 @@ def camera(chrome: str | None) -> Iterator[Any]:
             launched.close()
 
 
-def render(path: Path, *, run: bool, page: Any = None) -> Path:
+def render(path: Path, *, run: bool, page: Any = None, out: Path = OUT) -> Path:
+    """Write ``path``'s HTML, figures and (with a ``page``) whole-page screenshot under
+    ``out/<notebook>/``; ``run`` executes the notebook first."""
     notebook = nbformat.read(path, as_version=4)
     if run:  # a fresh kernel in the notebook's folder, as nbval runs it
         execute(notebook, path)
-    target = OUT / path.stem
+    target = out / path.stem
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     found = [figure for _, figure in figures(notebook)]
