@@ -37,6 +37,7 @@ from feeslab.frames.base_fees import (
 from feeslab.frames.blocks import (
     BLOCK_DTYPES,
     blocks_frame,
+    blocks_frame_from_rows,
     gas_used_ratio,
     parse_blocks,
     slim_block,
@@ -77,6 +78,7 @@ __all__ = [
     "FunctionSpec",
     "WatchRing",
     "blocks_frame",
+    "blocks_frame_from_rows",
     "call_object",
     "decode_output",
     "decode_series",

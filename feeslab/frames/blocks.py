@@ -32,6 +32,7 @@ __all__ = [
     "BLOCK_DTYPES",
     "HEADER_FIELD_DTYPES",
     "blocks_frame",
+    "blocks_frame_from_rows",
     "gas_used_ratio",
     "parse_blocks",
     "parse_header_fields",
@@ -415,6 +416,35 @@ def blocks_frame(columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
     given["uncle_count"] = np.fromiter(map(len, uncles), dtype=np.int64, count=len(uncles))
     given["gas_used_ratio"] = gas_used_ratio(given["gas_used"], given["gas_limit"])
     return _typed_frame(BLOCK_DTYPES, given)
+
+
+def blocks_frame_from_rows(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The blocks frame from one mapping per block (a reader that decodes block by block).
+
+    Parameters
+    ----------
+    rows : iterable of mapping of str to object
+        Each block's values under the column names :func:`blocks_frame` takes, as it takes
+        them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`blocks_frame` of the rows' columns, in the order given.
+
+    Raises
+    ------
+    ValueError
+        A row lacks one of the columns (naming it and the row).
+    """
+    names = [name for name in BLOCK_DTYPES if name not in ("gas_used_ratio", "uncle_count")]
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for position, row in enumerate(rows):
+        for name in names:
+            if name not in row:
+                raise ValueError(f"blocks_frame_from_rows: row {position} has no {name!r}")
+            columns[name].append(row[name])
+    return blocks_frame(columns)
 
 
 def _header_columns(items: Sequence[Mapping[str, object]], what: str) -> dict[str, object]:

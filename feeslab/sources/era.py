@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from feeslab.errors import FeeslabError
-from feeslab.frames import blocks_frame, fee_history_frame, gas_used_ratio
+from feeslab.frames import blocks_frame_from_rows, fee_history_frame, gas_used_ratio
 from feeslab.protocol.e2store import (
     EMPTY_UNCLES_HASH,
     VERSION,
@@ -783,23 +783,16 @@ class EraSource(FileArchive):
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them
         (``total_difficulty`` None: Era files hold none)."""
-        columns: dict[str, list[object]] = {name: [] for name in (
-            "block_number", "hash", "parent_hash", "timestamp", "miner", "difficulty",
-            "total_difficulty", "gas_limit", "gas_used", "base_fee_wei", "size_bytes",
-            "transaction_count", "uncle_hashes", "blob_gas_used", "excess_blob_gas")}  # fmt: skip
-        for p in self._payloads(start, stop):
-            row = {
-                "block_number": p.block_number, "hash": "0x" + p.block_hash.hex(),
-                "parent_hash": "0x" + p.parent_hash.hex(), "timestamp": p.timestamp,
-                "miner": "0x" + p.fee_recipient.hex(), "difficulty": 0,
-                "total_difficulty": None, "gas_limit": p.gas_limit, "gas_used": p.gas_used,
-                "base_fee_wei": p.base_fee_per_gas, "size_bytes": block_size(p),
-                "transaction_count": len(p.transactions), "uncle_hashes": (),
-                "blob_gas_used": p.blob_gas_used, "excess_blob_gas": p.excess_blob_gas,
-            }  # fmt: skip
-            for name, value in row.items():
-                columns[name].append(value)
-        return self.tag(blocks_frame(columns))
+        rows = ({
+            "block_number": p.block_number, "hash": "0x" + p.block_hash.hex(),
+            "parent_hash": "0x" + p.parent_hash.hex(), "timestamp": p.timestamp,
+            "miner": "0x" + p.fee_recipient.hex(), "difficulty": 0,
+            "total_difficulty": None, "gas_limit": p.gas_limit, "gas_used": p.gas_used,
+            "base_fee_wei": p.base_fee_per_gas, "size_bytes": block_size(p),
+            "transaction_count": len(p.transactions), "uncle_hashes": (),
+            "blob_gas_used": p.blob_gas_used, "excess_blob_gas": p.excess_blob_gas,
+        } for p in self._payloads(start, stop))  # fmt: skip
+        return self.tag(blocks_frame_from_rows(rows))
 
     def fee_history(
         self,

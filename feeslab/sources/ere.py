@@ -58,7 +58,12 @@ import pandas as pd
 import rlp
 
 from feeslab.errors import FeeslabError
-from feeslab.frames import blocks_frame, fee_history_frame, gas_used_ratio, reward_column
+from feeslab.frames import (
+    blocks_frame_from_rows,
+    fee_history_frame,
+    gas_used_ratio,
+    reward_column,
+)
 from feeslab.frames.transactions import parse_transactions
 from feeslab.protocol.e2store import (
     VERSION,
@@ -769,17 +774,17 @@ class EreSource(FileArchive):
 
     def blocks(self, start: int, stop: int, *, progress: bool | None = None) -> pd.DataFrame:
         """Blocks ``start`` .. ``stop - 1`` as ``feeslab.frames.parse_blocks`` gives them."""
-        columns: dict[str, list[Any]] = {name: [] for name in (
-            "block_number", "hash", "parent_hash", "timestamp", "miner", "difficulty",
-            "total_difficulty", "gas_limit", "gas_used", "base_fee_wei", "size_bytes",
-            "transaction_count", "uncle_hashes", "blob_gas_used", "excess_blob_gas")}  # fmt: skip
+        return self.tag(blocks_frame_from_rows(self._block_rows(start, stop)))
+
+    def _block_rows(self, start: int, stop: int) -> Iterator[dict[str, Any]]:
+        """Each block's row of :meth:`blocks`, decoded from its header and body."""
         for handle, _, first, after in self._files(start, stop):
             for number in range(first, after):
                 block = handle.block(number, receipts=False)
                 h = block.header
                 body = handle.body_rlp(number)
                 _, payload, end = rlp_item(body, 0, len(body))
-                row = {
+                yield {
                     "block_number": number, "hash": "0x" + block.hash.hex(),
                     "parent_hash": "0x" + h.parent_hash.hex(), "timestamp": h.timestamp,
                     "miner": "0x" + h.miner.hex(), "difficulty": h.difficulty,
@@ -791,9 +796,6 @@ class EreSource(FileArchive):
                     "uncle_hashes": tuple("0x" + keccak(u).hex() for u in block.uncles),
                     "blob_gas_used": h.blob_gas_used, "excess_blob_gas": h.excess_blob_gas,
                 }  # fmt: skip
-                for name, value in row.items():
-                    columns[name].append(value)
-        return self.tag(blocks_frame(columns))
 
     def fee_history(
         self,

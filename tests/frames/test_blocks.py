@@ -287,3 +287,19 @@ def test_gas_used_ratio_is_nan_at_a_zero_limit():
     ratio = gas_used_ratio(np.array([0, 15, 3], dtype=np.uint64), [0, 30, 0])
     assert ratio.dtype == np.float64
     assert np.isnan(ratio[0]) and ratio[1] == 0.5 and np.isnan(ratio[2])
+
+
+def test_rows_make_the_same_frame_as_their_columns_and_a_missing_column_is_named():
+    from feeslab.frames import blocks_frame, blocks_frame_from_rows
+
+    rows = [{"block_number": n, "hash": f"0x{n:064x}", "parent_hash": f"0x{n - 1:064x}",
+             "timestamp": 1_700_000_000 + 12 * n, "miner": "0x" + "00" * 20, "difficulty": 0,
+             "total_difficulty": None, "gas_limit": 30_000_000, "gas_used": 15_000_000 + n,
+             "base_fee_wei": 7 + n, "size_bytes": 600, "transaction_count": 1,
+             "uncle_hashes": (), "blob_gas_used": None, "excess_blob_gas": None}
+            for n in (1, 2)]  # fmt: skip
+    columns = {name: [row[name] for row in rows] for name in rows[0]}
+    pd.testing.assert_frame_equal(blocks_frame_from_rows(iter(rows)), blocks_frame(columns))
+    del rows[1]["miner"]
+    with pytest.raises(ValueError, match="row 1 has no 'miner'"):
+        blocks_frame_from_rows(rows)
