@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -54,13 +54,11 @@ class Verdict:
 
 
 class Answer:
-    """How an answer is checked; subclasses say what kind of answer they take.
+    """How an answer is checked.
 
     ``judge(answer)`` returns None when the answer is right, else a reason (shown before the
     hint) or the empty string when the hint alone should be shown.
     """
-
-    kind: str = "an answer"
 
     def judge(self, answer: Any) -> str | None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -87,15 +85,14 @@ class Number(Answer):
     """A number, right within ``rel`` (a fraction) or ``abs`` of ``expected``; exact when both
 are 0.
 
-    ``expected`` may be a function of no arguments, computed at the first check (a value the
-    lesson's data gives). ``unit`` is named in the messages, e.g. ``"gwei"``.
+    ``expected`` may be a function of no arguments, computed when an answer is checked (a
+    value the lesson's data gives). ``unit`` is named in the messages, e.g. ``"gwei"``.
     """
 
     expected: float | int | Callable[[], float | int]
     rel: float = 0.0
     abs: float = 0.0
     unit: str = ""
-    kind: str = field(default="a number", init=False)
 
     def value(self) -> float | int:
         expected = self.expected() if callable(self.expected) else self.expected
@@ -132,7 +129,6 @@ class Numbers(Answer):
     rel: float = 0.0
     abs: float = 0.0
     unit: str = ""
-    kind: str = field(default="a list of numbers", init=False)
 
     def value(self) -> list[float | int]:
         expected = self.expected() if callable(self.expected) else self.expected
@@ -170,7 +166,6 @@ class Choice(Answer):
 
     options: dict[str, str]
     correct: str
-    kind: str = field(default="a choice", init=False)
 
     def __post_init__(self) -> None:
         if self.correct not in self.options:
@@ -198,7 +193,6 @@ class Function(Answer):
     reference: Callable[..., Any]
     cases: Sequence[tuple[Any, ...]] | Callable[[], Sequence[tuple[Any, ...]]]
     compare: Callable[[Any, Any], bool] | None = None  # None: ==
-    kind: str = field(default="a function", init=False)
 
     def judge(self, answer: Any) -> str | None:
         if not callable(answer):
